@@ -1,0 +1,97 @@
+"""The `kevolve` command line. Heavy modules (torch, the sandbox) are imported inside commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Make PyTorch faster with LLM-written CUDA kernels that are verified and timed.")
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(code)
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@app.command("eval")
+def eval_cmd(
+    problem: Annotated[Path, typer.Argument(help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)")],
+    solution: Annotated[Path, typer.Argument(help="candidate file defining ModelNew")],
+    device: Annotated[Optional[str], typer.Option(help="cuda, cuda:N or cpu (default: cuda if present)")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds per worker job before its process group is killed")] = 300.0,
+    trials: Annotated[int, typer.Option(min=3, help="minimum timed trials (adaptive beyond)")] = 30,
+    json_out: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    allow_torch_only: Annotated[bool, typer.Option(help="accept a ModelNew that launches no custom kernel")] = False,
+    seed: Annotated[Optional[int], typer.Option(help="base seed of the input draws (default: fresh)")] = None,
+    compile_baseline: Annotated[str, typer.Option(help="time torch.compile too: auto|on|off")] = "auto",
+    tolerance_factor: Annotated[float, typer.Option(min=1.0, help="allowed error = factor x eager's + floor")] = 8.0,
+    memory_limit_gb: Annotated[float, typer.Option(min=0.5, help="host memory limit of the worker")] = 32.0,
+    keep_scratch: Annotated[bool, typer.Option(help="keep the workers' scratch folders")] = False,
+) -> None:
+    """Evaluate one candidate: correctness, integrity, timing against eager and torch.compile."""
+    from kevolve.kernelbench.problem import ProblemError, load_problem
+    from kevolve.records import Candidate
+    from kevolve.sandbox.config import CompileBaseline, SandboxConfig
+    from kevolve.sandbox.local import LocalSandbox
+
+    if compile_baseline not in {c.value for c in CompileBaseline}:
+        _fail(f"--compile-baseline must be auto, on or off, not {compile_baseline!r}")
+    try:
+        prob = load_problem(problem)
+    except ProblemError as e:
+        _fail(str(e))
+    if not solution.is_file():
+        _fail(f"{solution}: no such file")
+    try:
+        source = solution.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        _fail(f"{solution}: cannot read: {e}")
+    dev = device or _default_device()
+    if not (dev == "cpu" or dev == "cuda" or (dev.startswith("cuda:") and dev[5:].isdigit())):
+        _fail(f"--device must be cuda, cuda:N or cpu, not {dev!r}")
+    if dev.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            _fail("--device cuda: no CUDA GPU is visible to PyTorch here (use --device cpu)")
+    config = SandboxConfig(device=dev, timeout_s=timeout, trials=trials, allow_torch_only=allow_torch_only,
+                           seed=seed, compile_baseline=CompileBaseline(compile_baseline),
+                           tolerance_factor=tolerance_factor, memory_limit_gb=memory_limit_gb)
+    cand = Candidate.from_source(source, prob.id)
+    try:
+        ev = LocalSandbox(keep_scratch=keep_scratch).evaluate(prob, cand, config)
+    except ProblemError as e:
+        _fail(str(e))
+    if json_out:
+        sys.stdout.write(json.dumps(ev.to_json_dict()) + "\n")
+    else:
+        from kevolve.report import print_evaluation
+
+        print_evaluation(ev)
+
+
+@app.command()
+def doctor() -> None:
+    """What this machine has: GPU, nvcc, CuPy, Docker, API keys (present or not; never printed)."""
+    from kevolve.doctor import run_doctor
+
+    run_doctor()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

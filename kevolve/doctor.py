@@ -1,0 +1,45 @@
+"""`kevolve doctor`: report what this machine can do. Never prints a secret's value."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+
+from rich.console import Console
+from rich.table import Table
+
+_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "KEVOLVE_API_TOKEN")
+
+
+def _version(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout.strip()
+        return out.splitlines()[-1] if out else "present"
+    except (OSError, subprocess.TimeoutExpired):
+        return "not found"
+
+
+def run_doctor() -> None:
+    rows: list[tuple[str, str]] = []
+    try:
+        import torch
+
+        rows.append(("torch", torch.__version__))
+        if torch.cuda.is_available():
+            rows += [(f"gpu {i}", torch.cuda.get_device_name(i)) for i in range(torch.cuda.device_count())]
+        else:
+            rows.append(("gpu", "none visible (evaluations run with --device cpu)"))
+    except ImportError:
+        rows.append(("torch", "not installed"))
+    rows.append(("nvcc", _version(["nvcc", "--version"]) if shutil.which("nvcc") else "not found"))
+    rows.append(("ncu", "present" if shutil.which("ncu") else "not found"))
+    rows.append(("cupy", "present" if importlib.util.find_spec("cupy") else "not installed"))
+    rows.append(("docker", "present" if shutil.which("docker") else "not found"))
+    rows.append(("bwrap", "present" if shutil.which("bwrap") else "not found"))
+    rows += [(k, "set" if os.environ.get(k) else "not set") for k in _KEYS]
+    table = Table("what", "status")
+    for r in rows:
+        table.add_row(*r)
+    Console().print(table)

@@ -1,0 +1,195 @@
+"""Typed records shared by every kevolve package.
+
+Everything that crosses a module or process boundary is one of these frozen models, never a
+plain dict, never an exception object, never ``None`` for "failed".
+"""
+
+from __future__ import annotations
+
+import hashlib
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Record(BaseModel):
+    """Base class: frozen, strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Outcome(StrEnum):
+    """The verdict on one candidate."""
+
+    OK = "ok"
+    REJECTED = "rejected"  # ran and matched, but broke an integrity rule
+    COMPILE_ERROR = "compile_error"
+    INCORRECT = "incorrect"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    INFRA_ERROR = "infra_error"  # the machine broke, not the candidate: retried, never scored
+
+
+class Origin(StrEnum):
+    """How a candidate came to be."""
+
+    TRANSLATE = "translate"
+    REPAIR = "repair"
+    MUTATE = "mutate"
+    CROSSOVER = "crossover"
+    OFFLINE = "offline"
+    IMPORTED = "imported"
+
+
+def content_hash(text: str) -> str:
+    """Stable identifier for source text (first 16 hex digits of SHA-256)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Problem(Record):
+    """A KernelBench-format problem: a file defining Model, get_inputs and get_init_inputs."""
+
+    id: str = Field(description="content hash of the source: renamed files keep their identity")
+    name: str = Field(description="file stem, e.g. '19_ReLU'")
+    level: int | None = Field(default=None, description="KernelBench level when known")
+    source: str = Field(description="the problem file's text")
+    path: str = Field(description="where the problem was loaded from")
+
+    @classmethod
+    def from_source(cls, source: str, path: str, name: str, level: int | None = None) -> Problem:
+        return cls(id=content_hash(source), name=name, level=level, source=source, path=path)
+
+
+class Candidate(Record):
+    """A proposed implementation: Python source defining ModelNew (KernelBench convention)."""
+
+    id: str = Field(description="content hash of the source")
+    problem_id: str
+    source: str
+    parent_ids: tuple[str, ...] = ()
+    origin: Origin = Origin.IMPORTED
+    proposer: str = Field(default="user", description="model name, 'offline' or 'user'")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @classmethod
+    def from_source(cls, source: str, problem_id: str, **kw: object) -> Candidate:
+        return cls(id=content_hash(source), problem_id=problem_id, source=source, **kw)  # type: ignore[arg-type]
+
+
+class TimingStats(Record):
+    """Repeated timings of one callable, all in milliseconds."""
+
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    iqr_ms: float = Field(description="interquartile range: the spread reported beside the median")
+    trials: int
+    method: str = Field(description="how it was timed, e.g. 'cuda_events+device_sync+l2_flush'")
+    wall_median_ms: float | None = Field(
+        default=None, description="host clock around call + device-wide sync (catches side work)"
+    )
+
+
+class CheckResult(Record):
+    """One verification step's outcome."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class KernelLaunch(Record):
+    """A kernel (or, on the CPU, an extension function) the candidate ran in one forward call."""
+
+    name: str
+    count: int
+    device_time_us: float = 0.0
+    custom: bool = Field(description="written by the candidate, not launched by PyTorch/cuBLAS/cuDNN")
+    stream: int | None = None
+
+
+class Profile(Record):
+    """What one profiled forward call did."""
+
+    kernels: tuple[KernelLaunch, ...] = ()
+    torch_ops: tuple[str, ...] = Field(default=(), description="ATen ops the forward called")
+    ncu: dict[str, float] = Field(default_factory=dict, description="NCU metrics where measured")
+    achieved_gbps: float | None = None
+    achieved_tflops: float | None = None
+
+
+class Evaluation(Record):
+    """The sandbox's verdict on one candidate. Always returned, never raised."""
+
+    candidate_id: str
+    problem_id: str
+    outcome: Outcome
+    reason: str = Field(description="one line; a stable code before the colon, e.g. 'side_stream: …'")
+    checks: tuple[CheckResult, ...] = ()
+    timing: TimingStats | None = None
+    ref_timing: TimingStats | None = None
+    compile_ref_timing: TimingStats | None = None
+    profile: Profile | None = None
+    device: str = ""
+    versions: dict[str, str] = Field(default_factory=dict)
+    compile_s: float | None = None
+    phase_s: dict[str, float] = Field(
+        default_factory=dict, description="seconds per phase: reference, compile, correctness, timing, profile"
+    )
+    seeds: tuple[int, ...] = Field(default=(), description="input-draw seeds, for reproducing the verdict")
+    wall_s: float = 0.0
+    log_tail: str = Field(default="", description="last lines of compiler / worker output")
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+    @property
+    def reason_code(self) -> str:
+        return self.reason.split(":", 1)[0].strip()
+
+    @property
+    def speedup(self) -> float | None:
+        """Eager time over candidate time; None unless the candidate is ok."""
+        if not self.ok or self.timing is None or self.ref_timing is None:
+            return None
+        return self.ref_timing.median_ms / self.timing.median_ms
+
+    @property
+    def speedup_vs_compile(self) -> float | None:
+        if not self.ok or self.timing is None or self.compile_ref_timing is None:
+            return None
+        return self.compile_ref_timing.median_ms / self.timing.median_ms
+
+    def to_json_dict(self) -> dict[str, object]:
+        """The `kevolve eval --json` object (a contract: fields are only ever added)."""
+        ms = lambda t: None if t is None else t.median_ms  # noqa: E731
+        return {
+            "status": self.outcome.value,
+            "reason": self.reason,
+            "speedup": self.speedup,
+            "speedup_vs_compile": self.speedup_vs_compile,
+            "runtime_ms": ms(self.timing),
+            "ref_runtime_ms": ms(self.ref_timing),
+            "compile_ref_runtime_ms": ms(self.compile_ref_timing),
+            "timing": None if self.timing is None else self.timing.model_dump(),
+            "ref_timing": None if self.ref_timing is None else self.ref_timing.model_dump(),
+            "compile_ref_timing": None
+            if self.compile_ref_timing is None
+            else self.compile_ref_timing.model_dump(),
+            "checks": [c.model_dump() for c in self.checks],
+            "kernels": [k.model_dump() for k in self.profile.kernels] if self.profile else [],
+            "profile": None if self.profile is None else self.profile.model_dump(),
+            "device": self.device,
+            "versions": dict(self.versions),
+            "compile_s": self.compile_s,
+            "phase_s": dict(self.phase_s),
+            "seeds": list(self.seeds),
+            "wall_s": self.wall_s,
+            "candidate_id": self.candidate_id,
+            "problem_id": self.problem_id,
+        }

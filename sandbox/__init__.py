@@ -1,0 +1,19 @@
+"""Evaluate candidates in isolated worker processes: compile, verify, time, profile.
+
+`Sandbox.evaluate(problem, candidate, config) -> Evaluation` never raises for a bad candidate.
+Modules here are imported lazily by the CLI; workers run `kevolve.sandbox.worker`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kevolve.records import Candidate, Evaluation, Problem
+from kevolve.sandbox.config import SandboxConfig
+
+
+class Sandbox(Protocol):
+    def evaluate(self, problem: Problem, candidate: Candidate, config: SandboxConfig) -> Evaluation: ...
+
+
+__all__ = ["Sandbox", "SandboxConfig"]

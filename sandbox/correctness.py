@@ -1,0 +1,142 @@
+"""Compare a candidate's outputs with the reference, in the parent process.
+
+Tolerance (documented in docs/VERIFICATION.md): the reference is computed once more in float64
+(`truth`). For every draw the candidate may be off from the truth by `factor` times eager PyTorch's
+own error plus a small per-dtype floor, measured two ways (max-norm and 2-norm, both relative to the
+truth's scale). Eager's error is the yardstick because it is what PyTorch itself does on this device
+(TF32 convolutions included); the floor keeps exact ops (ReLU: eager error 0) from demanding
+bit-equality. With factor 8 and a float32 floor of 1e-5, bf16 (~4e-3) and fp16 (~5e-4) arithmetic
+fail on float32 problems.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from kevolve.records import CheckResult
+from kevolve.sandbox.harness import POISON_BITS
+
+FLOORS = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+NEAR_MISS = 3e-2  # a normwise error under this, yet over tolerance, is a precision shortcut
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    key: str
+    kind: str  # "shape", "poison", "nonfinite", "value", "count"
+    detail: str
+    err: float = float("inf")
+
+
+def _errors(x: torch.Tensor, t: torch.Tensor) -> tuple[float, float]:
+    x, t = x.double(), t.double()
+    scale_inf = t.abs().max().item() if t.numel() else 0.0
+    scale_2 = t.norm().item() if t.numel() else 0.0
+    d = x - t
+    e_inf = d.abs().max().item() if t.numel() else 0.0
+    e_2 = d.norm().item() if t.numel() else 0.0
+    return (e_inf / scale_inf if scale_inf else e_inf, e_2 / scale_2 if scale_2 else e_2)
+
+
+def has_poison(x: torch.Tensor) -> bool:
+    if x.dtype in POISON_BITS and x.numel():
+        int_dtype, bits = POISON_BITS[x.dtype]
+        pattern = bits - (1 << (8 * x.element_size())) if bits >= 1 << (8 * x.element_size() - 1) else bits
+        return bool((x.contiguous().view(int_dtype) == pattern).any().item())
+    if x.numel() and x.element_size() >= 4:  # integer outputs: most bytes 0xA5
+        return bool((x.contiguous().view(torch.uint8) == 0xA5).float().mean().item() > 0.5)
+    return False
+
+
+def compare_one(key: str, cand: list[torch.Tensor], eager: list[torch.Tensor],
+                truth: list[torch.Tensor] | None, factor: float) -> tuple[CheckResult, Mismatch | None]:
+    """Check one draw's outputs; returns the check and, if it failed, why."""
+    def fail(kind: str, detail: str, err: float = float("inf")) -> tuple[CheckResult, Mismatch]:
+        return CheckResult(name=f"correct:{key}", passed=False, detail=detail), Mismatch(key, kind, detail, err)
+
+    if len(cand) != len(eager):
+        return fail("count", f"{len(cand)} outputs, expected {len(eager)}")
+    worst = ""
+    for i, (c, y) in enumerate(zip(cand, eager, strict=True)):
+        t = truth[i] if truth is not None else y
+        if tuple(c.shape) != tuple(y.shape) or c.dtype != y.dtype:
+            return fail("shape", f"output {i} is {c.dtype}{list(c.shape)}, expected {y.dtype}{list(y.shape)}")
+        if has_poison(c):
+            return fail("poison", f"output {i} holds the harness's poison pattern: memory never written")
+        if not c.is_floating_point():
+            if not torch.equal(c, y):
+                return fail("value", f"output {i}: {(c != y).sum().item()} of {c.numel()} elements differ")
+            continue
+        finite_t = torch.isfinite(t)
+        if not torch.equal(torch.isfinite(c), finite_t) or not torch.equal(c[~finite_t].isnan(), t[~finite_t].isnan()):
+            return fail("nonfinite", f"output {i}: NaN/inf where the reference has none (or vice versa)")
+        cm, tm, ym = c[finite_t], t[finite_t], y[finite_t]
+        c_inf, c_2 = _errors(cm, tm)
+        y_inf, y_2 = _errors(ym, tm) if truth is not None else (0.0, 0.0)
+        floor = FLOORS.get(c.dtype, 1e-5)
+        allow_inf, allow_2 = factor * y_inf + floor, factor * y_2 + floor
+        worst = f"err {c_inf:.2e} (allowed {allow_inf:.2e}; eager {y_inf:.2e})"
+        if c_inf > allow_inf or c_2 > allow_2:
+            return fail("value", f"output {i}: max error {c_inf:.2e}, rms {c_2:.2e} against float64 "
+                                 f"(allowed {allow_inf:.2e} / {allow_2:.2e}; eager's own {y_inf:.2e})", c_2)
+    return CheckResult(name=f"correct:{key}", passed=True, detail=worst), None
+
+
+def _bitwise_equal(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    return len(a) == len(b) and all(x.shape == y.shape and x.dtype == y.dtype and torch.equal(
+        x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8)) for x, y in zip(a, b, strict=True))
+
+
+def judge(ref: dict[str, list[torch.Tensor]], cand: dict[str, list[torch.Tensor]],
+          identity_keys: set[str], factor: float) -> tuple[list[CheckResult], str | None]:
+    """All checks, and the failure reason (None if the candidate is correct everywhere)."""
+    checks: list[CheckResult] = []
+    misses: list[Mismatch] = []
+    for key, outs in cand.items():
+        base = key.split("@", 1)[0]
+        if base not in ref:
+            continue  # a draw the reference itself could not compute finitely
+        check, miss = compare_one(key, outs, ref[base], ref.get(f"{base}@f64"), factor)
+        checks.append(check)
+        if miss is not None:
+            misses.append(miss)
+    checks = _fold_timed(checks)
+    if not misses:
+        return checks, None
+    return checks, _classify(misses, ref, cand, identity_keys)
+
+
+def _fold_timed(checks: list[CheckResult]) -> list[CheckResult]:
+    """One summary line for the outputs of timed calls (their failures stay listed)."""
+    timed = [c for c in checks if "@timed" in c.name]
+    if not timed or not all(c.passed for c in timed):
+        return checks
+    rest = [c for c in checks if "@timed" not in c.name]
+    return rest + [CheckResult(name="correct:timed_calls", passed=True, detail=f"{len(timed)} timed calls checked")]
+
+
+def _classify(misses: list[Mismatch], ref: dict[str, list[torch.Tensor]],
+              cand: dict[str, list[torch.Tensor]], identity_keys: set[str]) -> str:
+    for m in misses:
+        if m.kind == "poison":
+            return f"stale_memory: draw {m.key}: {m.detail} (allocator reuse)"
+    for m in misses:
+        for other, outs in cand.items():
+            base, obase = m.key.split("@", 1)[0], other.split("@", 1)[0]
+            if obase != base and obase in ref and _bitwise_equal(cand[m.key], outs) \
+                    and not _bitwise_equal(ref[base], ref[obase]):
+                return f"stale_cache: output for draw {m.key} repeats the output for draw {other} (result cached across calls)"
+    plain = [m for m in misses if m.key in identity_keys]
+    if plain:
+        m = plain[0]
+        if m.kind == "value" and m.err < NEAR_MISS:
+            return f"reduced_precision: draw {m.key}: {m.detail} — the error of lower-precision arithmetic"
+        return f"incorrect: draw {m.key}: {m.detail}"
+    shifted = [m for m in misses if "@" not in m.key]
+    if shifted:
+        m = shifted[0]
+        return f"off_distribution: right on get_inputs() draws, wrong on the '{m.key}' draw: {m.detail}"
+    m = misses[0]
+    return f"degrades_over_calls: right on first calls, wrong on call {m.key}: {m.detail}"

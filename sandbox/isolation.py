@@ -1,0 +1,163 @@
+"""Spawn a worker process in its own process group, scratch dir and scrubbed environment.
+
+A worker runs exactly one job and exits. `WorkerProcess.start()` may be called ahead of time (a warm
+spare: torch imported, device initialised) so that its start-up overlaps earlier work.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kevolve.sandbox.protocol import WorkerReport, WorkerRequest
+
+log = logging.getLogger(__name__)
+
+_SECRET_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.I)
+_CLOUD_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_", "GCLOUD_", "GCP_", "CLOUDSDK_", "ARM_", "KEVOLVE_",
+                   "DATABASE_URL", "PG", "HF_", "HUGGING", "OPENAI", "ANTHROPIC", "GITHUB_", "SSH_")
+
+
+def scrubbed_env(device: str, scratch: Path) -> dict[str, str]:
+    """The parent's environment minus secrets, cloud credentials and kevolve's own state."""
+    env = {k: v for k, v in os.environ.items()
+           if not _SECRET_RE.search(k) and not k.upper().startswith(_CLOUD_PREFIXES)}
+    env.update(HOME=str(scratch), TMPDIR=str(scratch), PYTHONUNBUFFERED="1",
+               PYTHONDONTWRITEBYTECODE="1", CUPY_CACHE_DIR=str(scratch / "cupy"))
+    # Keep freed host blocks in the heap so that the harness's poisoned buffers are what an
+    # unwritten output receives (see integrity.poison_allocator).
+    env.update(MALLOC_MMAP_THRESHOLD_="33554432", MALLOC_TRIM_THRESHOLD_="268435456")
+    if device.startswith("cuda:"):
+        env["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
+    return env
+
+
+@dataclass(frozen=True)
+class WorkerExit:
+    """How a worker job ended, as seen from outside the process."""
+
+    report: WorkerReport | None
+    returncode: int | None
+    timed_out: bool
+    memory_exceeded: bool
+    elapsed_s: float
+    log_tail: str
+    phase: str
+
+
+def _rss_bytes(pgid: int) -> int:
+    """Resident memory of every process in the group (Linux /proc)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:  # field 5 (pgrp) after the comm
+                continue
+            total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # field 24 (rss pages)
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _tail(path: Path, n: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+class WorkerProcess:
+    """One single-use worker: start() spawns it warm, run() gives it its job and waits."""
+
+    def __init__(self, device: str, root: Path | None = None) -> None:
+        self.device = device
+        self.scratch = Path(tempfile.mkdtemp(prefix="kevolve-", dir=root))
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WorkerProcess:
+        env = scrubbed_env(self.device, self.scratch)
+        logf = open(self.scratch / "worker.log", "wb")  # noqa: SIM115 - handed to the child
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kevolve.sandbox.worker", self.device],
+            stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, cwd=self.scratch,
+            env=env, start_new_session=True, close_fds=True,
+        )
+        logf.close()
+        return self
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def run(self, request: WorkerRequest, timeout_s: float, memory_limit_gb: float) -> WorkerExit:
+        """Hand the job over and wait; a hang, a crash or a memory blow-up comes back as data."""
+        if self.proc is None:
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None
+        req_path = self.scratch / "request.json"
+        req_path.write_text(request.model_dump_json())
+        t0 = time.monotonic()
+        over_memory = threading.Event()
+        done = threading.Event()
+        limit = int(memory_limit_gb * 2**30)
+        pgid = self.proc.pid
+
+        def watch() -> None:
+            while not done.wait(0.1):
+                if _rss_bytes(pgid) > limit:
+                    over_memory.set()
+                    self.kill()
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        timed_out = False
+        try:
+            self.proc.stdin.write(b"go\n")
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass  # the worker died during start-up; its exit code tells why
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            self.kill()  # the whole group: anything the candidate forked dies too
+            done.set()
+            watcher.join()
+        return WorkerExit(
+            report=self._read_report(), returncode=self.proc.returncode, timed_out=timed_out,
+            memory_exceeded=over_memory.is_set(), elapsed_s=time.monotonic() - t0,
+            log_tail=_tail(self.scratch / "worker.log"), phase=self._phase(),
+        )
+
+    def _read_report(self) -> WorkerReport | None:
+        path = self.scratch / "report.json"
+        if not path.exists():
+            return None
+        try:
+            return WorkerReport.model_validate_json(path.read_text())
+        except ValueError:
+            return None
+
+    def _phase(self) -> str:
+        try:
+            return (self.scratch / "phase").read_text().strip() or "start-up"
+        except OSError:
+            return "start-up"

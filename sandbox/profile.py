@@ -1,0 +1,103 @@
+"""What one forward call launched: kernels (with streams and device time) and ATen ops.
+
+Runs in the worker. On the CPU the "kernels" are calls into the candidate's compiled extension
+functions, seen through `sys.setprofile`; on CUDA they are the device kernels torch.profiler records.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from kevolve.records import KernelLaunch, Profile
+
+_TORCH_OWNED = re.compile(
+    r"at::native|at::cuda|c10::|^(void )?(cutlass|cute|sm\d+_|ampere_|volta_|turing_|hopper_|cudnn|"
+    r"cublas|nvjet|gemm|gemv|triton_(poi|red|per|tem)|Memcpy|Memset|elementwise_kernel|"
+    r"vectorized_elementwise|reduce_kernel|xmma|implicit_convolve|fft)", re.I)
+# ATen ops that move or allocate data rather than compute the problem's function.
+_NON_COMPUTE = re.compile(
+    r"aten::(empty|empty_like|empty_strided|zeros|zeros_like|ones|ones_like|full|full_like|fill_|"
+    r"zero_|view|reshape|_reshape_alias|_unsafe_view|as_strided|contiguous|clone|copy_|to|_to_copy|"
+    r"detach|alias|t|transpose|permute|expand|squeeze|unsqueeze|flatten|slice|select|narrow|"
+    r"resize_|item|_local_scalar_dense|lift_fresh|size|stride|numel|dim|is_nonzero|split|chunk|"
+    r"unbind|cat|stack|record_stream|set_|result_type|broadcast_tensors|lift|empty_cache|"
+    r"new_empty|new_zeros|new_full|new_empty_strided|is_same_size|_has_compatible_shallow_copy_type)$")
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    profile: Profile
+    unjoined_stream_kernels: tuple[str, ...]  # kernels still running on another stream at return
+
+
+def is_compute_op(name: str) -> bool:
+    return name.startswith("aten::") and not _NON_COMPUTE.match(name)
+
+
+def _is_custom(name: str, custom_names: Sequence[str]) -> bool:
+    if _TORCH_OWNED.search(name):
+        return False
+    return any(re.search(rf"\b{re.escape(n)}\b", name) for n in custom_names)
+
+
+class _ExtCalls:
+    """Counts calls into the candidate's compiled extensions (C functions) during a region."""
+
+    def __init__(self, modules: set[str]) -> None:
+        self.modules = modules
+        self.counts: dict[str, int] = defaultdict(int)
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "c_call" and getattr(arg, "__module__", None) in self.modules:
+            self.counts[f"{arg.__module__.rsplit('_', 1)[0]}.{arg.__name__}"] += 1
+
+
+def profile_call(fn: Callable[..., Any], inputs: Sequence[Any], device: torch.device,
+                 custom_names: Sequence[str], ext_modules: set[str]) -> ProfileResult:
+    cuda = device.type == "cuda"
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    ext = _ExtCalls(ext_modules)
+    previous = sys.getprofile()
+    with profile(activities=acts) as prof:
+        sys.setprofile(ext)
+        try:
+            fn(*inputs)
+            if cuda:  # marker: starts on the calling stream once the candidate's work there is done
+                torch.ones(1, device=device).mul_(2)
+        finally:
+            sys.setprofile(previous)
+        if cuda:
+            torch.cuda.synchronize()
+    ops = sorted({e.name for e in prof.events() if e.name.startswith("aten::")})
+    kernels, unjoined = _device_kernels(prof, custom_names) if cuda else ([], ())
+    kernels += [KernelLaunch(name=n, count=c, custom=True) for n, c in sorted(ext.counts.items())]
+    return ProfileResult(Profile(kernels=tuple(kernels), torch_ops=tuple(ops)), unjoined)
+
+
+def _device_kernels(prof: Any, custom_names: Sequence[str]) -> tuple[list[KernelLaunch], tuple[str, ...]]:
+    gpu = torch.autograd.DeviceType.CUDA
+    evs = [e for e in prof.profiler.kineto_results.events()
+           if e.device_type() == gpu and not e.name().startswith(("Memcpy", "Memset"))]
+    if not evs:
+        return [], ()
+    marker = max(evs, key=lambda e: e.correlation_id())  # launched last, after the forward returned
+    main_stream = marker.device_resource_id()
+    agg: dict[tuple[str, int], list[float]] = defaultdict(list)
+    unjoined = []
+    for e in evs:
+        if e is marker:
+            continue
+        agg[(e.name(), e.device_resource_id())].append(e.duration_ns() / 1e3)
+        if e.device_resource_id() != main_stream and e.start_ns() + e.duration_ns() > marker.start_ns():
+            unjoined.append(e.name())
+    kernels = [KernelLaunch(name=n, count=len(d), device_time_us=sum(d), custom=_is_custom(n, custom_names),
+                            stream=s) for (n, s), d in sorted(agg.items(), key=lambda kv: -sum(kv[1]))]
+    return kernels, tuple(dict.fromkeys(unjoined))

@@ -1,0 +1,122 @@
+"""Worker task: the trusted reference (outputs, float64 truth, eager and torch.compile timings).
+
+It runs in its own process, apart from any candidate: candidates never share memory, allocator
+state or Python objects with the reference, and the reference's outputs are compared in the parent.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kevolve.sandbox import harness as h
+from kevolve.sandbox.profile import profile_call
+from kevolve.sandbox.protocol import DrawReport, OutputSpec, WorkerReport, WorkerRequest
+from kevolve.sandbox.timing import Timer
+
+
+def _as_f64(x: Any) -> Any:
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        return x.double()
+    return x
+
+
+def max_rel_err(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+    """max |a-b| / max |b| over all float outputs (0 when outputs are not floating point)."""
+    worst = 0.0
+    for x, y in zip(a, b, strict=True):
+        if not x.is_floating_point():
+            continue
+        x, y = x.double(), y.double()
+        scale = y.abs().max().item() if y.numel() else 0.0
+        err = (x - y).abs().max().item() if y.numel() else 0.0
+        worst = max(worst, err / scale if scale > 0 else err)
+    return worst
+
+
+class _Float64:
+    """The reference computed in float64, on the device if it can, else on the CPU."""
+
+    def __init__(self, model: Any, device: torch.device) -> None:
+        self.device = device
+        self.model = copy.deepcopy(model).double() if isinstance(model, torch.nn.Module) else model
+
+    def __call__(self, inputs: list[Any]) -> list[torch.Tensor] | None:
+        for dev in (self.device, torch.device("cpu")):
+            try:
+                m = self.model.to(dev) if isinstance(self.model, torch.nn.Module) else self.model
+                with torch.no_grad():
+                    out = m(*[_as_f64(h.to_device(x, dev)) for x in inputs])
+                return [t.detach().cpu() for t in h.flatten_outputs(out)]
+            except Exception:  # noqa: BLE001 - some ops have no float64 kernel on some devices
+                continue
+        return None
+
+
+def run(req: WorkerRequest, scratch: Path) -> tuple[WorkerReport, dict[str, list[torch.Tensor]]]:
+    device = h.device_of(req.device)
+    phases: dict[str, float] = {}
+    t0 = time.perf_counter()
+    try:
+        problem = h.load_module(req.problem_source, "kevolve_problem", scratch)
+    except Exception as e:  # noqa: BLE001
+        raise h.StageError("problem_error", f"problem file failed to import: {h.one_line(e)}") from None
+    model = h.build_model(problem.Model, problem, req.init_seed, device, "Model")
+    f64 = _Float64(model, device)
+    outs: dict[str, list[torch.Tensor]] = {}
+    reports, pool, keys = [], [], []
+    specs: tuple[OutputSpec, ...] = ()
+    for d in req.draws:
+        x = h.draw_inputs(problem, d, device)
+        try:
+            with torch.no_grad():
+                y = [t.detach().cpu() for t in h.flatten_outputs(model(*x))]
+        except Exception as e:  # noqa: BLE001
+            if d.transform == "identity":
+                raise h.StageError("problem_error", f"Model.forward raised {h.one_line(e)}") from None
+            reports.append(DrawReport(key=d.key, finite=False))
+            continue
+        if not all(isinstance(t, torch.Tensor) for t in y):
+            raise h.StageError("problem_error", "Model.forward must return tensors")
+        finite = all(torch.isfinite(t).all().item() for t in y if t.is_floating_point())
+        if not finite and d.transform != "identity":
+            reports.append(DrawReport(key=d.key, finite=False))  # the reference itself breaks here
+            continue
+        y64 = f64(x)
+        outs[d.key] = y
+        if y64 is not None:
+            outs[f"{d.key}@f64"] = y64
+        reports.append(DrawReport(key=d.key, finite=finite,
+                                  eager_vs_f64=None if y64 is None else max_rel_err(y, y64)))
+        if not specs:
+            specs = tuple(OutputSpec(shape=tuple(t.shape), dtype=str(t.dtype)) for t in y)
+        if d.transform == "identity" and len(pool) < 4:
+            pool.append(x)
+            keys.append(d.key)
+    phases["reference_outputs"] = time.perf_counter() - t0
+    timer = Timer(device)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        timing = timer.run(model, pool, keys, req.trials, req.max_timing_s, req.warmup)
+    phases["reference_timing"] = time.perf_counter() - t0
+    compile_timing, log = None, ""
+    if req.time_compile:
+        t0 = time.perf_counter()
+        try:
+            compiled = torch.compile(model)
+            with torch.no_grad():
+                compiled(*pool[0])
+                compile_timing = timer.run(compiled, pool, keys, req.trials, req.max_timing_s, req.warmup)
+        except Exception as e:  # noqa: BLE001 - torch.compile failing is data, not a problem error
+            log = f"torch.compile baseline unavailable: {h.one_line(e)}"
+        phases["compile_baseline"] = time.perf_counter() - t0
+    with torch.no_grad():
+        prof = profile_call(model, pool[0], device, (), set()).profile if req.profile else None
+    report = WorkerReport(status="done", device_name=h.device_name(device), versions=h.versions(),
+                          timing=timing, compile_timing=compile_timing, profile=prof,
+                          draws=tuple(reports), outputs=specs, phase_s=phases, log_tail=log)
+    return report, outs

@@ -1,0 +1,33 @@
+"""Checks on candidate source that need no execution (run in the orchestrator, no torch)."""
+
+from __future__ import annotations
+
+import re
+
+from kevolve.kernelbench.problem import ProblemError, parse_source, top_level_names
+
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
+_CUDA_KERNEL = re.compile(r"__global__\s+[\w:<>\s\*]*?\b(\w+)\s*\(")
+_TRITON_KERNEL = re.compile(r"@triton\.(?:jit|autotune[\s\S]*?@triton\.jit)[^\n]*\n\s*def\s+(\w+)")
+_CUPY_NAME = re.compile(r"(?:RawKernel\s*\([\s\S]*?,\s*|get_function\s*\(\s*)['\"](\w+)['\"]")
+_CPP_FUNCTIONS = re.compile(r"functions\s*=\s*\[([^\]]*)\]")
+
+
+def custom_kernel_names(source: str) -> tuple[str, ...]:
+    """Names of kernels / extension functions the candidate defines itself."""
+    names = set(_CUDA_KERNEL.findall(_LAUNCH_BOUNDS.sub(" ", source))) | set(_TRITON_KERNEL.findall(source))
+    names |= set(_CUPY_NAME.findall(source))
+    for group in _CPP_FUNCTIONS.findall(source):
+        names |= set(re.findall(r"['\"](\w+)['\"]", group))
+    return tuple(sorted(n for n in names if n not in {"if", "for", "while", "return"}))
+
+
+def check_candidate_source(source: str, label: str = "solution") -> str | None:
+    """None if the source parses and defines ModelNew; else a one-line reason."""
+    try:
+        tree = parse_source(source, label)
+    except ProblemError as e:
+        return str(e)
+    if "ModelNew" not in top_level_names(tree):
+        return f"{label}: no ModelNew defined (KernelBench convention: class ModelNew(nn.Module))"
+    return None

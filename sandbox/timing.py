@@ -1,0 +1,119 @@
+"""Timing with clocks the candidate cannot patch.
+
+The references below are taken when the worker imports this module, before any candidate code
+runs; `integrity.Guards` reports any later replacement of them or of their code.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from kevolve.records import TimingStats
+from kevolve.sandbox import cuda_rt
+
+_perf = time.perf_counter
+_Event = torch.cuda.Event
+_record = torch.cuda.Event.record
+_elapsed = torch.cuda.Event.elapsed_time
+_cuda_sync = getattr(torch._C, "_cuda_synchronize", None)  # absent from CPU builds
+_L2_FLUSH_BYTES = 256 * 2**20  # > 2x the L2 of any current GPU (H100: 50 MB)
+_CPU_FLUSH_BYTES = 64 * 2**20
+_KEEP = 6  # timed-call outputs copied out for checking, chosen by a private RNG
+
+
+class Timer:
+    """Times `fn(*inputs)` per trial with device-wide sync, cache flush and rotated inputs."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.cuda = device.type == "cuda"
+        nbytes = _L2_FLUSH_BYTES if self.cuda else _CPU_FLUSH_BYTES
+        self._flush_buf = torch.empty(nbytes // 4, dtype=torch.int32, device=device)
+        self._rng = random.Random(int.from_bytes(os.urandom(8), "little"))
+
+    def sync(self) -> None:
+        if self.cuda:
+            _cuda_sync()  # type: ignore[misc]
+
+    def _flush(self) -> None:
+        self._flush_buf.fill_(self._rng.randrange(1 << 30))
+        if self.cuda:
+            cuda_rt.reset_persisting_l2()
+
+    def one(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[float, float, Any]:
+        """One trial: (event-or-host ms, host wall ms incl. device-wide sync, output)."""
+        self._flush()
+        self.sync()
+        if not self.cuda:
+            h0 = _perf()
+            out = fn(*inputs)
+            ms = (_perf() - h0) * 1e3
+            return ms, ms, out
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        h0 = _perf()
+        _record(start)
+        out = fn(*inputs)
+        _record(end)
+        _cuda_sync()  # device-wide: work left on side streams is waited for here
+        wall = (_perf() - h0) * 1e3
+        return _elapsed(start, end), wall, out
+
+    def run(self, fn: Callable[..., Any], pool: Sequence[Sequence[Any]], keys: Sequence[str],
+            trials: int, max_s: float, warmup: int,
+            on_output: Callable[[str, Any], None] | None = None) -> TimingStats:
+        """Adaptive trials: at least `trials`, more while the median is unsteady, within `max_s`."""
+        for i in range(warmup):
+            self.one(fn, pool[i % len(pool)])
+        times: list[float] = []
+        walls: list[float] = []
+        t0 = _perf()
+        # Which timed calls get their outputs checked: unknown to the candidate, fixed in advance.
+        keep_at = set(self._rng.sample(range(max(trials, _KEEP)), _KEEP))
+        last: tuple[str, Any] | None = None
+        while True:
+            i = len(times)
+            ms, wall, out = self.one(fn, pool[i % len(pool)])
+            times.append(ms)
+            walls.append(wall)
+            last = (keys[i % len(pool)], out)
+            if on_output is not None and i in keep_at:
+                on_output(keys[i % len(pool)], out)
+            if self._enough(times, trials, _perf() - t0, max_s):
+                break
+        if on_output is not None and last is not None:
+            on_output(*last)  # the last timed call is always checked
+        method = ("cuda_events+device_sync+l2_flush+rotated_inputs" if self.cuda
+                  else "host_clock+cache_flush+rotated_inputs")
+        return stats(times, method, walls if self.cuda else None)
+
+    @staticmethod
+    def _enough(times: list[float], trials: int, elapsed: float, max_s: float) -> bool:
+        n = len(times)
+        if n < 3:
+            return False
+        if elapsed >= max_s and n >= 5:
+            return True
+        if n < trials:
+            return False
+        if n >= 10 * trials:
+            return True
+        q = statistics.quantiles(times, n=4)
+        med = statistics.median(times)
+        rel_sem = 1.2533 * ((q[2] - q[0]) / 1.349) / (n**0.5) / max(med, 1e-9)
+        return rel_sem <= 0.005
+
+
+def stats(times: list[float], method: str, walls: list[float] | None = None) -> TimingStats:
+    q = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
+    return TimingStats(
+        median_ms=statistics.median(times), mean_ms=statistics.fmean(times), min_ms=min(times),
+        max_ms=max(times), iqr_ms=q[2] - q[0], trials=len(times), method=method,
+        wall_median_ms=statistics.median(walls) if walls else None,
+    )

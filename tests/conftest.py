@@ -1,0 +1,41 @@
+"""Shared fixtures: paths to the project's own problems and solutions, a CPU sandbox config."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+# One build cache for the whole test session: a C++ extension takes ~30 s to build on 2 cores,
+# and many tests share a source.
+BUILD_CACHE = Path(os.environ.get("KEVOLVE_TEST_CACHE", Path(__file__).parent.parent / ".pytest_cache" / "kevolve"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    if has_cuda:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def cpu_config():  # noqa: ANN201
+    from kevolve.sandbox.config import SandboxConfig
+
+    return SandboxConfig(device="cpu", timeout_s=240, trials=10, max_timing_s=2.0, seed=1234,
+                         cache_dir=BUILD_CACHE, memory_limit_gb=8)
