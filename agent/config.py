@@ -1,0 +1,93 @@
+"""The optimizer's slice of kevolve's configuration: one nested, typed object.
+
+Built once at an entry point (the CLI or `kevolve.optimize`) from flags, environment variables and
+defaults; each component receives only its own slice. Nothing below the entry points reads
+``os.environ``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+
+from kevolve.records import Record
+from kevolve.sandbox.config import SandboxConfig
+
+# USD per million tokens (input, output). Override with `prices` in LLMConfig.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.5, 10.0),
+    "gpt-4o-mini": (0.15, 0.6),
+    "gpt-4.1": (2.0, 8.0),
+    "gpt-4.1-mini": (0.4, 1.6),
+    "gpt-5": (1.25, 10.0),
+    "gpt-5-mini": (0.25, 2.0),
+    "o3": (2.0, 8.0),
+    "o4-mini": (1.1, 4.4),
+    "claude-sonnet-4": (3.0, 15.0),
+    "claude-opus-4": (15.0, 75.0),
+    "claude-3-5-haiku": (0.8, 4.0),
+    "claude-haiku-4": (1.0, 5.0),
+}
+
+
+class LLMConfig(Record):
+    """Which model proposes candidates, and how it is called."""
+
+    provider: str = Field(description="'openai', 'anthropic', 'compatible' (OpenAI wire, any base URL) or 'scripted'")
+    model: str = Field(description="model name as the provider spells it")
+    base_url: str | None = Field(default=None, description="server URL; None = the vendor's own")
+    api_key: SecretStr | None = Field(default=None, exclude=True, description="never written to disk")
+    timeout_s: float = Field(default=300.0, description="per-request timeout")
+    max_retries: int = Field(default=5, description="retries of a transient error (429, 5xx, timeout)")
+    backoff_s: float = Field(default=2.0, description="first retry delay; doubles each retry, with jitter")
+    max_backoff_s: float = 60.0
+    max_tokens: int = 8192
+    temperature: float = 0.8
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=lambda: dict(DEFAULT_PRICES),
+        description="USD per million (prompt, completion) tokens, by model-name prefix")
+    cache_dir: Path | None = Field(default=None, description="disk cache of replies keyed on the request; None = off")
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+class EvolutionConfig(Record):
+    """The population's shape and the evolutionary operators' settings."""
+
+    islands: int = Field(default=2, ge=1, description="independent sub-populations (migration between them)")
+    population: int = Field(default=6, ge=1, description="members kept per island")
+    elites: int = Field(default=1, ge=0, description="best members per island always kept and always eligible")
+    jobs_per_generation: int = Field(default=4, ge=1, description="proposals per generation, across islands")
+    concurrency: int = Field(default=4, ge=1, description="proposals / evaluations in flight at once")
+    migration_every: int = Field(default=3, ge=1, description="generations between migrations (ring topology)")
+    max_repairs: int = Field(default=2, ge=0, description="consecutive repairs allowed along one lineage")
+    crossover_rate: float = Field(default=0.25, ge=0.0, le=1.0)
+    novelty_threshold: float = Field(default=0.98, description="similarity above which a source is a duplicate")
+    tournament: int = Field(default=3, ge=1, description="tournament size of parent selection")
+    seed: int = 0
+
+
+class StopConfig(Record):
+    """When a run ends (whichever comes first)."""
+
+    max_candidates: int = Field(default=40, ge=1, description="proposals evaluated (duplicates not counted)")
+    budget_usd: float | None = Field(default=None, description="LLM spend limit")
+    time_limit_s: float | None = Field(default=None, description="wall-clock limit of the search")
+    target_speedup: float | None = Field(default=None, description="stop once a candidate is this fast vs eager")
+    patience: int = Field(default=4, ge=1, description="generations without improvement before stopping")
+    max_generations: int = Field(default=50, ge=1)
+
+
+class OptimizeConfig(Record):
+    """Everything one `kevolve optimize` run needs."""
+
+    llm: LLMConfig
+    evolution: EvolutionConfig = EvolutionConfig()
+    stop: StopConfig = StopConfig()
+    sandbox: SandboxConfig = SandboxConfig()
+    runs_dir: Path = Field(default=Path("runs"), description="run folders are created here")
+    archive: bool = Field(default=True, description="retrieve examples from the archive when it exists")
+    archive_k: int = 3
