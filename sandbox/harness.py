@@ -30,6 +30,7 @@ class StageError(Exception):
     def __init__(self, status: str, reason: str, log: str = "") -> None:
         super().__init__(reason)
         self.status, self.reason, self.log = status, reason, log
+        self.phases: dict[str, float] = {}
 
 
 def one_line(e: BaseException) -> str:

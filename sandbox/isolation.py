@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -78,12 +79,23 @@ def _tail(path: Path, n: int = 40) -> str:
         return ""
 
 
+def default_scratch_root() -> Path | None:
+    """/dev/shm when it has room: outputs cross the process boundary as files, RAM is faster."""
+    shm = Path("/dev/shm")
+    try:
+        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 8 * 2**30:
+            return shm
+    except OSError:
+        pass
+    return None
+
+
 class WorkerProcess:
     """One single-use worker: start() spawns it warm, run() gives it its job and waits."""
 
     def __init__(self, device: str, root: Path | None = None) -> None:
         self.device = device
-        self.scratch = Path(tempfile.mkdtemp(prefix="kevolve-", dir=root))
+        self.scratch = Path(tempfile.mkdtemp(prefix="kevolve-", dir=root or default_scratch_root()))
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> WorkerProcess:

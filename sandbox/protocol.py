@@ -50,6 +50,8 @@ class DrawReport(Record):
     key: str
     finite: bool
     eager_vs_f64: float | None = None  # eager's own max relative error against float64
+    eager_err: tuple[tuple[float, float], ...] = Field(
+        default=(), description="per output: eager's (max-norm, 2-norm) relative error against float64")
 
 
 class WorkerReport(Record):

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from kevolve.sandbox import harness as h
+from kevolve.sandbox.correctness import rel_errors
 from kevolve.sandbox.profile import profile_call
 from kevolve.sandbox.protocol import DrawReport, OutputSpec, WorkerReport, WorkerRequest
 from kevolve.sandbox.timing import Timer
@@ -25,17 +26,25 @@ def _as_f64(x: Any) -> Any:
     return x
 
 
-def max_rel_err(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
-    """max |a-b| / max |b| over all float outputs (0 when outputs are not floating point)."""
-    worst = 0.0
-    for x, y in zip(a, b, strict=True):
-        if not x.is_floating_point():
+def eager_errors(y: list[torch.Tensor], y64: list[torch.Tensor] | None) -> tuple[tuple[float, float], ...]:
+    """Eager's own (max-norm, 2-norm) relative error against float64, per output."""
+    if y64 is None:
+        return tuple((0.0, 0.0) for _ in y)
+    errs = []
+    for a, t in zip(y, y64, strict=True):
+        if not a.is_floating_point():
+            errs.append((0.0, 0.0))
             continue
-        x, y = x.double(), y.double()
-        scale = y.abs().max().item() if y.numel() else 0.0
-        err = (x - y).abs().max().item() if y.numel() else 0.0
-        worst = max(worst, err / scale if scale > 0 else err)
-    return worst
+        ok = torch.isfinite(t)
+        errs.append(rel_errors(a[ok].double(), t[ok].double()))
+    return tuple(errs)
+
+
+def truth_of(y: list[torch.Tensor], y64: list[torch.Tensor] | None) -> list[torch.Tensor]:
+    """What candidates are judged against: float64 results rounded to the output dtype."""
+    if y64 is None:
+        return y
+    return [t.to(a.dtype) if a.is_floating_point() else a for a, t in zip(y, y64, strict=True)]
 
 
 class _Float64:
@@ -87,11 +96,12 @@ def run(req: WorkerRequest, scratch: Path) -> tuple[WorkerReport, dict[str, list
             reports.append(DrawReport(key=d.key, finite=False))  # the reference itself breaks here
             continue
         y64 = f64(x)
-        outs[d.key] = y
-        if y64 is not None:
-            outs[f"{d.key}@f64"] = y64
-        reports.append(DrawReport(key=d.key, finite=finite,
-                                  eager_vs_f64=None if y64 is None else max_rel_err(y, y64)))
+        if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
+            y64 = None
+        outs[d.key] = truth_of(y, y64)
+        errs = eager_errors(y, y64)
+        reports.append(DrawReport(key=d.key, finite=finite, eager_err=errs,
+                                  eager_vs_f64=None if y64 is None else max(e[0] for e in errs) if errs else 0.0))
         if not specs:
             specs = tuple(OutputSpec(shape=tuple(t.shape), dtype=str(t.dtype)) for t in y)
         if d.transform == "identity" and len(pool) < 4:

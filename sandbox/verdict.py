@@ -72,7 +72,8 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, ref: Refe
                 versions=ref.report.versions, ref_timing=ref.report.timing,
                 compile_ref_timing=ref.report.compile_timing, seeds=tuple(d.seed for d in ref.draws))
     r = done.report
-    phases = {"reference": ref.wall_s, **(r.phase_s if r else {})}
+    phases = {"reference": ref.wall_s, **{f"ref.{k}": v for k, v in ref.report.phase_s.items()},
+              **(r.phase_s if r else {})}
     common = dict(base, phase_s=phases, log_tail=(r.log_tail if r and r.log_tail else done.log_tail)[-4000:],
                   compile_s=r.compile_s if r else None)
     if r is None or done.timed_out or done.memory_exceeded:
@@ -84,7 +85,8 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, ref: Refe
                           checks=r.checks, profile=r.profile, **common)
     ident = {d.key for d in ref.draws if d.transform == "identity"}
     t1 = time.monotonic()
-    checks, failure = correctness.judge(ref.outputs, outputs, ident, config.tolerance_factor)
+    eager_errs = {d.key: d.eager_err for d in ref.report.draws}
+    checks, failure = correctness.judge(ref.outputs, eager_errs, outputs, ident, config.tolerance_factor)
     phases["compare"] = time.monotonic() - t1
     if failure is not None:
         outcome = Outcome.INCORRECT

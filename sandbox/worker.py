@@ -36,7 +36,8 @@ def main() -> None:
         else:
             report, outs = candidate.run(req, guards, scratch)
     except harness.StageError as e:
-        report = WorkerReport(status=e.status, reason=e.reason, log_tail=e.log[-4000:])  # type: ignore[arg-type]
+        report = WorkerReport(status=e.status, reason=e.reason, log_tail=e.log[-4000:],  # type: ignore[arg-type]
+                              phase_s=e.phases)
     except BaseException as e:  # noqa: BLE001 - anything else escaping is still a verdict
         report = WorkerReport(status="crashed", reason=f"harness: {harness.one_line(e)}",
                               log_tail=harness.short_traceback(e))

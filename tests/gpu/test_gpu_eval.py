@@ -1,0 +1,69 @@
+"""The evaluator on a real CUDA GPU: honest kernels accepted, GPU-only hacks rejected, crashes contained."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kevolve.kernelbench.problem import load_problem
+from kevolve.records import Candidate, Outcome
+from kevolve.sandbox.config import SandboxConfig
+from kevolve.sandbox.local import LocalSandbox
+
+pytestmark = pytest.mark.gpu
+HERE = Path(__file__).parent
+PROBLEM = HERE.parent / "fixtures" / "problems" / "relu_big.py"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> LocalSandbox:
+    return LocalSandbox()
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> SandboxConfig:
+    return SandboxConfig(device="cuda", seed=7, trials=20, max_timing_s=2.0, compile_baseline="off",
+                         cache_dir=tmp_path_factory.mktemp("kevolve-cache"), timeout_s=300)
+
+
+def evaluate(sandbox: LocalSandbox, config: SandboxConfig, name: str):  # noqa: ANN201
+    problem = load_problem(PROBLEM)
+    src = (HERE / "solutions" / f"{name}.py").read_text()
+    return sandbox.evaluate(problem, Candidate.from_source(src, problem.id), config)
+
+
+def test_honest_cupy_kernel_is_accepted_with_a_custom_kernel_listed(sandbox, config) -> None:
+    ev = evaluate(sandbox, config, "relu_cupy")
+    assert ev.outcome is Outcome.OK, ev.reason
+    assert any(k.custom and "relu_k" in k.name for k in ev.profile.kernels)
+    assert ev.timing.median_ms > 0 and ev.ref_timing.median_ms > 0
+
+
+def test_honest_load_inline_kernel_is_accepted(sandbox, config) -> None:
+    ev = evaluate(sandbox, config, "relu_inline")
+    assert ev.outcome is Outcome.OK, ev.reason + ev.log_tail[-2000:]
+    assert any(k.custom and "relu_inline_k" in k.name for k in ev.profile.kernels)
+
+
+def test_side_stream_work_is_rejected(sandbox, config) -> None:
+    ev = evaluate(sandbox, config, "relu_side_stream")
+    assert ev.outcome in (Outcome.REJECTED, Outcome.INCORRECT), ev.reason
+    assert ev.reason_code in ("side_stream", "async_output"), ev.reason
+
+
+def test_allocator_reuse_is_caught_as_stale_memory(sandbox, config) -> None:
+    ev = evaluate(sandbox, config, "relu_alloc_reuse")
+    assert ev.outcome is Outcome.INCORRECT and ev.reason_code == "stale_memory", ev.reason
+
+
+def test_persisting_l2_reservation_is_rejected(sandbox, config) -> None:
+    ev = evaluate(sandbox, config, "l2_persist")
+    assert ev.outcome is Outcome.REJECTED and ev.reason_code == "l2_persist", ev.reason
+
+
+def test_illegal_address_is_a_crash_verdict_and_the_next_candidate_is_fine(sandbox, config) -> None:
+    ev = evaluate(sandbox, config, "illegal_address")
+    assert ev.outcome is Outcome.CRASHED and ev.reason_code == "cuda_error", ev.reason
+    again = evaluate(sandbox, config, "relu_cupy")
+    assert again.outcome is Outcome.OK, again.reason
