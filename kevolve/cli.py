@@ -89,6 +89,9 @@ def doctor() -> None:
     run_doctor()
 
 
+app.add_typer(__import__("kevolve.cli_bench", fromlist=["app"]).app, name="bench")
+
+
 def main() -> None:
     app()
 

@@ -1,0 +1,171 @@
+"""Eager and torch.compile baselines, cached per (device, torch version, problem hash).
+
+The timings come from the sandbox's own reference worker, so they are measured exactly as
+candidates are (same Timer, flushes, trials). Only the timings are cached: reference *outputs*
+never touch the disk, because candidates run as the same user and could read them back.
+
+`BenchSandbox` is a `LocalSandbox` whose reference step reuses a cached baseline: it still runs the
+reference for its outputs (that is quick), but skips the long timing and the torch.compile build.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from pydantic import Field
+
+from kevolve.records import Problem, Record, TimingStats
+from kevolve.sandbox.config import CompileBaseline, SandboxConfig
+from kevolve.sandbox.local import LocalSandbox, Reference
+
+log = logging.getLogger(__name__)
+
+
+def torch_version() -> str:
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def device_fingerprint(device: str) -> str:
+    """The device model (not its index): 'NVIDIA H100 80GB HBM3', 'cpu (AMD EPYC 7B13 x2)'."""
+    if device == "cpu":
+        model = platform.processor() or platform.machine()
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.lower().startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+        except OSError:
+            pass
+        return f"cpu ({model} x{len(os.sched_getaffinity(0))})"
+    index = device.split(":", 1)[1] if ":" in device else "0"
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", index],
+                                 capture_output=True, text=True, timeout=30)
+            if out.returncode == 0 and out.stdout.strip():
+                return out.stdout.strip().splitlines()[0]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return f"cuda device {index}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_")[:80]
+
+
+class Baseline(Record):
+    """The reference's timings for one problem on one kind of device and torch version."""
+
+    problem_id: str
+    problem_name: str
+    level: int | None = None
+    device: str = Field(description="device fingerprint the cache is keyed on")
+    device_name: str = Field(default="", description="what the reference worker reported")
+    torch: str
+    eager: TimingStats
+    compiled: TimingStats | None = Field(default=None, description="torch.compile (inductor, default)")
+    compile_note: str = Field(default="", description="why torch.compile has no timing, if it has none")
+    trials: int
+    max_timing_s: float
+    measured_at: str
+
+
+@dataclass
+class BaselineCache:
+    """JSON files at ROOT/DEVICE/torch-VERSION/PROBLEM_HASH.json."""
+
+    root: Path
+
+    def path(self, device: str, torch: str, problem_id: str) -> Path:
+        return self.root / _slug(device) / f"torch-{_slug(torch)}" / f"{problem_id}.json"
+
+    def get(self, device: str, torch: str, problem_id: str) -> Baseline | None:
+        p = self.path(device, torch, problem_id)
+        try:
+            return Baseline.model_validate_json(p.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def put(self, b: Baseline) -> None:
+        p = self.path(b.device, b.torch, b.problem_id)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(b.model_dump_json(indent=1))
+        os.replace(tmp, p)
+
+
+def fits(b: Baseline | None, config: SandboxConfig) -> bool:
+    """A cached baseline serves this config if it has every timing the config wants."""
+    return b is not None and (b.compiled is not None or bool(b.compile_note) or not config.want_compile_baseline)
+
+
+@dataclass
+class BenchSandbox(LocalSandbox):
+    """LocalSandbox whose reference timings come from (and go to) a BaselineCache."""
+
+    cache: BaselineCache | None = None
+    reuse: bool = True
+    fingerprint: str = ""
+    torch: str = field(default_factory=torch_version)
+    # problem id -> where its baseline came from: 'cached' or 'measured'
+    baseline_source: dict[str, str] = field(default_factory=dict)
+
+    def forget(self) -> None:
+        """Drop the references held in memory (call when a problem is finished)."""
+        self._refs.clear()
+
+    def reference(self, problem: Problem, config: SandboxConfig) -> Reference:
+        if self.cache is None:
+            return super().reference(problem, config)
+        fp = self.fingerprint or device_fingerprint(config.device)
+        cached = self.cache.get(fp, self.torch, problem.id) if self.reuse else None
+        if fits(cached, config):
+            assert cached is not None
+            quick = config.model_copy(update={"trials": 3, "max_timing_s": 0.0, "warmup": 1,
+                                              "compile_baseline": CompileBaseline.OFF})
+            ref = super().reference(problem, quick)
+            report = ref.report.model_copy(update={"timing": cached.eager, "compile_timing": cached.compiled})
+            self.baseline_source[problem.id] = "cached"
+            return Reference(report, ref.outputs, ref.draws, ref.seed, ref.wall_s)
+        ref = super().reference(problem, config)
+        self.baseline_source[problem.id] = "measured"
+        if ref.report.timing is not None:
+            note = "" if ref.report.compile_timing is not None or not config.want_compile_baseline \
+                else (ref.report.log_tail or "torch.compile failed")[:300]
+            self.cache.put(Baseline(
+                problem_id=problem.id, problem_name=problem.name, level=problem.level, device=fp,
+                device_name=ref.report.device_name, torch=self.torch, eager=ref.report.timing,
+                compiled=ref.report.compile_timing, compile_note=note, trials=config.trials,
+                max_timing_s=config.max_timing_s, measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")))
+        return ref
+
+
+def load_published(path: str | Path) -> dict[tuple[int, str], float]:
+    """KernelBench's published baseline JSON ({'level1': {'19_ReLU.py': {'mean': …}}}) -> ms."""
+    data = json.loads(Path(path).read_text())
+    out: dict[tuple[int, str], float] = {}
+    for level_key, probs in data.items():
+        m = re.fullmatch(r"level(\d+)", level_key)
+        if not m:
+            continue
+        for fname, rec in probs.items():
+            if isinstance(rec, dict) and isinstance(rec.get("mean"), (int, float)):
+                out[(int(m.group(1)), fname)] = float(rec["mean"])
+    return out
+
+
+__all__ = ["Baseline", "BaselineCache", "BenchSandbox", "device_fingerprint", "fits", "load_published",
+           "torch_version"]

@@ -1,0 +1,97 @@
+"""One `kevolve bench --solutions …` run: open (or resume) the run folder, plan, execute, report."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from pathlib import Path
+
+from kevolve.kernelbench.baselines import BaselineCache, device_fingerprint, torch_version
+from kevolve.kernelbench.runner import make_plan
+from kevolve.kernelbench.solutions import discover
+from kevolve.kernelbench.store import ResultRow, RunMeta, RunStore
+from kevolve.kernelbench.suite import SuiteProblem
+from kevolve.records import Record
+from kevolve.sandbox.config import SandboxConfig
+
+log = logging.getLogger(__name__)
+
+
+class BenchArgs(Record):
+    """The run's slice of the command line."""
+
+    suite: str
+    levels: tuple[int, ...]
+    problems: str | None = None
+    match: str | None = None
+    solutions: str
+    executor: str = "local"
+    address: str | None = None
+    devices: tuple[str, ...]
+    compile_workers: int = 0
+    run_dir: str
+    reuse_baselines: bool = True
+    retries: int = 2
+    seed_given: bool = False
+
+
+def open_run(args: BenchArgs, config: SandboxConfig, fingerprint: str) -> tuple[RunStore, SandboxConfig]:
+    """Create the run folder or reopen it; a reopened run keeps its seed unless one was given."""
+    store = RunStore(Path(args.run_dir))
+    assert config.seed is not None
+    meta = store.create_or_open(RunMeta(
+        name=Path(args.run_dir).name, suite=str(Path(args.suite).resolve()), levels=args.levels,
+        problems=args.problems, match=args.match, solutions=str(Path(args.solutions).resolve()),
+        device=config.device, devices=args.devices, device_fingerprint=fingerprint, torch=torch_version(),
+        seed=config.seed, executor=args.executor,
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")))
+    if not args.seed_given and meta.seed != config.seed:
+        config = config.model_copy(update={"seed": meta.seed})
+    return store, config
+
+
+def _executor(args: BenchArgs, config: SandboxConfig, cache: BaselineCache, fingerprint: str):  # noqa: ANN202
+    if args.executor == "ray":
+        from kevolve.kernelbench.ray_executor import RayExecutor
+
+        return RayExecutor(config, cache.root, args.reuse_baselines, fingerprint, args.address, args.retries)
+    from kevolve.kernelbench.runner import LocalExecutor
+
+    return LocalExecutor(list(args.devices), config, cache, args.reuse_baselines, fingerprint,
+                         args.compile_workers, args.retries)
+
+
+def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConfig) -> int:
+    """Returns the exit code: 0 when every planned evaluation reached a verdict."""
+    from kevolve.kernelbench.console import Progressor, print_summary
+    from kevolve.kernelbench.report import write_reports
+
+    fingerprint = device_fingerprint(args.devices[0])
+    store, config = open_run(args, config, fingerprint)
+    plan = make_plan(problems, discover(args.solutions), store.finished_keys())
+    for row in plan.problem_rows:
+        store.write(row)
+    cache = BaselineCache(config.cache_dir / "baselines")
+    executor = _executor(args, config, cache, fingerprint)
+    infra = 0
+    t0 = time.monotonic()
+    with Progressor(plan.total, plan.skipped, store.root) as progress:
+        def on_result(row: ResultRow) -> None:
+            nonlocal infra
+            store.write(row)
+            infra += row.status == "infra_error"
+            progress.done(row)
+
+        try:
+            executor.run(plan.jobs, on_result)
+        except KeyboardInterrupt:
+            progress.stop()
+            print_summary(store, write_reports(store), interrupted=True)
+            return 130
+    elapsed = time.monotonic() - t0
+    print_summary(store, write_reports(store), elapsed=elapsed, evaluated=plan.total)
+    return 0 if infra == 0 else 1
+
+
+__all__ = ["BenchArgs", "open_run", "run_bench"]

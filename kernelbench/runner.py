@@ -1,0 +1,213 @@
+"""Evaluate a solution set over a suite: plan, compile pool, one evaluation lane per device.
+
+The plan turns (suite, solutions, finished work) into problem jobs. The local executor runs one
+lane thread per device (`cpu`, or `cuda:N` per `--gpus`), each with its own sandbox, taking whole
+problems from a shared queue so that a problem's reference runs once; a compile pool builds
+candidates' extensions ahead of them on the remaining CPU cores. Lanes and the compile pool are
+pinned to disjoint cores, so no evaluation is timed on a core that is compiling.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from kevolve.kernelbench.baselines import BaselineCache, BenchSandbox
+from kevolve.kernelbench.solutions import SolutionFile
+from kevolve.kernelbench.store import NO_SOLUTION, PROBLEM_ERROR, UNAVAILABLE, ResultRow
+from kevolve.kernelbench.suite import SuiteProblem
+from kevolve.records import Candidate, Evaluation, Outcome, Record
+from kevolve.sandbox.config import SandboxConfig
+
+log = logging.getLogger(__name__)
+
+
+class CandidateFile(Record):
+    """A candidate to evaluate, with its source (shipped as is to a Ray node)."""
+
+    label: str
+    path: str
+    source: str
+
+
+class ProblemJob(Record):
+    """One problem and the candidates of it still to evaluate."""
+
+    problem: SuiteProblem
+    candidates: tuple[CandidateFile, ...]
+
+
+@dataclass
+class Plan:
+    jobs: list[ProblemJob]
+    problem_rows: list[ResultRow]  # verdicts known without running anything
+    skipped: int  # evaluations already finished in an earlier attempt of this run
+
+    @property
+    def total(self) -> int:
+        return sum(len(j.candidates) for j in self.jobs)
+
+
+def problem_row(sp: SuiteProblem, status: str, reason: str, worker: str = "") -> ResultRow:
+    return ResultRow(level=sp.level, number=sp.number, file=sp.file,
+                     problem_id=sp.problem.id if sp.problem else None, status=status, reason=reason, worker=worker)
+
+
+def make_plan(problems: list[SuiteProblem], solutions: dict[tuple[int, int], list[SolutionFile]],
+              finished: set[tuple[str, str, str]]) -> Plan:
+    jobs, rows, skipped = [], [], 0
+    for sp in problems:
+        pid = sp.problem.id if sp.problem else f"L{sp.level}/{sp.file}"
+        if (pid, "", "") in finished:
+            continue
+        if sp.problem is None or sp.unavailable:
+            status = PROBLEM_ERROR if sp.unavailable.startswith("problem_error") else UNAVAILABLE
+            rows.append(problem_row(sp, status, sp.unavailable))
+            continue
+        files = solutions.get((sp.level, sp.number), [])
+        if not files:
+            rows.append(problem_row(sp, NO_SOLUTION, "no_solution: the solution set has no candidate for it"))
+            continue
+        todo = []
+        for f in files:
+            try:
+                src = Path(f.path).read_text()
+            except (OSError, UnicodeDecodeError):
+                src = ""  # evaluates to a clear compile_error verdict
+            if (sp.problem.id, f.label, Candidate.from_source(src, sp.problem.id).id) in finished:
+                skipped += 1
+                continue
+            todo.append(CandidateFile(label=f.label, path=f.path, source=src))
+        if todo:
+            jobs.append(ProblemJob(problem=sp, candidates=tuple(todo)))
+    return Plan(jobs, rows, skipped)
+
+
+def evaluate_with_retries(sandbox: BenchSandbox, job: ProblemJob, cand: Candidate, config: SandboxConfig,
+                          retries: int) -> tuple[Evaluation, int]:
+    """Infrastructure failures (worker lost, driver error) are retried; candidate failures are not."""
+    assert job.problem.problem is not None
+    attempt = 0
+    while True:
+        attempt += 1
+        ev = sandbox.evaluate(job.problem.problem, cand, config)
+        if ev.outcome is not Outcome.INFRA_ERROR or attempt > retries:
+            return ev, attempt
+        log.warning("%s: infrastructure failure, retrying (%s)", job.problem.key, ev.reason)
+
+
+def run_problem(job: ProblemJob, sandbox: BenchSandbox, config: SandboxConfig, retries: int, worker: str,
+                before: Callable[[Candidate], None] | None = None) -> Iterator[ResultRow]:
+    """Evaluate a problem's candidates in order, yielding each row as it is decided."""
+    from kevolve.kernelbench.problem import ProblemError
+
+    sp = job.problem
+    assert sp.problem is not None
+    for cf in job.candidates:
+        cand = Candidate.from_source(cf.source, sp.problem.id)
+        if before is not None:
+            before(cand)
+        try:
+            ev, attempts = evaluate_with_retries(sandbox, job, cand, config, retries)
+        except ProblemError as e:
+            yield problem_row(sp, PROBLEM_ERROR, f"problem_error: {e}", worker)
+            return
+        except Exception as e:  # noqa: BLE001 - kevolve's own bug: logged, kept unfinished, run goes on
+            log.exception("%s %s: the harness failed", sp.key, cf.label)
+            yield ResultRow(level=sp.level, number=sp.number, file=sp.file, problem_id=sp.problem.id,
+                            label=cf.label, solution=cf.path, candidate_id=cand.id,
+                            status=Outcome.INFRA_ERROR.value, reason=f"harness_error: {type(e).__name__}: {e}"[:300],
+                            worker=worker)
+            continue
+        yield ResultRow.from_evaluation(ev, level=sp.level, number=sp.number, file=sp.file, label=cf.label,
+                                        solution=cf.path, baseline=sandbox.baseline_source.get(sp.problem.id, ""),
+                                        attempts=attempts, worker=worker)
+
+
+def split_cores(n_lanes: int, compile_workers: int, cores: list[int] | None = None) -> tuple[list[set[int]], set[int]]:
+    """Disjoint core sets: one per evaluation lane, and one for the compile pool (may be empty)."""
+    cores = sorted(cores if cores is not None else os.sched_getaffinity(0))
+    n_compile = max(0, min(compile_workers, len(cores) - n_lanes))
+    eval_cores, compile_cores = cores[: len(cores) - n_compile], set(cores[len(cores) - n_compile:])
+    per = max(1, len(eval_cores) // n_lanes)
+    lanes = [set(eval_cores[i * per:(i + 1) * per]) or {eval_cores[i % len(eval_cores)]} for i in range(n_lanes)]
+    return lanes, compile_cores
+
+
+class LocalExecutor:
+    """Lanes (one per device) plus an optional compile pool, all in this process's threads."""
+
+    def __init__(self, devices: list[str], config: SandboxConfig, cache: BaselineCache | None, reuse: bool,
+                 fingerprint: str, compile_workers: int = 0, retries: int = 2) -> None:
+        self.devices, self.config, self.cache, self.reuse = devices, config, cache, reuse
+        self.fingerprint, self.retries = fingerprint, retries
+        self.lane_cores, self.compile_cores = split_cores(len(devices), compile_workers)
+        self.builds: dict[str, Future[object]] = {}
+        self.build_seconds = 0.0
+
+    def run(self, jobs: list[ProblemJob], on_result: Callable[[ResultRow], None]) -> None:
+        pool = self._start_compile_pool(jobs)
+        todo: queue.Queue[ProblemJob] = queue.Queue()
+        for j in jobs:
+            todo.put(j)
+        errors: list[BaseException] = []
+        threads = [threading.Thread(target=self._lane, args=(dev, cores, todo, on_result, errors), daemon=True,
+                                    name=f"lane-{dev}") for dev, cores in zip(self.devices, self.lane_cores, strict=True)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if errors:
+            raise errors[0]
+
+    def _start_compile_pool(self, jobs: list[ProblemJob]) -> ThreadPoolExecutor | None:
+        if not self.compile_cores:
+            return None
+        from kevolve.kernelbench.prebuild import prebuild
+
+        cores = self.compile_cores
+        pool = ThreadPoolExecutor(max_workers=len(cores), thread_name_prefix="compile",
+                                  initializer=lambda: os.sched_setaffinity(0, cores))
+        for j in jobs:
+            for cf in j.candidates:
+                cid = Candidate.from_source(cf.source, j.problem.problem.id).id  # type: ignore[union-attr]
+                if cid not in self.builds:
+                    self.builds[cid] = pool.submit(prebuild, cf.source, self.config.cache_dir, self.config.timeout_s)
+        return pool
+
+    def _wait_build(self, cand: Candidate) -> None:
+        fut = self.builds.get(cand.id)
+        if fut is not None:
+            try:
+                res = fut.result()
+                self.build_seconds += getattr(res, "seconds", 0.0)
+            except Exception as e:  # noqa: BLE001 - a failed prebuild only means the worker builds it
+                log.warning("prebuild failed: %s", e)
+
+    def _lane(self, device: str, cores: set[int], todo: queue.Queue[ProblemJob],
+              on_result: Callable[[ResultRow], None], errors: list[BaseException]) -> None:
+        try:
+            os.sched_setaffinity(0, cores)  # this thread only: the workers it spawns inherit it
+            sandbox = BenchSandbox(cache=self.cache, reuse=self.reuse, fingerprint=self.fingerprint)
+            config = self.config.model_copy(update={"device": device})
+            while True:
+                try:
+                    job = todo.get_nowait()
+                except queue.Empty:
+                    return
+                for row in run_problem(job, sandbox, config, self.retries, f"local:{device}", self._wait_build):
+                    on_result(row)
+                sandbox.forget()  # reference outputs of a finished problem can be large
+        except BaseException as e:  # noqa: BLE001 - surfaced by run() in the main thread
+            errors.append(e)
+
+
+__all__ = ["CandidateFile", "LocalExecutor", "Plan", "ProblemJob", "make_plan", "run_problem", "split_cores"]

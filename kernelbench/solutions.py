@@ -1,0 +1,68 @@
+"""Find an existing solution set's candidates for each problem of a suite.
+
+Two layouts are understood, and may be mixed:
+
+- KernelBench's generated samples (``scripts/generate_samples.py`` writes
+  ``runs/RUN/level_1_problem_19_sample_0_kernel.py``), anywhere under the folder;
+- a mirror of the suite: ``level1/19_ReLU.py`` (or any ``level1/19_*.py``) is problem 19's
+  candidate, and a folder ``level1/19_ReLU/`` holds several candidates, one file each.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import Field
+
+from kevolve.records import Record
+
+_SAMPLE_RE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
+_LEVEL_DIR_RE = re.compile(r"^level_?(\d+)$")
+_NUM_RE = re.compile(r"^(\d+)_")
+
+
+class SolutionFile(Record):
+    """One candidate file of a solution set."""
+
+    level: int
+    number: int
+    path: str
+    label: str = Field(description="which candidate of the problem: 'sample_0', a file stem, …")
+
+
+def discover(root: str | Path) -> dict[tuple[int, int], list[SolutionFile]]:
+    """(level, problem number) -> candidate files, in a stable order."""
+    root = Path(root)
+    found: dict[tuple[int, int], dict[str, SolutionFile]] = defaultdict(dict)
+
+    def add(level: int, number: int, path: Path, label: str) -> None:
+        found[(level, number)].setdefault(str(path.resolve()), SolutionFile(
+            level=level, number=number, path=str(path), label=label))
+
+    for path in sorted(root.rglob("*.py")):
+        if any(part.startswith(".") or part == "__pycache__" for part in path.relative_to(root).parts):
+            continue
+        m = _SAMPLE_RE.match(path.name)
+        if m:
+            add(int(m.group(1)), int(m.group(2)), path, f"sample_{m.group(3)}")
+            continue
+        rel = path.relative_to(root).parts
+        level_i = next((i for i, p in enumerate(rel[:-1]) if _LEVEL_DIR_RE.match(p)), None)
+        if level_i is None:
+            continue
+        level = int(_LEVEL_DIR_RE.match(rel[level_i]).group(1))  # type: ignore[union-attr]
+        below = rel[level_i + 1:]
+        if len(below) == 1 and (n := _NUM_RE.match(below[0])):
+            add(level, int(n.group(1)), path, path.stem)
+        elif len(below) == 2 and (n := _NUM_RE.match(below[0])):
+            add(level, int(n.group(1)), path, path.stem)
+    return {k: sorted(v.values(), key=lambda s: (_natural(s.label), s.path)) for k, v in found.items()}
+
+
+def _natural(label: str) -> tuple[object, ...]:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label))
+
+
+__all__ = ["SolutionFile", "discover"]

@@ -1,0 +1,223 @@
+"""`kevolve bench`: run a KernelBench suite (or any folder in its layout) through the sandbox.
+
+Heavy modules (torch, the sandbox, Ray) are imported inside the commands, never at import time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, invoke_without_command=True,
+                  help="Run a KernelBench suite: solution sets, baselines, reports, comparisons.")
+
+Suite = Annotated[Optional[Path], typer.Option(help="KernelBench checkout or a folder with level1/ … level4/")]
+Level = Annotated[str, typer.Option(help="level(s): 1, or 1,2")]
+Problems = Annotated[Optional[str], typer.Option(help="problem numbers, e.g. 1-10,15")]
+Match = Annotated[Optional[str], typer.Option(help="regular expression on the problem file name")]
+Device = Annotated[Optional[str], typer.Option(help="cuda or cpu (default: cuda if present)")]
+Gpus = Annotated[Optional[str], typer.Option(help="GPU indices for one evaluation lane each, e.g. 0,1")]
+CacheDir = Annotated[Optional[Path], typer.Option(help="build and baseline cache (default ~/.cache/kevolve)")]
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(code)
+
+
+def _levels(spec: str) -> list[int]:
+    try:
+        levels = sorted({int(x) for x in spec.split(",") if x.strip()})
+    except ValueError:
+        _fail(f"--level must be numbers 1-4 like 1 or 1,2, not {spec!r}")
+    if not levels or any(lv not in (1, 2, 3, 4) for lv in levels):
+        _fail(f"--level must be numbers 1-4 like 1 or 1,2, not {spec!r}")
+    return levels
+
+
+def _devices(device: str | None, gpus: str | None) -> tuple[str, list[str]]:
+    """(base device, one device per evaluation lane)."""
+    if device is None:
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in ("cpu", "cuda") and not (device.startswith("cuda:") and device[5:].isdigit()):
+        _fail(f"--device must be cuda, cuda:N or cpu, not {device!r}")
+    if device == "cpu":
+        if gpus:
+            _fail("--gpus needs --device cuda")
+        return device, ["cpu"]
+    import torch
+
+    if not torch.cuda.is_available():
+        _fail("--device cuda: no CUDA GPU is visible to PyTorch here (use --device cpu)")
+    if gpus:
+        try:
+            idx = [int(g) for g in gpus.split(",") if g.strip()]
+        except ValueError:
+            _fail(f"--gpus must be indices like 0,1, not {gpus!r}")
+        bad = [i for i in idx if i >= torch.cuda.device_count() or i < 0]
+        if bad or not idx:
+            _fail(f"--gpus {gpus}: this machine has {torch.cuda.device_count()} GPU(s)")
+        return "cuda", [f"cuda:{i}" for i in idx]
+    return device, [device if ":" in device else "cuda:0"]
+
+
+def _pin_cuda_arch(devices: list[str]) -> None:
+    """Prebuilds run with no GPU visible; give them and the workers the same target architecture,
+    or the worker would see different flags and rebuild what the compile pool built."""
+    if os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        return
+    import torch
+
+    caps = sorted({"%d.%d" % torch.cuda.get_device_capability(int(d.split(":")[1])) for d in devices})
+    os.environ["TORCH_CUDA_ARCH_LIST"] = ";".join(caps)
+
+
+def _config(device: str, seed: int, cache_dir: Path | None, timeout: float, trials: int, max_timing_s: float,
+            compile_baseline: str, allow_torch_only: bool = False):  # noqa: ANN202
+    from kevolve.sandbox.config import CompileBaseline, SandboxConfig
+
+    if compile_baseline not in {c.value for c in CompileBaseline}:
+        _fail(f"--compile-baseline must be auto, on or off, not {compile_baseline!r}")
+    kw = {} if cache_dir is None else {"cache_dir": cache_dir.resolve()}
+    return SandboxConfig(device=device, seed=seed, timeout_s=timeout, trials=trials, max_timing_s=max_timing_s,
+                         compile_baseline=CompileBaseline(compile_baseline), allow_torch_only=allow_torch_only, **kw)
+
+
+def _load(suite: Path | None, level: str, problems: str | None, match: str | None):  # noqa: ANN202
+    from kevolve.kernelbench.suite import SuiteError, load_suite
+
+    if suite is None:
+        _fail("--suite KERNELBENCH_DIR is required")
+    try:
+        found = load_suite(suite, _levels(level), problems, match)
+    except SuiteError as e:
+        _fail(str(e))
+    if not found:
+        _fail("no problem matches the selection (--level / --problems / --match)")
+    return found
+
+
+def default_run_dir(runs_root: Path, suite: Path, levels: list[int], problems: str | None, match: str | None,
+                    solutions: Path | None, device: str) -> Path:
+    """The same command finds the same run folder, so that rerunning it resumes."""
+    ident = "|".join([str(suite.resolve()), ",".join(map(str, levels)), problems or "", match or "",
+                      str(solutions.resolve()) if solutions else "", device])
+    tag = hashlib.sha256(ident.encode()).hexdigest()[:8]
+    name = f"{suite.resolve().name}-L{''.join(map(str, levels))}-{solutions.resolve().name if solutions else 'x'}"
+    return runs_root / f"{name}-{device.split(':')[0]}-{tag}"
+
+
+@app.callback()
+def bench(
+    ctx: typer.Context,
+    suite: Suite = None,
+    level: Level = "1",
+    problems: Problems = None,
+    match: Match = None,
+    solutions: Annotated[Optional[Path], typer.Option(help="solution set to evaluate (KernelBench layouts)")] = None,
+    executor: Annotated[str, typer.Option(help="local (default) or ray")] = "local",
+    address: Annotated[Optional[str], typer.Option(help="Ray cluster address (default: start a local one)")] = None,
+    device: Device = None,
+    gpus: Gpus = None,
+    compile_workers: Annotated[Optional[int], typer.Option(min=0, help="compile-pool processes on spare CPU cores "
+                                                                       "(default: spare cores on CUDA, 0 on CPU)")] = None,
+    run_dir: Annotated[Optional[Path], typer.Option(help="run folder (default: derived from the command)")] = None,
+    runs_root: Annotated[Path, typer.Option(help="where default run folders go")] = Path("runs"),
+    seed: Annotated[Optional[int], typer.Option(help="input-draw seed (default: fresh, stored with the run)")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds per worker job")] = 300.0,
+    trials: Annotated[int, typer.Option(min=3, help="minimum timed trials")] = 30,
+    max_timing_s: Annotated[float, typer.Option(help="stop adding trials after this long")] = 10.0,
+    baselines: Annotated[str, typer.Option(help="reuse cached eager/compile timings, or live (re-measure)")] = "reuse",
+    compile_baseline: Annotated[str, typer.Option(help="time torch.compile too: auto|on|off")] = "auto",
+    cache_dir: CacheDir = None,
+    retries: Annotated[int, typer.Option(min=0, help="retries of an infrastructure failure")] = 2,
+    allow_torch_only: Annotated[bool, typer.Option(help="accept candidates that launch no custom kernel")] = False,
+) -> None:
+    """Evaluate a solution set over a suite (resumable: rerun the same command to continue)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from kevolve.kernelbench.bench_run import BenchArgs, run_bench
+
+    if solutions is None:
+        _fail("--solutions DIR is required (the solution set to evaluate)")
+    if not solutions.is_dir():
+        _fail(f"--solutions {solutions}: no such folder")
+    if executor not in ("local", "ray"):
+        _fail(f"--executor must be local or ray, not {executor!r}")
+    if baselines not in ("reuse", "live"):
+        _fail(f"--baselines must be reuse or live, not {baselines!r}")
+    found = _load(suite, level, problems, match)
+    base, lanes = _devices(device, gpus)
+    if base.startswith("cuda"):
+        _pin_cuda_arch(lanes)
+    assert suite is not None
+    levels = _levels(level)
+    rd = run_dir or default_run_dir(runs_root, suite, levels, problems, match, solutions, base)
+    config = _config(base, seed if seed is not None else secrets.randbelow(2**31 - 1000), cache_dir, timeout,
+                     trials, max_timing_s, compile_baseline, allow_torch_only)
+    if compile_workers is None:
+        compile_workers = 0 if base == "cpu" else max(0, len(os.sched_getaffinity(0)) - len(lanes))
+    args = BenchArgs(suite=str(suite), levels=tuple(levels), problems=problems, match=match,
+                     solutions=str(solutions), executor=executor, address=address, devices=tuple(lanes),
+                     compile_workers=compile_workers, run_dir=str(rd), reuse_baselines=baselines == "reuse",
+                     retries=retries, seed_given=seed is not None)
+    code = run_bench(args, found, config)
+    raise typer.Exit(code)
+
+
+@app.command("baselines")
+def baselines_cmd(
+    suite: Suite = None,
+    level: Level = "1",
+    problems: Problems = None,
+    match: Match = None,
+    device: Device = None,
+    cache_dir: CacheDir = None,
+    refresh: Annotated[bool, typer.Option(help="re-measure problems already in the cache")] = False,
+    compile_baseline: Annotated[str, typer.Option(help="time torch.compile too: auto|on|off")] = "auto",
+    trials: Annotated[int, typer.Option(min=3)] = 30,
+    max_timing_s: Annotated[float, typer.Option()] = 10.0,
+    timeout: Annotated[float, typer.Option()] = 600.0,
+    published: Annotated[Optional[Path], typer.Option(help="KernelBench's published timing folder or JSON, to compare")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="write the measured table (and comparison) as JSON here")] = None,
+) -> None:
+    """Measure eager (and torch.compile) baselines into the cache, optionally beside published ones."""
+    from kevolve.kernelbench.bench_baselines import run_baselines
+
+    found = _load(suite, level, problems, match)
+    base, _ = _devices(device, None)
+    if published is not None and not published.exists():
+        _fail(f"--published {published}: no such file or folder")
+    config = _config(base, 0, cache_dir, timeout, trials, max_timing_s, compile_baseline)
+    raise typer.Exit(run_baselines(found, config, refresh, published, out))
+
+
+@app.command("compare")
+def compare_cmd(
+    run_a: Annotated[Path, typer.Argument(help="first run folder")],
+    run_b: Annotated[Path, typer.Argument(help="second run folder")],
+    tolerance: Annotated[float, typer.Option(help="speedup ratios within 1±tolerance count as the same")] = 0.05,
+    json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+) -> None:
+    """Per-problem differences between two runs (matched by problem content hash, then name)."""
+    from kevolve.kernelbench.compare import CompareError, compare
+    from kevolve.kernelbench.console import print_compare
+
+    try:
+        diffs = compare(run_a, run_b, tolerance)
+    except CompareError as e:
+        _fail(str(e))
+    if json_out:
+        import json
+
+        sys.stdout.write(json.dumps([d.model_dump(mode="json") for d in diffs]) + "\n")
+    else:
+        print_compare(diffs, str(run_a), str(run_b))
