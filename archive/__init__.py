@@ -1,0 +1,63 @@
+"""The innovation archive: every evaluated kernel, searchable, browsable, exportable.
+
+Use from the agent (the retrieve step)::
+
+    from kevolve.archive import retrieve
+    hits = retrieve(problem.source, k=5)          # list[ArchivedKernel], best first
+    for h in hits:
+        h.speedup, h.techniques, h.source          # what goes into translate / mutate prompts
+
+``retrieve`` opens the default archive (``$KEVOLVE_DB``, else ``sqlite:///$KEVOLVE_HOME/archive.db``,
+KEVOLVE_HOME defaulting to ``~/.kevolve``) unless given ``archive=`` (an ``Archive`` or any object with
+``search``) or ``db_url=``; it returns only ok kernels, and ``[]`` when the archive is empty.
+
+Storing: ``Archive(url).put(problem, candidate, evaluation, run_id=None)``; many at once:
+``Archive.put_many([Entry(...), ...])``. Browsing: ``kevolve archive serve``. Files:
+``kevolve archive export/import`` (JSONL / Parquet, Sakana-compatible columns, see ``sakana.py``).
+
+Nothing heavy is imported by this module itself: SQLAlchemy, torch and the model load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kevolve.archive.records import ArchivedKernel, KernelFilter
+    from kevolve.archive.store import Archive, Entry
+
+__all__ = ["Archive", "ArchivedKernel", "Entry", "KernelFilter", "open_archive", "retrieve"]
+
+_opened: dict[str, Any] = {}
+
+
+def open_archive(db_url: str | None = None) -> Archive:
+    """The Archive at ``db_url`` (default: ``db.default_url()``), opened once per process and URL."""
+    from kevolve.archive.db import default_url
+    from kevolve.archive.store import Archive
+
+    url = db_url or default_url()
+    if url not in _opened:
+        _opened[url] = Archive(url)
+    return _opened[url]
+
+
+def retrieve(problem_source: str, k: int = 5, *, archive: Any = None, db_url: str | None = None,
+             filters: KernelFilter | None = None) -> list[ArchivedKernel]:
+    """The top-k ok kernels for problems similar to ``problem_source`` (with source, speedup, techniques)."""
+    from kevolve.archive.records import KernelFilter
+
+    arch = archive if archive is not None else open_archive(db_url)
+    return arch.search(problem_source, k=k, filters=filters or KernelFilter(outcome="ok"))
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Archive", "Entry"):
+        from kevolve.archive import store
+
+        return getattr(store, name)
+    if name in ("ArchivedKernel", "KernelFilter"):
+        from kevolve.archive import records
+
+        return getattr(records, name)
+    raise AttributeError(name)

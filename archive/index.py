@@ -1,0 +1,185 @@
+"""Keyword and vector indexes behind hybrid search, one implementation per backend.
+
+SQLite: FTS5 (``kernel_fts``, porter stemming, BM25) and sqlite-vec (``kernel_vec``,
+``problem_vec``, cosine); the row ids are ``candidates.pk`` / ``problems.pk``.
+PostgreSQL: a ``tsvector`` with a GIN index, and embeddings as ``real[]`` scored with numpy over an
+in-process matrix refreshed when rows are added (Debian's PostgreSQL ships no pgvector).
+
+``allowed`` is always a SQL subquery selecting ``candidates.pk`` (see ``filter_sql``) so that filters
+apply inside the index query rather than after it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Protocol
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+from kevolve.archive.records import KernelFilter
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
+# Words every KernelBench problem and solution contains: they carry no signal for a keyword query.
+_BOILER = frozenset(
+    "import torch self def return class model modelnew forward init super none nn module the and for "
+    "get_inputs get_init_inputs inputs input tensor size dim with from int float const void include".split()
+)
+MAX_TERMS = 32
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct informative words of a free-text or source-code query, first MAX_TERMS of them."""
+    seen: dict[str, None] = {}
+    for w in _WORD.findall(query.replace("_", " ")):
+        w = w.lower()
+        if w not in _BOILER:
+            seen.setdefault(w, None)
+    return list(seen)[:MAX_TERMS]
+
+
+def filter_sql(f: KernelFilter) -> tuple[str, dict[str, object]]:
+    """A ``SELECT c.pk …`` subquery for the filter and its bound parameters (both backends)."""
+    where, params = ["1=1"], {}
+    if f.level is not None:
+        where.append("p.level = :f_level")
+        params["f_level"] = f.level
+    if f.op:
+        where.append("lower(p.op_name) LIKE :f_op")
+        params["f_op"] = f"%{f.op.lower()}%"
+    if f.device:
+        where.append("lower(c.device) LIKE :f_device")
+        params["f_device"] = f"%{f.device.lower()}%"
+    if f.min_speedup is not None:
+        where.append("c.best_speedup >= :f_min_speedup")
+        params["f_min_speedup"] = f.min_speedup
+    if f.technique:
+        where.append("EXISTS (SELECT 1 FROM kernel_tags t WHERE t.candidate_pk = c.pk AND t.tag = :f_tech)")
+        params["f_tech"] = f.technique.lower()
+    if f.outcome:
+        where.append("c.best_outcome = :f_outcome")
+        params["f_outcome"] = f.outcome.lower()
+    if f.problem_id:
+        where.append("p.id = :f_problem")
+        params["f_problem"] = f.problem_id
+    sql = "SELECT c.pk FROM candidates c JOIN problems p ON p.pk = c.problem_pk WHERE " + " AND ".join(where)
+    return sql, params
+
+
+class SearchIndex(Protocol):
+    """What hybrid search needs from a backend."""
+
+    def add_problem(self, conn: Connection, problem_pk: int, vec: np.ndarray) -> None: ...
+    def add_kernel(self, conn: Connection, cand_pk: int, doc: str, vec: np.ndarray) -> None: ...
+    def remove_kernel(self, conn: Connection, cand_pk: int) -> None: ...
+    def knn_kernels(self, conn: Connection, q: np.ndarray, n: int, allowed: tuple[str, dict]) -> list[int]: ...
+    def knn_problems(self, conn: Connection, q: np.ndarray, n: int) -> list[int]: ...
+    def keyword(self, conn: Connection, terms: list[str], n: int, allowed: tuple[str, dict]) -> list[int]: ...
+
+
+def _blob(vec: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+
+
+class SqliteIndex:
+    """FTS5 + sqlite-vec."""
+
+    def add_problem(self, conn: Connection, problem_pk: int, vec: np.ndarray) -> None:
+        conn.execute(text("INSERT INTO problem_vec(rowid, embedding) VALUES (:pk, :v)"), {"pk": problem_pk, "v": _blob(vec)})
+
+    def add_kernel(self, conn: Connection, cand_pk: int, doc: str, vec: np.ndarray) -> None:
+        conn.execute(text("INSERT INTO kernel_fts(rowid, doc) VALUES (:pk, :doc)"), {"pk": cand_pk, "doc": doc})
+        conn.execute(text("INSERT INTO kernel_vec(rowid, embedding) VALUES (:pk, :v)"), {"pk": cand_pk, "v": _blob(vec)})
+
+    def remove_kernel(self, conn: Connection, cand_pk: int) -> None:
+        for table in ("kernel_fts", "kernel_vec"):
+            conn.execute(text(f"DELETE FROM {table} WHERE rowid = :pk"), {"pk": cand_pk})
+
+    def knn_kernels(self, conn: Connection, q: np.ndarray, n: int, allowed: tuple[str, dict]) -> list[int]:
+        sql = (f"SELECT rowid FROM kernel_vec WHERE embedding MATCH :q AND k = :n AND rowid IN ({allowed[0]}) "
+               "ORDER BY distance")
+        return [r[0] for r in conn.execute(text(sql), {"q": _blob(q), "n": min(n, 4096), **allowed[1]})]
+
+    def knn_problems(self, conn: Connection, q: np.ndarray, n: int) -> list[int]:
+        sql = "SELECT rowid FROM problem_vec WHERE embedding MATCH :q AND k = :n ORDER BY distance"
+        return [r[0] for r in conn.execute(text(sql), {"q": _blob(q), "n": min(n, 4096)})]
+
+    def keyword(self, conn: Connection, terms: list[str], n: int, allowed: tuple[str, dict]) -> list[int]:
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        sql = (f"SELECT rowid FROM kernel_fts WHERE kernel_fts MATCH :m AND rowid IN ({allowed[0]}) "
+               "ORDER BY bm25(kernel_fts) LIMIT :n")
+        return [r[0] for r in conn.execute(text(sql), {"m": match, "n": n, **allowed[1]})]
+
+
+class _Matrix:
+    """Rows of (pk, embedding) held in memory, reloaded when the table's size or newest pk changes."""
+
+    def __init__(self, table: str, key: str) -> None:
+        self.table, self.key = table, key
+        self.lock = threading.Lock()
+        self.version: tuple[int, int] | None = None
+        self.pks = np.zeros(0, dtype=np.int64)
+        self.vecs = np.zeros((0, 384), dtype=np.float32)
+
+    def get(self, conn: Connection) -> tuple[np.ndarray, np.ndarray]:
+        version = tuple(conn.execute(text(f"SELECT count(*), coalesce(max({self.key}), 0) FROM {self.table}")).one())
+        with self.lock:
+            if version != self.version:
+                rows = conn.execute(text(f"SELECT {self.key}, embedding FROM {self.table} ORDER BY {self.key}")).all()
+                self.pks = np.array([r[0] for r in rows], dtype=np.int64)
+                self.vecs = np.array([r[1] for r in rows], dtype=np.float32).reshape(len(rows), -1)
+                self.version = version
+            return self.pks, self.vecs
+
+
+def _top(pks: np.ndarray, scores: np.ndarray, n: int) -> list[int]:
+    if len(pks) == 0:
+        return []
+    n = min(n, len(pks))
+    idx = np.argpartition(-scores, n - 1)[:n]
+    return [int(pks[i]) for i in idx[np.argsort(-scores[idx])]]
+
+
+class PostgresIndex:
+    """tsvector full text + numpy cosine over ``real[]`` embeddings."""
+
+    def __init__(self) -> None:
+        self._kernels = _Matrix("kernel_search", "candidate_pk")
+        self._problems = _Matrix("problem_search", "problem_pk")
+
+    def add_problem(self, conn: Connection, problem_pk: int, vec: np.ndarray) -> None:
+        conn.execute(text("INSERT INTO problem_search(problem_pk, embedding) VALUES (:pk, :v)"),
+                     {"pk": problem_pk, "v": [float(x) for x in vec]})
+
+    def add_kernel(self, conn: Connection, cand_pk: int, doc: str, vec: np.ndarray) -> None:
+        conn.execute(text("INSERT INTO kernel_search(candidate_pk, tsv, embedding) "
+                          "VALUES (:pk, to_tsvector('english', :doc), :v)"),
+                     {"pk": cand_pk, "doc": doc.replace("\x00", ""), "v": [float(x) for x in vec]})
+
+    def remove_kernel(self, conn: Connection, cand_pk: int) -> None:
+        conn.execute(text("DELETE FROM kernel_search WHERE candidate_pk = :pk"), {"pk": cand_pk})
+
+    def knn_kernels(self, conn: Connection, q: np.ndarray, n: int, allowed: tuple[str, dict]) -> list[int]:
+        pks, vecs = self._kernels.get(conn)
+        ok = np.fromiter((r[0] for r in conn.execute(text(allowed[0]), allowed[1])), dtype=np.int64)
+        keep = np.isin(pks, ok)
+        return _top(pks[keep], vecs[keep] @ q, n)
+
+    def knn_problems(self, conn: Connection, q: np.ndarray, n: int) -> list[int]:
+        pks, vecs = self._problems.get(conn)
+        return _top(pks, vecs @ q, n)
+
+    def keyword(self, conn: Connection, terms: list[str], n: int, allowed: tuple[str, dict]) -> list[int]:
+        if not terms:
+            return []
+        sql = (f"SELECT s.candidate_pk FROM kernel_search s, to_tsquery('english', :m) q "
+               f"WHERE s.tsv @@ q AND s.candidate_pk IN ({allowed[0]}) ORDER BY ts_rank(s.tsv, q) DESC LIMIT :n")
+        return [r[0] for r in conn.execute(text(sql), {"m": " | ".join(terms), "n": n, **allowed[1]})]
+
+
+def index_for(dialect: str) -> SearchIndex:
+    """The index implementation for a SQLAlchemy dialect name."""
+    return SqliteIndex() if dialect == "sqlite" else PostgresIndex()

@@ -1,0 +1,62 @@
+"""Hybrid retrieval: reciprocal-rank fusion of three ranked lists.
+
+1. kernel vectors: the query's embedding against each kernel's (op name, techniques, code);
+2. problem vectors: the query against each problem's Model code; a similar problem's kernels
+   follow it, fastest first — this is what finds "kernels for problems like mine";
+3. keywords: BM25 (SQLite FTS5) or ts_rank (PostgreSQL) over names, tags and both sources.
+
+Filters are applied inside every list (see ``index.filter_sql``), so a narrow filter still fills k.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, bindparam, text
+
+from kevolve.archive.embed import Embedder
+from kevolve.archive.index import SearchIndex, filter_sql, query_terms
+from kevolve.archive.queries import kernels_by_pk
+from kevolve.archive.records import ArchivedKernel, KernelFilter
+from kevolve.archive.text import condense, problem_text
+
+RRF_K = 60
+WEIGHTS = {"kernel": 1.0, "problem": 1.0, "keyword": 1.0}
+TOP_PROBLEMS = 20
+MAX_K = 100
+
+
+def query_text(query: str) -> str:
+    """Source code is condensed like a stored problem; plain words are embedded as they are."""
+    looks_like_code = "\n" in query and ("def " in query or "__global__" in query or "class " in query)
+    return problem_text("", query) if looks_like_code else condense(query)
+
+
+def _problem_ranked(conn: Connection, problem_pks: list[int], allowed: tuple[str, dict], n: int) -> list[int]:
+    if not problem_pks:
+        return []
+    sql = text(f"SELECT c.pk, c.problem_pk, coalesce(c.best_speedup, 0) FROM candidates c "
+               f"WHERE c.problem_pk IN :probs AND c.pk IN ({allowed[0]})").bindparams(bindparam("probs", expanding=True))
+    rows = conn.execute(sql, {"probs": problem_pks, **allowed[1]}).all()
+    order = {pk: i for i, pk in enumerate(problem_pks)}
+    rows.sort(key=lambda r: (order[r[1]], -r[2], r[0]))
+    return [r[0] for r in rows[:n]]
+
+
+def hybrid_search(conn: Connection, index: SearchIndex, embedder: Embedder, query: str, k: int,
+                  f: KernelFilter) -> list[ArchivedKernel]:
+    """The top-k kernels for a free-text or source-code query, best first, with sources and scores."""
+    k = max(1, min(k, MAX_K))
+    n = max(50, 5 * k)
+    q = embedder.embed([query_text(query)])[0]
+    allowed = filter_sql(f)
+    lists = {
+        "kernel": index.knn_kernels(conn, q, n, allowed),
+        "problem": _problem_ranked(conn, index.knn_problems(conn, q, TOP_PROBLEMS), allowed, n),
+        "keyword": index.keyword(conn, query_terms(query), n, allowed),
+    }
+    score: dict[int, float] = {}
+    for name, ranked in lists.items():
+        for rank, pk in enumerate(ranked):
+            score[pk] = score.get(pk, 0.0) + WEIGHTS[name] / (RRF_K + rank + 1)
+    top = sorted(score, key=lambda pk: (-score[pk], pk))[:k]
+    found = kernels_by_pk(conn, top)
+    return [found[pk].model_copy(update={"score": round(score[pk], 6)}) for pk in top if pk in found]

@@ -1,0 +1,48 @@
+"""The texts that get embedded and keyword-indexed for problems and kernels.
+
+MiniLM reads 256 word pieces at most, so the embedded texts drop what every KernelBench file has
+(imports, docstrings, comments, ``get_inputs`` boilerplate) and keep what tells problems apart:
+the ``Model`` body for a problem, the op name, technique tags and kernel code for a kernel.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PY_COMMENT = re.compile(r"#[^\n]*")
+_DOCSTRING = re.compile(r'("""|\'\'\')(.*?)\1', re.S)
+_C_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_IMPORT = re.compile(r"^\s*(import|from)\s+[^\n]*$", re.M)
+_INCLUDE = re.compile(r"^\s*#include[^\n]*$", re.M)
+_SPACE = re.compile(r"\s+")
+MAX_DOC_CHARS = 24_000
+
+
+def condense(source: str) -> str:
+    """Source without comments, docstrings, imports and runs of whitespace."""
+    s = _INCLUDE.sub(" ", source)
+    s = _C_COMMENT.sub(" ", s)
+    s = _DOCSTRING.sub(" ", s)
+    s = _PY_COMMENT.sub(" ", s)
+    s = _IMPORT.sub(" ", s)
+    return _SPACE.sub(" ", s).strip()
+
+
+def problem_text(op_name: str, source: str) -> str:
+    """What a problem's vector is computed from: its op name and its condensed Model code."""
+    body = source.split("def get_inputs", 1)[0]
+    return f"{op_name.replace('_', ' ')}. {condense(body)}"
+
+
+def kernel_text(op_name: str, tags: tuple[str, ...], source: str) -> str:
+    """What a kernel's vector is computed from: op name, technique tags, condensed kernel code."""
+    tag_words = ", ".join(t.replace("_", " ") for t in tags) or "none"
+    return f"{op_name.replace('_', ' ')}. techniques: {tag_words}. {condense(source)}"
+
+
+def keyword_doc(problem_name: str, op_name: str, kernel_name: str, tags: tuple[str, ...],
+                problem_source: str, kernel_source: str) -> str:
+    """The full-text document of a kernel: names, tags (with and without underscores) and both sources."""
+    tag_words = " ".join(f"{t} {t.replace('_', ' ')}" for t in tags)
+    head = f"{problem_name} {op_name.replace('_', ' ')} {kernel_name} {tag_words}"
+    return f"{head}\n{condense(problem_source)[:4000]}\n{condense(kernel_source)}"[:MAX_DOC_CHARS]
