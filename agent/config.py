@@ -65,7 +65,8 @@ class EvolutionConfig(Record):
     migration_every: int = Field(default=3, ge=1, description="generations between migrations (ring topology)")
     max_repairs: int = Field(default=2, ge=0, description="consecutive repairs allowed along one lineage")
     crossover_rate: float = Field(default=0.25, ge=0.0, le=1.0)
-    novelty_threshold: float = Field(default=0.98, description="similarity above which a source is a duplicate")
+    novelty_threshold: float = Field(default=1.0, gt=0.0, le=1.0, description=(
+        "sources this similar (after stripping comments and whitespace) are duplicates; 1.0 = identical only"))
     tournament: int = Field(default=3, ge=1, description="tournament size of parent selection")
     seed: int = 0
 

@@ -1,0 +1,36 @@
+"""What the graph's nodes need besides the state: the run's collaborators, injected per run.
+
+LangGraph passes this to every node as `runtime.context`; tests inject fakes here rather than
+patching module globals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kevolve.agent.config import OptimizeConfig
+from kevolve.agent.evolution import NoveltyIndex
+from kevolve.agent.llm.base import LLM
+from kevolve.agent.rundir import RunFolder
+from kevolve.sandbox import Sandbox
+
+Retriever = Callable[[str, int], list[str]]
+
+
+@dataclass
+class Context:
+    """The collaborators of one run."""
+
+    llm: LLM
+    """Proposes candidates (already wrapped in the disk cache when one is configured)."""
+    sandbox: Sandbox
+    """Evaluates candidates; never raises for a bad one."""
+    config: OptimizeConfig
+    """The run's whole configuration; nodes read their own slice."""
+    run: RunFolder
+    """Where every candidate and evaluation is written as it finishes."""
+    novelty: NoveltyIndex
+    """Sources proposed so far (rebuilt from the state; never checkpointed)."""
+    retrieve: Retriever | None = None
+    """The archive's `retrieve(problem_source, k)`, when the archive provides one and it is wanted."""

@@ -1,0 +1,54 @@
+"""Pull the candidate's Python source out of an LLM reply.
+
+Replies put code in one or several fenced blocks, with prose around them, and are sometimes cut
+off mid-block. We take the last block that parses and defines ModelNew; a cut-off block that no
+longer parses is reported as truncated rather than handed to the compiler.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:(?P<close>^[ \t]*\1[ \t]*$)|\Z)",
+                    re.S | re.M)
+_PY_LANGS = {"", "python", "py", "python3"}
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The source (None if no usable code) and, when None, why."""
+
+    source: str | None
+    reason: str = ""
+
+
+def _parses(src: str) -> bool:
+    try:
+        ast.parse(src)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _defines_model_new(src: str) -> bool:
+    return re.search(r"^class\s+ModelNew\b", src, re.M) is not None
+
+
+def extract_code(text: str) -> Extraction:
+    """The last fenced Python block that parses and defines ModelNew (or the bare reply if it does)."""
+    blocks = [(m.group(2).lower(), m.group(3), m.group("close") is not None) for m in _FENCE.finditer(text)]
+    py = [(body, closed) for lang, body, closed in blocks if lang in _PY_LANGS]
+    good = [body for body, _ in py if _defines_model_new(body) and _parses(body)]
+    if good:
+        return Extraction(good[-1].strip() + "\n")
+    if not blocks and _defines_model_new(text) and _parses(text):
+        return Extraction(text.strip() + "\n")
+    if any(_defines_model_new(body) for body, _ in py):
+        cut = any(not closed for body, closed in py if _defines_model_new(body))
+        return Extraction(None, "truncated: the reply's code block ends mid-source" if cut
+                          else "syntax_error: the code block defining ModelNew does not parse")
+    if blocks or "class ModelNew" in text:
+        return Extraction(None, "no_model_new: no code block defines class ModelNew")
+    return Extraction(None, "no_code: the reply has no code block")

@@ -1,0 +1,55 @@
+"""evaluate: run one candidate through the sandbox and persist the verdict as soon as it exists."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from kevolve.agent.context import Context
+from kevolve.agent.state import Trial
+from kevolve.records import Evaluation, Outcome, Problem
+
+log = logging.getLogger(__name__)
+INFRA_RETRIES = 2  # "the machine broke" is retried, never scored
+
+
+def _evaluate(ctx: Context, problem: Problem, trial: Trial) -> tuple[Evaluation, bool]:
+    """The verdict, and whether it was recovered from the run folder (persisted before a kill)."""
+    assert trial.candidate is not None
+    prior = ctx.run.load_evaluation(trial.candidate.id)
+    if prior is not None and prior.outcome is not Outcome.INFRA_ERROR:
+        return prior, True
+    ctx.run.save_source(trial.candidate.id, trial.candidate.source)
+    for attempt in range(INFRA_RETRIES + 1):
+        ev = ctx.sandbox.evaluate(problem, trial.candidate, ctx.config.sandbox)
+        if ev.outcome is not Outcome.INFRA_ERROR:
+            break
+        log.warning("%s: infrastructure error (attempt %d): %s", trial.job.id, attempt + 1, ev.reason)
+    ctx.run.save_evaluation(ev)
+    return ev, False
+
+
+def evaluate(task: dict[str, Any], runtime: Runtime[Context]) -> dict[str, object]:
+    ctx = runtime.context
+    trial: Trial = task["trial"]
+    recovered = False
+    if trial.status == "evaluated" and trial.evaluation is None:
+        ev, recovered = _evaluate(ctx, task["problem"], trial)
+        status = "infra_error" if ev.outcome is Outcome.INFRA_ERROR else "evaluated"
+        trial = trial.model_copy(update={"evaluation": ev, "status": status})
+    elif trial.candidate is not None:
+        ctx.run.save_source(trial.candidate.id, trial.candidate.source)
+    ev = trial.evaluation
+    sp = trial.speedup
+    log.info("%s %-9s %-10s %s%s", trial.job.id, trial.job.operator.value, trial.status,
+             ev.outcome.value if ev else trial.note, f" {sp:.2f}x" if sp else "")
+    ctx.run.log_trial({"job": trial.job.id, "generation": trial.job.generation, "island": trial.job.island,
+                       "operator": trial.job.operator.value, "status": trial.status,
+                       "candidate": trial.candidate_id, "parents": list(trial.job.parent_ids),
+                       "outcome": ev.outcome.value if ev else None, "reason": ev.reason if ev else trial.note,
+                       "speedup": sp, "cost_usd": trial.cost_usd, "llm_cached": trial.llm_cached,
+                       "recovered": recovered, "pid": os.getpid()})
+    return {"trials": [trial]}

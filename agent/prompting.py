@@ -1,0 +1,89 @@
+"""Render the prompt files in `prompts/` and describe evaluations for them.
+
+Prompts are `$name` templates (string.Template), so the C++ and CUDA braces in sources need no
+escaping. A missing field is a bug: rendering raises.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from string import Template
+
+from kevolve.records import Evaluation, Outcome
+
+PROMPTS = Path(__file__).parent / "prompts"
+OPERATORS = ("translate", "repair", "mutate", "crossover")
+
+
+@cache
+def _template(name: str) -> Template:
+    return Template((PROMPTS / f"{name}.md").read_text())
+
+
+def render_prompt(name: str, **fields: str) -> str:
+    """The prompt file `name` with every `$field` filled in."""
+    return _template(name).substitute(fields).rstrip() + "\n"
+
+
+def device_notes(device: str) -> str:
+    """What kind of kernel the target accepts."""
+    if device.startswith("cuda"):
+        return ("An NVIDIA GPU (CUDA). Write CUDA C++ kernels with "
+                "`torch.utils.cpp_extension.load_inline(cuda_sources=...)`, or Triton, or CuPy RawKernel.")
+    return ("The CPU (no GPU on this machine). Write C++ with "
+            "`torch.utils.cpp_extension.load_inline(cpp_sources=..., functions=[...])`; no CUDA.")
+
+
+def examples_block(examples: list[str]) -> str:
+    """Verified solutions of similar problems, from the archive."""
+    if not examples:
+        return ""
+    parts = [f"\n## Verified solutions of similar problems (for ideas)\n"]
+    for i, src in enumerate(examples, 1):
+        parts.append(f"Example {i}:\n```python\n{src.strip()}\n```\n")
+    return "\n".join(parts)
+
+
+def describe_failure(ev: Evaluation) -> str:
+    """Why a candidate failed, in the words the repair prompt needs: the compiler's log for a build
+    error, where and by how much the outputs differ for a wrong result."""
+    lines = [f"Reason: {ev.reason}"]
+    failed = [c for c in ev.checks if not c.passed]
+    if failed:
+        lines.append("Failed checks:")
+        lines += [f"- {c.name}: {c.detail}" for c in failed[:6]]
+    if ev.outcome in (Outcome.COMPILE_ERROR, Outcome.RUNTIME_ERROR, Outcome.CRASHED) and ev.log_tail.strip():
+        tail = "\n".join(ev.log_tail.strip().splitlines()[-40:])
+        label = "Compiler output" if ev.outcome is Outcome.COMPILE_ERROR else "Output"
+        lines.append(f"{label} (last lines):\n```\n{tail}\n```")
+    return "\n".join(lines)
+
+
+def describe_performance(ev: Evaluation) -> str:
+    """Timing, speedups and the profile: what an evolution prompt should optimize against."""
+    t, r, c = ev.timing, ev.ref_timing, ev.compile_ref_timing
+    lines = []
+    if t is not None:
+        lines.append(f"- this implementation: {t.median_ms:.4f} ms median (IQR {t.iqr_ms:.4f}, {t.trials} trials)")
+    if r is not None:
+        sp = f" -> speedup {ev.speedup:.2f}x" if ev.speedup else ""
+        lines.append(f"- PyTorch eager: {r.median_ms:.4f} ms{sp}")
+    if c is not None:
+        sp = f" -> speedup {ev.speedup_vs_compile:.2f}x" if ev.speedup_vs_compile else ""
+        lines.append(f"- torch.compile: {c.median_ms:.4f} ms{sp}")
+    p = ev.profile
+    if p is not None and p.kernels:
+        lines.append("- kernels per forward (name, launches, device time):")
+        lines += [f"  - {k.name[:80]}: {k.count}x, {k.device_time_us:.1f} us{' (yours)' if k.custom else ''}"
+                  for k in p.kernels[:8]]
+    if p is not None and p.ncu:
+        lines.append("- Nsight Compute: " + ", ".join(f"{k}={v:.3g}" for k, v in sorted(p.ncu.items())[:10]))
+    if p is not None and (p.achieved_gbps or p.achieved_tflops):
+        got = [f"{p.achieved_gbps:.1f} GB/s" if p.achieved_gbps else "",
+               f"{p.achieved_tflops:.2f} TFLOP/s" if p.achieved_tflops else ""]
+        lines.append("- achieved: " + ", ".join(g for g in got if g))
+    roof = p.ncu.get("roofline_fraction") if p is not None else None
+    if roof is not None:
+        lines.append(f"- roofline fraction: {roof:.0%}")
+    return "\n".join(lines) or "- no timing recorded"

@@ -1,0 +1,92 @@
+"""The run's results: best_model.py, lineage.json, report.md and result.json."""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+
+from kevolve.agent.evolution import best_candidate
+from kevolve.agent.result import LineageStep, Result
+from kevolve.agent.rundir import RunFolder
+from kevolve.agent.state import RunState, Trial
+
+
+def _changed(a: str, b: str) -> int:
+    return sum(1 for line in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---")))
+
+
+def lineage(best: Trial, trials: list[Trial]) -> list[LineageStep]:
+    """The winner's ancestry, oldest first, following first parents."""
+    index = {t.candidate.id: t for t in trials if t.candidate is not None and t.evaluation is not None}
+    steps: list[LineageStep] = []
+    cur: Trial | None = best
+    while cur is not None and cur.candidate is not None and len(steps) < 200:
+        parent = index.get(cur.job.parent_ids[0]) if cur.job.parent_ids else None
+        ev = cur.evaluation
+        assert ev is not None
+        changed = _changed(parent.candidate.source, cur.candidate.source) if parent and parent.candidate else 0
+        steps.append(LineageStep(candidate_id=cur.candidate.id, operator=cur.job.operator.value,
+                                 generation=cur.job.generation, outcome=ev.outcome.value, speedup=ev.speedup,
+                                 reason=ev.reason, parent_ids=cur.job.parent_ids, lines_changed=changed))
+        cur = parent
+    return steps[::-1]
+
+
+def summarize(run: RunFolder, state: RunState, reason: str) -> Result:
+    trials = state.get("trials", [])
+    best = best_candidate(trials)
+    ev = best.evaluation if best else None
+    ms = lambda t: None if t is None else t.median_ms  # noqa: E731
+    outcomes = Counter(t.evaluation.outcome.value if t.evaluation else t.status for t in trials)
+    return Result(
+        run_id=run.run_id, run_dir=run.path, problem=state["problem"].name, stop_reason=reason,
+        best_candidate_id=best.candidate_id if best else None,
+        best_path=run.path / "best_model.py" if best else None,
+        speedup=ev.speedup if ev else None, speedup_vs_compile=ev.speedup_vs_compile if ev else None,
+        best_ms=ms(ev.timing) if ev else None, eager_ms=ms(ev.ref_timing) if ev else None,
+        compile_ms=ms(ev.compile_ref_timing) if ev else None, proposals=len(trials),
+        evaluated=sum(1 for t in trials if t.status == "evaluated"), outcomes=dict(outcomes),
+        generations=state.get("generation", 0), cost_usd=sum(t.cost_usd for t in trials),
+        prompt_tokens=sum(t.prompt_tokens for t in trials), completion_tokens=sum(t.completion_tokens for t in trials),
+        cached_replies=sum(1 for t in trials if t.llm_cached), elapsed_s=state.get("elapsed_s", 0.0),
+        lineage=tuple(lineage(best, trials)) if best else ())
+
+
+def render_report(r: Result) -> str:
+    """report.md: the headline numbers, the winner's lineage, and where the budget went."""
+    fmt = lambda x, unit="": "—" if x is None else f"{x:.3f}{unit}"  # noqa: E731
+    lines = [f"# kevolve run {r.run_id}: {r.problem}", "",
+             f"Stopped: {r.stop_reason}", "",
+             "| | time (ms) | speedup |", "|---|---|---|",
+             f"| best candidate | {fmt(r.best_ms)} | |",
+             f"| PyTorch eager | {fmt(r.eager_ms)} | {fmt(r.speedup, 'x')} |",
+             f"| torch.compile | {fmt(r.compile_ms)} | {fmt(r.speedup_vs_compile, 'x')} |", "",
+             f"{r.proposals} proposals, {r.evaluated} evaluated over {r.generations} generations in "
+             f"{r.elapsed_s:.0f} s ({r.elapsed_s / max(r.generations, 1):.1f} s per generation); "
+             f"LLM cost ${r.cost_usd:.4f} ({r.prompt_tokens} prompt + {r.completion_tokens} completion tokens, "
+             f"{r.cached_replies} replies from the cache).", "",
+             "Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(r.outcomes.items())), ""]
+    if r.lineage:
+        lines += ["## The winner's lineage", "", "| gen | operator | candidate | outcome | speedup | lines changed |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {s.generation} | {s.operator} | `{s.candidate_id}` | {s.outcome} | {fmt(s.speedup, 'x')} | "
+                  f"{s.lines_changed} |" for s in r.lineage]
+        lines += ["", f"Drop-in replacement: `{r.best_path}` (class `ModelNew`, same constructor as `Model`)."]
+    else:
+        lines += ["No candidate was correct."]
+    return "\n".join(lines) + "\n"
+
+
+def write_results(run: RunFolder, state: RunState, reason: str) -> Result:
+    """Write every result file of the run and return the Result."""
+    r = summarize(run, state, reason)
+    best = best_candidate(state.get("trials", []))
+    if best is not None and best.candidate is not None:
+        header = (f"# kevolve: fastest verified ModelNew for {r.problem} "
+                  f"({r.speedup or 0:.2f}x vs eager), run {r.run_id}, candidate {best.candidate.id}\n")
+        run.write_text("best_model.py", header + best.candidate.source)
+    run.write_json("lineage.json", [s.model_dump() for s in r.lineage])
+    run.write_text("report.md", render_report(r))
+    run.write_text("result.json", r.model_dump_json(indent=1))
+    return r

@@ -1,0 +1,123 @@
+"""Start or resume one optimize run: the run folder, the SQLite checkpointer, the graph, the result.
+
+Entry points (the CLI, `kevolve.optimize`) build the config and call `run_optimize`; nothing here
+reads the environment.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import sqlite3
+from collections.abc import Callable
+
+from kevolve.agent.config import OptimizeConfig
+from kevolve.agent.context import Context, Retriever
+from kevolve.agent.evolution import NoveltyIndex
+from kevolve.agent.llm.base import LLM, NonRetryableLLMError
+from kevolve.agent.result import Result
+from kevolve.agent.rundir import RunFolder
+from kevolve.records import Problem
+from kevolve.sandbox import Sandbox
+
+log = logging.getLogger(__name__)
+
+# Types the checkpoint may deserialize (LangGraph refuses unregistered ones).
+_CHECKPOINT_TYPES = [("kevolve.records", n) for n in ("Problem", "Candidate", "Evaluation", "TimingStats",
+                                                      "CheckResult", "KernelLaunch", "Profile", "Outcome", "Origin")]
+_CHECKPOINT_TYPES += [("kevolve.agent.state", "Job"), ("kevolve.agent.state", "Trial")]
+
+
+class OptimizeError(RuntimeError):
+    """The run cannot start or had to stop; the message is one line for the user."""
+
+
+def archive_retriever() -> Retriever | None:
+    """`kevolve.archive.retrieve` if the archive package provides it, else None (skipped cleanly)."""
+    try:
+        import kevolve.archive as archive
+    except Exception:  # noqa: BLE001 — a missing or broken archive must not stop optimization
+        return None
+    fn = getattr(archive, "retrieve", None)
+    return fn if callable(fn) else None
+
+
+def _checkpointer(run: RunFolder):  # noqa: ANN202
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(run.checkpoint_db, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    return SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=_CHECKPOINT_TYPES)), conn
+
+
+def _open(problem: Problem | None, config: OptimizeConfig, resume: str | None) -> tuple[RunFolder, OptimizeConfig]:
+    if resume is None:
+        if problem is None:
+            raise OptimizeError("nothing to optimize: give a module, or --resume RUN_ID")
+        if config.sandbox.seed is None:  # one seed per run: the reference is computed once and reused
+            config = config.model_copy(update={"sandbox": config.sandbox.model_copy(
+                update={"seed": random.SystemRandom().randrange(2**31 - 1000)})})
+        run = RunFolder.create(config.runs_dir, problem)
+        run.write_text("config.json", config.model_dump_json(indent=1))
+        return run, config
+    run = RunFolder.find(config.runs_dir, resume)
+    if run is None:
+        raise OptimizeError(f"--resume {resume}: no such run (looked in {config.runs_dir}/ and at that path)")
+    saved = OptimizeConfig.model_validate_json((run.path / "config.json").read_text())
+    # The saved config wins (same seed, limits, device); the key is the caller's (never on disk).
+    saved = saved.model_copy(update={"llm": saved.llm.model_copy(update={"api_key": config.llm.api_key})})
+    return run, saved
+
+
+def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | None = None,
+                 sandbox: Sandbox | None = None, resume: str | None = None,
+                 retriever: Retriever | None | Callable[[], Retriever | None] = archive_retriever,
+                 on_start: Callable[[RunFolder], None] | None = None) -> Result:
+    """Run (or continue) the loop to a stop rule and return the result; raises OptimizeError."""
+    from kevolve.agent.graph import build_graph
+    from kevolve.agent.llm import make_llm
+    from kevolve.agent.report import write_results
+    from kevolve.kernelbench.problem import ProblemError
+
+    run, config = _open(problem, config, resume)
+    if on_start is not None:
+        on_start(run)
+    try:
+        model = llm if llm is not None else make_llm(config.llm)
+    except NonRetryableLLMError as e:
+        raise OptimizeError(str(e)) from None
+    if sandbox is None:
+        from kevolve.sandbox.local import LocalSandbox
+
+        sandbox = LocalSandbox()
+    fetch = retriever() if callable(retriever) and retriever is archive_retriever else retriever
+    ctx = Context(llm=model, sandbox=sandbox, config=config, run=run,
+                  novelty=NoveltyIndex(config.evolution.novelty_threshold),
+                  retrieve=fetch if config.archive else None)  # type: ignore[arg-type]
+    saver, conn = _checkpointer(run)
+    app = build_graph().compile(checkpointer=saver)
+    thread = {"configurable": {"thread_id": run.run_id}, "max_concurrency": config.evolution.concurrency,
+              "recursion_limit": 20 + 6 * config.stop.max_generations}
+    try:
+        snapshot = app.get_state(thread)
+        started = bool(snapshot.values)
+        if started:
+            ctx.novelty.sync(snapshot.values.get("trials", []))
+            log.info("resuming run %s at %s", run.run_id, ", ".join(snapshot.next) or "its end")
+        if started and not snapshot.next:
+            state = snapshot.values
+        else:
+            state = app.invoke(None if started else {"problem": problem or run.problem(), "generation": 0},
+                               thread, context=ctx, durability="sync")
+    except NonRetryableLLMError as e:
+        values = app.get_state(thread).values
+        if values.get("problem") is not None:
+            write_results(run, values, f"llm_error: {e}")
+        raise OptimizeError(f"{e} — the run stopped; fix it and continue with --resume {run.run_id}") from None
+    except ProblemError as e:
+        raise OptimizeError(str(e)) from None
+    finally:
+        conn.close()
+    return write_results(run, state, state.get("stop_reason") or "done")

@@ -1,0 +1,118 @@
+"""The whole graph with a scripted LLM and a fake sandbox (same interface): routing, repair,
+evolution and stop rules, in well under a second per run."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kevolve.agent.config import EvolutionConfig, LLMConfig, OptimizeConfig, StopConfig
+from kevolve.agent.llm.scripted import ScriptedLLM
+from kevolve.agent.run import run_optimize
+from kevolve.kernelbench.problem import problem_from_source
+from kevolve.records import Evaluation, Outcome, TimingStats
+from kevolve.sandbox.config import SandboxConfig
+
+PROBLEM = problem_from_source(
+    "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+    "def get_inputs():\n    return [torch.randn(8)]\ndef get_init_inputs():\n    return []\n", "relu.py")
+
+
+def src(tag: str, body: str = "") -> str:
+    return f"import torch\nVARIANT = '{tag}'\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n" \
+           f"        return x  # {body}\n" + (f"EXTRA = '{body}'\n" if body else "")
+
+
+def reply(tag: str, body: str = "") -> str:
+    return f"Here you go.\n```python\n{src(tag, body)}```\n"
+
+
+def timing(ms: float) -> TimingStats:
+    return TimingStats(median_ms=ms, mean_ms=ms, min_ms=ms, max_ms=ms, iqr_ms=0.0, trials=10, method="fake")
+
+
+class FakeSandbox:
+    """Verdict by the 'variant' tag: compile_err, wrong, slow (2 ms), fast (0.25 ms); eager is 1 ms."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def evaluate(self, problem, candidate, config) -> Evaluation:  # noqa: ANN001
+        tag = re.search(r"VARIANT = '(\w+)'", candidate.source).group(1)
+        self.seen.append(tag)
+        base = dict(candidate_id=candidate.id, problem_id=problem.id, ref_timing=timing(1.0))
+        if tag == "compile_err":
+            return Evaluation(outcome=Outcome.COMPILE_ERROR, reason="compile_error: build failed", **base,
+                              log_tail="relu.cpp:3:5: error: expected ';' before '}' token")
+        if tag == "wrong":
+            return Evaluation(outcome=Outcome.INCORRECT, reason="incorrect: draw d0: output 0: max error 1.2e+00", **base)
+        ms = {"slow": 2.0, "fast": 0.25, "faster": 0.2}[tag]
+        return Evaluation(outcome=Outcome.OK, reason="ok", timing=timing(ms), **base)
+
+
+def config(tmp_path, **stop: object) -> OptimizeConfig:
+    return OptimizeConfig(llm=LLMConfig(provider="scripted", model="fake"), runs_dir=tmp_path, archive=False,
+                          sandbox=SandboxConfig(device="cpu", seed=1),
+                          evolution=EvolutionConfig(islands=2, jobs_per_generation=2, concurrency=2, seed=7),
+                          stop=StopConfig(max_candidates=12, patience=2, **stop))
+
+
+SCRIPT = [("Task: translate", [reply("compile_err"), reply("wrong")]),
+          ("Task: repair", [reply("slow")]),
+          ("Task: mutate", [reply("fast")]),
+          ("Task: crossover", [reply("fast")])]
+
+
+def test_run_repairs_evolves_and_picks_the_fast_one(tmp_path) -> None:
+    llm, sandbox = ScriptedLLM(SCRIPT), FakeSandbox()
+    r = run_optimize(PROBLEM, config(tmp_path), llm=llm, sandbox=sandbox)
+    assert r.speedup == pytest.approx(4.0)
+    assert [s.operator for s in r.lineage][-1] in ("mutate", "crossover")
+    assert [s.operator for s in r.lineage][:2] == ["translate", "repair"]
+    assert r.stop_reason.startswith("no_improvement")
+    # Both repairs produce the same source: the second is a duplicate and never reaches the sandbox.
+    assert sandbox.seen.count("slow") == 1 and sandbox.seen.count("fast") == 1
+    prompts = [c[-1].content for c in llm.calls]
+    repair = [p for p in prompts if p.startswith("Task: repair")]
+    assert any("expected ';' before '}'" in p for p in repair)  # the compiler log
+    assert any("max error 1.2e+00" in p for p in repair)  # where and how much it differs
+    mutate = [p for p in prompts if p.startswith("Task: mutate")]
+    assert mutate and "speedup 0.50x" in mutate[0]  # the profile / timing of the parent
+    best = (r.run_dir / "best_model.py").read_text()
+    assert "VARIANT = 'fast'" in best and "class ModelNew" in best
+    assert (r.run_dir / "report.md").read_text().count("| repair |") == 1
+
+
+def test_target_speedup_stops_the_run(tmp_path) -> None:
+    r = run_optimize(PROBLEM, config(tmp_path, target_speedup=3.0), llm=ScriptedLLM(SCRIPT), sandbox=FakeSandbox())
+    assert r.stop_reason.startswith("target") and r.speedup == pytest.approx(4.0)
+
+
+def test_max_candidates_bounds_the_evaluations(tmp_path) -> None:
+    sandbox = FakeSandbox()
+    r = run_optimize(PROBLEM, config(tmp_path).model_copy(update={"stop": StopConfig(max_candidates=3)}),
+                     llm=ScriptedLLM(SCRIPT), sandbox=sandbox)
+    assert len(sandbox.seen) == 3 and r.evaluated == 3
+    assert r.stop_reason.startswith("max_candidates")
+
+
+def test_budget_stops_the_run(tmp_path) -> None:
+    class Pricey(ScriptedLLM):
+        def complete(self, messages, **opts):  # noqa: ANN001, ANN003, ANN201
+            return super().complete(messages, **opts).model_copy(update={"cost_usd": 0.4})
+
+    r = run_optimize(PROBLEM, config(tmp_path, budget_usd=1.0), llm=Pricey(SCRIPT), sandbox=FakeSandbox())
+    assert r.stop_reason.startswith("budget") and 1.0 <= r.cost_usd <= 1.0 + 2 * 0.4
+
+
+def test_repairs_per_lineage_are_bounded(tmp_path) -> None:
+    llm = ScriptedLLM([("Task: translate", [reply("compile_err")]), ("Task: repair", [reply("wrong", "a"),
+                       reply("wrong", "b"), reply("wrong", "c"), reply("wrong", "d"), reply("wrong", "e")])])
+    cfg = config(tmp_path).model_copy(update={"evolution": EvolutionConfig(islands=1, jobs_per_generation=1,
+                                                                           max_repairs=2)})
+    r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=FakeSandbox())
+    ops = [c[-1].content.split("\n", 1)[0] for c in llm.calls]
+    # translate, repair, repair, then the lineage is dropped and a fresh translation starts one
+    assert ops[:4] == ["Task: translate", "Task: repair", "Task: repair", "Task: translate"]
+    assert r.speedup is None
