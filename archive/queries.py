@@ -138,8 +138,11 @@ def stats(conn: Connection) -> ArchiveStats:
                         by_technique=by_tech, best_speedup=conn.scalar(select(func.max(CandidateRow.best_speedup))))
 
 
-def iter_export(conn: Connection, f: KernelFilter, batch: int = 500) -> Iterator[tuple[ArchivedKernel, str, Evaluation | None]]:
-    """(kernel with source, problem source, best evaluation) for every matching kernel, in pk order."""
+ExportRow = tuple[ArchivedKernel, str, Evaluation | None, tuple[str, ...]]
+
+
+def iter_export(conn: Connection, f: KernelFilter, batch: int = 500) -> Iterator[ExportRow]:
+    """(kernel with source, problem source, best evaluation, parent ids) per matching kernel, in pk order."""
     last, orm = 0, _orm(conn)
     while True:
         rows = orm.execute(_filtered(f).where(CandidateRow.pk > last).order_by(CandidateRow.pk).limit(batch)).all()
@@ -148,6 +151,7 @@ def iter_export(conn: Connection, f: KernelFilter, batch: int = 500) -> Iterator
         for c, p in rows:
             evs = orm.scalars(select(EvaluationRow).where(EvaluationRow.candidate_pk == c.pk)).all()
             best = max(evs, key=lambda e: ((e.outcome == "ok"), e.speedup or 0.0, e.pk), default=None)
+            parents = tuple(conn.scalars(select(LineageRow.parent_id).where(LineageRow.child_id == c.id)))
             yield (to_kernel(c, p, with_source=True), p.source,
-                   None if best is None else Evaluation.model_validate(best.record))
+                   None if best is None else Evaluation.model_validate(best.record), parents)
             last = c.pk

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from typing import Iterator, Protocol
@@ -51,6 +52,36 @@ class ArchiveLike(Protocol):
             run_id: str | None = None) -> str: ...
     def search(self, query: str, k: int = 10, filters: KernelFilter | None = None) -> list[ArchivedKernel]: ...
     def get(self, kernel_id: str) -> KernelDetail | None: ...
+
+
+def check_storable(e: Entry) -> None:
+    """Refuse what a database cannot hold faithfully: NUL in text, NaN or infinity, over-long names."""
+    limits = {"problem name": (e.problem.name, 256), "device": (e.evaluation.device, 256),
+              "proposer": (e.candidate.proposer, 256), "kernel name": (e.kernel_name, 256),
+              "run id": (e.run_id or "", 128), "problem id": (e.problem.id, 64), "candidate id": (e.candidate.id, 64),
+              **{f"parent id {p[:20]}": (p, 64) for p in e.candidate.parent_ids}}
+    for what, (value, limit) in limits.items():
+        if len(value) > limit:
+            raise ValueError(f"{what} is longer than {limit} characters")
+    stack: list[object] = [e.model_dump()]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str) and "\x00" in x:
+            raise ValueError("text with a NUL character cannot be stored")
+        if isinstance(x, float) and not math.isfinite(x):
+            raise ValueError("a number is NaN or infinite")
+        if isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, list | tuple):
+            stack.extend(x)
+
+
+def _speedups(ev: Evaluation) -> tuple[float | None, float | None]:
+    try:
+        return ev.speedup, ev.speedup_vs_compile
+    except ZeroDivisionError:  # an imported record with a zero runtime
+        return None, None
 
 
 def _rank(outcome: str, speedup: float | None) -> tuple[int, float]:
@@ -98,6 +129,7 @@ class Archive:
         for e in entries:
             if e.candidate.problem_id != e.problem.id or e.evaluation.candidate_id != e.candidate.id:
                 raise ValueError(f"entry for candidate {e.candidate.id}: problem/candidate/evaluation ids disagree")
+            check_storable(e)
         with self._read() as conn:
             pids = {e.problem.id for e in entries}
             cids = {e.candidate.id for e in entries}
@@ -140,7 +172,7 @@ class Archive:
         if e.run_id:
             conn.execute(self._insert(RunRow).values(id=e.run_id, kind=run_kind, created_at=utcnow(), meta={})
                          .on_conflict_do_nothing(index_elements=["id"]))
-        speedup, speedup_c = ev.speedup, ev.speedup_vs_compile
+        speedup, speedup_c = _speedups(ev)
         ms = lambda t: None if t is None else t.median_ms  # noqa: E731
         best = dict(best_outcome=ev.outcome.value, best_speedup=speedup, best_speedup_compile=speedup_c,
                     best_runtime_ms=ms(ev.timing), ref_runtime_ms=ms(ev.ref_timing),
@@ -221,7 +253,7 @@ class Archive:
         with self._read() as conn:
             return queries.stats(conn)
 
-    def iter_entries(self, filters: KernelFilter | None = None) -> Iterable[tuple[ArchivedKernel, str, Evaluation | None]]:
-        """Every matching kernel with its problem source and best stored evaluation (for export)."""
+    def iter_entries(self, filters: KernelFilter | None = None) -> Iterable[queries.ExportRow]:
+        """Every matching kernel with its problem source, best stored evaluation and parents (for export)."""
         with self._read() as conn:
             yield from queries.iter_export(conn, filters or KernelFilter(outcome=None))

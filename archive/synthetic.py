@@ -33,7 +33,7 @@ SNIPPETS: dict[str, str] = {
     "vectorized_loads": "float4 v = reinterpret_cast<const float4*>(in)[i];",
     "warp_shuffle": "for (int o = 16; o > 0; o /= 2) val += __shfl_down_sync(0xffffffff, val, o);",
     "tensor_cores": "wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;",
-    "tiling": "__shared__ float As[TILE][TILE];\n    __shared__ float Bs[TILE][TILE];",
+    "tiling": "#define TILE 16\n    __shared__ float As[TILE][TILE];\n    __shared__ float Bs[TILE][TILE];",
     "fusion": "// fused epilogue\n    out[i] = fmaxf(acc + bias[col], 0.f);",
     "loop_unrolling": "#pragma unroll\n    for (int k = 0; k < 4; ++k) acc += a[k];",
     "atomics": "atomicAdd(&out[blockIdx.x], val);",
@@ -52,7 +52,7 @@ def kernel_source(op: str, tags: list[str], variant: int) -> str:
     """A ModelNew source whose CUDA code uses exactly the snippets named by ``tags``."""
     body = "\n    ".join(SNIPPETS[t] for t in tags)
     return (f'import torch\nfrom torch.utils.cpp_extension import load_inline\n\ncuda_src = r"""\n'
-            f"#define TILE 16\n__global__ void {op.lower()}_kernel_v{variant}(const float* in, float* out, int n) {{\n"
+            f"__global__ void {op.lower()}_kernel_v{variant}(const float* in, float* out, int n) {{\n"
             f"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    float val = 0.f, acc = 0.f;\n    {body}\n"
             f"    if (i < n) out[i] = val + acc;\n}}\n\"\"\"\n\n\nclass ModelNew(torch.nn.Module):\n"
             f"    def forward(self, *args):\n        return ext.run(*args)  # variant {variant}\n")

@@ -81,6 +81,9 @@ def eval_cmd(
         print_evaluation(ev)
 
 
+app.command("optimize")(__import__("kevolve.cli_optimize", fromlist=["optimize_cmd"]).optimize_cmd)
+
+
 @app.command()
 def doctor() -> None:
     """What this machine has: GPU, nvcc, CuPy, Docker, API keys (present or not; never printed)."""
@@ -90,6 +93,7 @@ def doctor() -> None:
 
 
 app.add_typer(__import__("kevolve.cli_bench", fromlist=["app"]).app, name="bench")
+app.add_typer(__import__("kevolve.cli_archive", fromlist=["app"]).app, name="archive")
 
 
 def main() -> None:

@@ -1,0 +1,155 @@
+// kevolve archive page: hash routes #/ , #/search?q= , #/kernel/<id> , #/problem/<id> , #/problems
+"use strict";
+const $ = (sel) => document.querySelector(sel);
+const view = () => $("#view");
+const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+const x = (v) => (v == null ? "–" : Number(v).toFixed(2) + "×");
+const ms = (v) => (v == null ? "–" : Number(v).toFixed(4) + " ms");
+
+async function api(path) {
+  const r = await fetch(path, { headers: { Accept: "application/json" } });
+  if (!r.ok) throw new Error((await r.json().catch(() => ({}))).detail || r.statusText);
+  return r.json();
+}
+
+function filterParams() {
+  const p = new URLSearchParams();
+  if ($("#level").value) p.set("level", $("#level").value);
+  if ($("#technique").value.trim()) p.set("technique", $("#technique").value.trim());
+  if ($("#min-speedup").value.trim()) p.set("min_speedup", $("#min-speedup").value.trim());
+  return p;
+}
+
+function kernelTable(items, id) {
+  if (!items.length) return `<p class="muted" id="${id}-empty">no kernels match</p>`;
+  const rows = items.map((k) => `<tr class="kernel-row" data-id="${esc(k.id)}">
+      <td><a href="#/kernel/${esc(k.id)}">${esc(k.id)}</a></td>
+      <td><a href="#/problem/${esc(k.problem_id)}">${esc(k.problem_name)}</a></td><td>${esc(k.level ?? "–")}</td>
+      <td class="${k.outcome === "ok" ? "ok" : "bad"}">${esc(k.outcome)}</td>
+      <td class="num">${x(k.speedup)}</td><td class="num">${x(k.speedup_compile)}</td><td class="num">${ms(k.runtime_ms)}</td>
+      <td>${k.techniques.map((t) => `<span class="tag">${esc(t)}</span>`).join("")}</td><td>${esc(k.device)}</td></tr>`).join("");
+  return `<table id="${id}"><thead><tr><th>kernel</th><th>problem</th><th>level</th><th>outcome</th><th>speedup</th>
+    <th>vs compile</th><th>runtime</th><th>techniques</th><th>device</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+function wireRows() {
+  document.querySelectorAll("tr.kernel-row").forEach((tr) =>
+    tr.addEventListener("click", (ev) => { if (ev.target.tagName !== "A") location.hash = "#/kernel/" + tr.dataset.id; }));
+}
+
+async function home() {
+  const [stats, page] = await Promise.all([api("/api/stats"), api("/api/kernels?limit=50&" + filterParams())]);
+  view().innerHTML = `<div class="cards" id="stats">
+      <div class="card"><b>${stats.kernels}</b>kernels</div><div class="card"><b>${stats.ok_kernels}</b>verified ok</div>
+      <div class="card"><b>${stats.problems}</b>problems</div><div class="card"><b>${x(stats.best_speedup)}</b>best speedup</div></div>
+    <h2>Fastest verified kernels <span class="muted">(${page.total})</span></h2>${kernelTable(page.items, "kernels")}`;
+  wireRows();
+}
+
+async function search(q) {
+  $("#q").value = q;
+  const p = filterParams(); p.set("q", q); p.set("k", "25");
+  const hits = await api("/api/search?" + p);
+  view().innerHTML = `<h2>Search: “${esc(q)}” <span class="muted">(${hits.length})</span></h2>${kernelTable(hits, "results")}`;
+  wireRows();
+}
+
+const KW = new Set(("def class return import from as if else elif for while in not and or is None True False self " +
+  "with try except raise lambda pass break continue __global__ __device__ __shared__ __syncthreads const void int " +
+  "float double half unsigned long bool auto template typename struct return #include #define #pragma unroll").split(" "));
+const TOKENS = /("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|(\/\/[^\n]*|\/\*[\s\S]*?\*\/|#(?!include|define|pragma)[^\n]*)|(\b\d+(?:\.\d+)?(?:e[+-]?\d+)?f?\b)|(#?[A-Za-z_]\w*)/g;
+
+function highlight(src) {
+  let out = "", last = 0;
+  for (const m of src.matchAll(TOKENS)) {
+    out += esc(src.slice(last, m.index));
+    const [t, str, com, num, word] = m;
+    if (str) out += `<span class="str">${esc(t)}</span>`;
+    else if (com) out += `<span class="com">${esc(t)}</span>`;
+    else if (num) out += `<span class="numlit">${esc(t)}</span>`;
+    else if (KW.has(word)) out += `<span class="kw">${esc(t)}</span>`;
+    else if (/^(torch|nn|tl|float4|half2|wmma)$/.test(word)) out += `<span class="ty">${esc(t)}</span>`;
+    else out += esc(t);
+    last = m.index + t.length;
+  }
+  return out + esc(src.slice(last));
+}
+
+function lineageSvg(edges, current) {
+  if (!edges.length) return `<p class="muted" id="lineage-empty">no recorded parents or children</p>`;
+  const nodes = new Set(), parents = {};
+  edges.forEach((e) => { nodes.add(e.parent); nodes.add(e.child); (parents[e.child] ||= []).push(e.parent); });
+  const depth = {};
+  const d = (n, seen = new Set()) => {
+    if (n in depth) return depth[n];
+    if (seen.has(n)) return 0;
+    seen.add(n);
+    return (depth[n] = (parents[n] || []).reduce((a, p) => Math.max(a, d(p, seen) + 1), 0));
+  };
+  nodes.forEach((n) => d(n));
+  const cols = {}, pos = {};
+  [...nodes].sort().forEach((n) => { (cols[depth[n]] ||= []).push(n); pos[n] = [depth[n], cols[depth[n]].length - 1]; });
+  const W = 170, H = 44, xy = (n) => [20 + pos[n][0] * W, 24 + pos[n][1] * H];
+  const height = 24 + H * Math.max(...Object.values(cols).map((c) => c.length));
+  const lines = edges.map((e) => { const [a, b] = xy(e.parent), [c, f] = xy(e.child); return `<line x1="${a}" y1="${b}" x2="${c}" y2="${f}" stroke="#99a"/>`; }).join("");
+  const dots = [...nodes].map((n) => { const [a, b] = xy(n);
+    return `<a href="#/kernel/${esc(n)}"><circle cx="${a}" cy="${b}" r="7" fill="${n === current ? "#d9480f" : "#3b6fd4"}"/>
+      <text x="${a + 10}" y="${b + 4}">${esc(n.slice(0, 12))}</text></a>`; }).join("");
+  return `<svg id="lineage" width="${40 + W * (Object.keys(cols).length)}" height="${height}">${lines}${dots}</svg>`;
+}
+
+async function kernel(id) {
+  const d = await api("/api/kernels/" + encodeURIComponent(id));
+  const k = d.kernel;
+  const evs = d.evaluations.map((e) => `<tr><td>${esc(e.created_at.slice(0, 19))}</td><td class="${e.outcome === "ok" ? "ok" : "bad"}">${esc(e.outcome)}</td>
+      <td class="num">${ms(e.runtime_ms)}</td><td class="num">${ms(e.record.ref_timing?.median_ms)}</td><td class="num">${ms(e.record.compile_ref_timing?.median_ms)}</td>
+      <td class="num">${x(e.speedup)}</td><td>${esc(e.device)}</td><td>${esc(e.reason)}</td></tr>`).join("");
+  view().innerHTML = `<h2 id="kernel-title">${esc(k.kernel_name || k.id)} <span class="muted">${esc(k.id)}</span></h2>
+    <p>problem <a href="#/problem/${esc(k.problem_id)}">${esc(k.problem_name)}</a> · level ${esc(k.level ?? "–")} ·
+      ${k.techniques.map((t) => `<span class="tag">${esc(t)}</span>`).join("")} · origin ${esc(k.origin)} by ${esc(k.proposer)}</p>
+    <div class="cards"><div class="card"><b id="speedup">${x(k.speedup)}</b>vs eager</div><div class="card"><b>${x(k.speedup_compile)}</b>vs torch.compile</div>
+      <div class="card"><b>${ms(k.runtime_ms)}</b>kernel</div><div class="card"><b>${ms(k.ref_runtime_ms)}</b>eager</div></div>
+    <h3>Evaluations</h3><table id="evaluations"><thead><tr><th>when</th><th>outcome</th><th>kernel</th><th>eager</th><th>compile</th><th>speedup</th><th>device</th><th>reason</th></tr></thead><tbody>${evs}</tbody></table>
+    <h3>Lineage</h3><div style="overflow:auto">${lineageSvg(d.lineage, k.id)}</div>
+    <h3>Source</h3><pre class="code"><code id="code">${highlight(k.source || "")}</code></pre>
+    <details><summary>Problem source</summary><pre class="code"><code>${highlight(d.problem_source)}</code></pre></details>`;
+}
+
+async function problem(id) {
+  const items = await api(`/api/problems/${encodeURIComponent(id)}/leaderboard?limit=50`);
+  const name = items.length ? items[0].problem_name : id;
+  view().innerHTML = `<h2 id="leaderboard-title">Leaderboard: ${esc(name)}</h2>${kernelTable(items, "leaderboard")}`;
+  wireRows();
+}
+
+async function problems() {
+  const page = await api("/api/problems?limit=200");
+  const rows = page.items.map((p) => `<tr><td><a href="#/problem/${esc(p.id)}">${esc(p.name)}</a></td><td>${esc(p.level ?? "–")}</td>
+     <td class="num">${p.kernels}</td><td class="num">${p.ok_kernels}</td><td class="num">${x(p.best_speedup)}</td></tr>`).join("");
+  view().innerHTML = `<h2>Problems <span class="muted">(${page.total})</span></h2><table id="problems"><thead><tr><th>problem</th>
+    <th>level</th><th>kernels</th><th>ok</th><th>best</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+async function route() {
+  const h = location.hash.slice(1) || "/";
+  const [path, query] = h.split("?");
+  try {
+    if (path.startsWith("/kernel/")) await kernel(decodeURIComponent(path.slice(8)));
+    else if (path.startsWith("/problem/")) await problem(decodeURIComponent(path.slice(9)));
+    else if (path === "/problems") await problems();
+    else if (path === "/search") await search(new URLSearchParams(query).get("q") || "");
+    else await home();
+    document.body.dataset.ready = "1";
+  } catch (err) {
+    view().innerHTML = `<p class="bad" id="error">${esc(err.message)}</p>`;
+    document.body.dataset.ready = "1";
+  }
+}
+
+$("#search-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const q = $("#q").value.trim();
+  location.hash = q ? "#/search?q=" + encodeURIComponent(q) : "#/";
+});
+window.addEventListener("hashchange", () => { document.body.dataset.ready = ""; route(); });
+route();

@@ -1,0 +1,113 @@
+"""``kevolve archive export`` / ``import``: files (JSONL, Parquet) and run folders in and out."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from kevolve.archive.records import KernelFilter
+from kevolve.archive.sakana import FileFormatError, read_rows, to_entry, to_row, write_rows
+from kevolve.archive.store import Archive, Entry
+from kevolve.records import Candidate, Evaluation, Origin, Problem
+
+log = logging.getLogger(__name__)
+BATCH = 256
+
+
+@dataclass
+class ImportReport:
+    """What an import did (filled in as it goes)."""
+
+    rows: int = 0
+    kernels_added: int = 0
+    skipped: int = 0
+    first_error: str = ""
+
+
+def export(archive: Archive, path: Path, fmt: str | None = None, filters: KernelFilter | None = None) -> int:
+    """Write matching kernels (default: every outcome) to ``path``; the format follows the suffix."""
+    fmt = fmt or ("parquet" if path.suffix == ".parquet" else "jsonl")
+    rows = (to_row(k, src, ev, parents) for k, src, ev, parents in archive.iter_entries(filters or KernelFilter(outcome=None)))
+    return write_rows(rows, path, fmt)
+
+
+def _flush(archive: Archive, batch: list[Entry], report: ImportReport) -> None:
+    if batch:
+        report.kernels_added += archive.put_many(batch, run_kind="import")
+        batch.clear()
+
+
+def import_file(archive: Archive, path: Path, run_id: str | None = None) -> ImportReport:
+    """Import a JSONL / Parquet export (ours or Sakana's); unusable rows are counted and skipped."""
+    report = ImportReport()
+    batch: list[Entry] = []
+    for n, row in enumerate(read_rows(path), 1):
+        report.rows += 1
+        try:
+            batch.append(to_entry(row, run_id))
+        except (ValueError, TypeError, OverflowError) as e:
+            report.skipped += 1
+            if not report.first_error:
+                report.first_error = f"row {n}: {str(e).splitlines()[0][:200]}"
+            continue
+        if len(batch) >= BATCH:
+            _flush(archive, batch, report)
+    _flush(archive, batch, report)
+    return report
+
+
+def _parents(folder: Path) -> dict[str, tuple[tuple[str, ...], str]]:
+    """candidate id → (parent ids, origin) from the run's trials.jsonl, where it records them."""
+    out: dict[str, tuple[tuple[str, ...], str]] = {}
+    trials = folder / "trials.jsonl"
+    if not trials.is_file():
+        return out
+    for line in trials.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            t = json.loads(line)
+        except ValueError:
+            continue
+        cid = isinstance(t, dict) and (t.get("candidate_id") or t.get("id"))
+        if cid:
+            parents = t.get("parent_ids") or t.get("parents") or ()
+            out[str(cid)] = (tuple(str(p) for p in parents if p), str(t.get("origin") or ""))
+    return out
+
+
+def import_run_folder(archive: Archive, folder: Path) -> ImportReport:
+    """Import an optimize run folder (problem.json + candidates/<id>.py + <id>.json evaluations)."""
+    if not (folder / "problem.json").is_file():
+        raise FileFormatError(f"{folder}: not a run folder (no problem.json)")
+    try:
+        problem = Problem.model_validate_json((folder / "problem.json").read_text())
+    except ValueError:
+        raise FileFormatError(f"{folder}/problem.json: not a Problem record") from None
+    report, batch, lineage = ImportReport(), [], _parents(folder)
+    origins = {o.value for o in Origin}
+    for ev_path in sorted((folder / "candidates").glob("*.json")):
+        report.rows += 1
+        src_path = ev_path.with_suffix(".py")
+        try:
+            ev = Evaluation.model_validate_json(ev_path.read_text())
+            parents, origin = lineage.get(ev.candidate_id, ((), ""))
+            cand = Candidate.from_source(src_path.read_text(), problem.id, parent_ids=parents,
+                                         origin=Origin(origin) if origin in origins else Origin.IMPORTED)
+            ev = ev.model_copy(update={"candidate_id": cand.id, "problem_id": problem.id})
+            batch.append(Entry(problem=problem, candidate=cand, evaluation=ev, run_id=folder.name))
+        except (OSError, ValueError) as e:
+            report.skipped += 1
+            if not report.first_error:
+                report.first_error = f"{ev_path.name}: {str(e).splitlines()[0][:200]}"
+    _flush(archive, batch, report)
+    return report
+
+
+def import_path(archive: Archive, path: Path, run_id: str | None = None) -> ImportReport:
+    """A run folder or an export file."""
+    if path.is_dir():
+        return import_run_folder(archive, path)
+    if not path.is_file():
+        raise FileFormatError(f"{path}: no such file or folder")
+    return import_file(archive, path, run_id)

@@ -1,0 +1,177 @@
+"""`kevolve archive serve | search | show | export | import` (the archive package loads inside commands)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Iterator, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="The kernel archive: browse, search, export and import verified kernels.")
+
+DbOpt = Annotated[Optional[str], typer.Option("--db", help="database URL (default: $KEVOLVE_DB, else "
+                                              "sqlite:///$KEVOLVE_HOME/archive.db, KEVOLVE_HOME=~/.kevolve)")]
+EmbedOpt = Annotated[str, typer.Option("--embedder", hidden=True, help="minilm (default) or hashing (tests)")]
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(2)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Bad input and unreachable databases become one line on stderr and exit code 2."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from kevolve.archive.db import ArchiveError
+    from kevolve.archive.embed import EmbeddingError
+    from kevolve.archive.sakana import FileFormatError
+
+    try:
+        yield
+    except (ArchiveError, EmbeddingError, FileFormatError, ValueError) as e:
+        _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    except SQLAlchemyError as e:
+        _fail(f"database error: {str(getattr(e, 'orig', None) or e).strip().splitlines()[0]}")
+
+
+def _open(db: str | None, embedder: str = "minilm"):  # noqa: ANN202
+    from kevolve.archive.db import default_url
+    from kevolve.archive.embed import HashingEmbedder
+    from kevolve.archive.store import Archive
+
+    if embedder not in ("minilm", "hashing"):
+        _fail(f"--embedder must be minilm or hashing, not {embedder!r}")
+    return Archive(db or default_url(), embedder=HashingEmbedder() if embedder == "hashing" else None)
+
+
+def _filters(level: int | None, op: str | None, device: str | None, min_speedup: float | None,
+             technique: str | None, any_outcome: bool):  # noqa: ANN202
+    from kevolve.archive.records import KernelFilter
+
+    return KernelFilter(level=level, op=op, device=device, min_speedup=min_speedup, technique=technique,
+                        outcome=None if any_outcome else "ok")
+
+
+Level = Annotated[Optional[int], typer.Option(help="KernelBench level")]
+Op = Annotated[Optional[str], typer.Option(help="substring of the op name, e.g. matmul")]
+Device = Annotated[Optional[str], typer.Option(help="substring of the device name, e.g. H100")]
+MinSpeedup = Annotated[Optional[float], typer.Option(help="best speedup over eager at least this")]
+Technique = Annotated[Optional[str], typer.Option(help="technique tag, e.g. shared_memory, tensor_cores")]
+AnyOutcome = Annotated[bool, typer.Option("--any-outcome", help="include kernels that were not ok")]
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="words, or a path to a problem file to find kernels for")],
+    db: DbOpt = None, k: Annotated[int, typer.Option("-k", min=1, max=100, help="how many")] = 10,
+    level: Level = None, op: Op = None, device: Device = None, min_speedup: MinSpeedup = None,
+    technique: Technique = None, any_outcome: AnyOutcome = False,
+    json_out: Annotated[bool, typer.Option("--json", help="one JSON object per line")] = False,
+    embedder: EmbedOpt = "minilm",
+) -> None:
+    """Hybrid (embedding + keyword) search over kernels."""
+    text = query
+    if len(query) < 4096 and Path(query).is_file():
+        try:
+            text = Path(query).read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            _fail(f"{query}: cannot read: {e}")
+    with _errors():
+        hits = _open(db, embedder).search(text, k=k, filters=_filters(level, op, device, min_speedup, technique,
+                                                                     any_outcome))
+    if json_out:
+        for h in hits:
+            sys.stdout.write(h.model_dump_json(exclude={"source"}) + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("id", "problem", "level", "speedup", "vs compile", "techniques", "device", "score")
+    fmt = lambda x: "-" if x is None else f"{x:.2f}x"  # noqa: E731
+    for h in hits:
+        table.add_row(h.id, h.problem_name, str(h.level or "-"), fmt(h.speedup), fmt(h.speedup_compile),
+                      ", ".join(h.techniques), h.device, f"{h.score:.4f}" if h.score else "")
+    Console().print(table if hits else "no kernels match")
+
+
+@app.command()
+def show(kernel_id: Annotated[str, typer.Argument(help="kernel id (or a unique prefix of 6+ characters)")],
+         db: DbOpt = None, json_out: Annotated[bool, typer.Option("--json")] = False,
+         embedder: EmbedOpt = "minilm") -> None:
+    """One kernel: source, evaluations, lineage."""
+    with _errors():
+        d = _open(db, embedder).get(kernel_id)
+    if d is None:
+        _fail(f"no kernel {kernel_id!r} in the archive")
+    if json_out:
+        sys.stdout.write(d.model_dump_json() + "\n")
+        return
+    from rich.console import Console
+    from rich.syntax import Syntax
+
+    k, con = d.kernel, Console()
+    con.print(f"[bold]{k.id}[/]  {k.problem_name} (level {k.level})  {k.outcome}  "
+              f"speedup {k.speedup or 0:.2f}x eager, {k.speedup_compile or 0:.2f}x compile  on {k.device or '?'}")
+    con.print(f"techniques: {', '.join(k.techniques) or '-'}   parents: {', '.join(d.parent_ids) or '-'}")
+    for e in d.evaluations:
+        con.print(f"  {e.created_at:%Y-%m-%d %H:%M}  {e.outcome:<14} {e.reason[:90]}")
+    con.print(Syntax(k.source or "", "python", line_numbers=True))
+
+
+@app.command("export")
+def export_cmd(path: Annotated[Path, typer.Argument(help="output file: .jsonl or .parquet")], db: DbOpt = None,
+               fmt: Annotated[Optional[str], typer.Option("--format", help="jsonl or parquet (default: suffix)")] = None,
+               level: Level = None, op: Op = None, device: Device = None, min_speedup: MinSpeedup = None,
+               technique: Technique = None, ok_only: Annotated[bool, typer.Option(help="only ok kernels")] = False,
+               embedder: EmbedOpt = "minilm") -> None:
+    """Export kernels with Sakana-archive-compatible columns."""
+    from kevolve.archive.transfer import export
+
+    if fmt not in (None, "jsonl", "parquet"):
+        _fail(f"--format must be jsonl or parquet, not {fmt!r}")
+    if not path.parent.is_dir():
+        _fail(f"{path.parent}: no such folder")
+    with _errors():
+        f = _filters(level, op, device, min_speedup, technique, not ok_only)
+        n = export(_open(db, embedder), path, fmt, f)
+    typer.echo(f"exported {n} kernels to {path}")
+
+
+@app.command("import")
+def import_cmd(path: Annotated[Path, typer.Argument(help="a run folder, or a .jsonl / .parquet export")],
+               db: DbOpt = None, run_id: Annotated[Optional[str], typer.Option(help="record under this run")] = None,
+               json_out: Annotated[bool, typer.Option("--json")] = False, embedder: EmbedOpt = "minilm") -> None:
+    """Import kernels from a run folder or an export file (ours or Sakana's)."""
+    from kevolve.archive.transfer import import_path
+
+    if not path.exists():
+        _fail(f"{path}: no such file or folder")
+    with _errors():
+        r = import_path(_open(db, embedder), path, run_id)
+    if json_out:
+        sys.stdout.write(json.dumps(r.__dict__) + "\n")
+    else:
+        typer.echo(f"read {r.rows} rows: {r.kernels_added} new kernels, {r.skipped} skipped"
+                   + (f" (first: {r.first_error})" if r.first_error else ""))
+
+
+@app.command()
+def serve(db: DbOpt = None, host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(min=0, max=65535)] = 8765, embedder: EmbedOpt = "minilm") -> None:
+    """The browser API and web page. Writes (import, delete) need $KEVOLVE_API_TOKEN as a Bearer token."""
+    from kevolve.archive.api import create_app
+
+    with _errors():
+        arch = _open(db, embedder)
+    import uvicorn
+
+    token = os.environ.get("KEVOLVE_API_TOKEN") or None
+    typer.echo(f"serving {arch.url} on http://{host}:{port}/ (writes {'need a token' if token else 'disabled'})")
+    uvicorn.run(create_app(arch, token=token), host=host, port=port, log_level="warning")
