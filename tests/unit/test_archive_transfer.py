@@ -1,0 +1,109 @@
+"""Export / import: lossless round trips, Sakana's own rows, run folders, bad files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kevolve.archive.embed import HashingEmbedder
+from kevolve.archive.records import KernelFilter
+from kevolve.archive.sakana import SAKANA_COLUMNS, FileFormatError
+from kevolve.archive.store import Archive
+from kevolve.archive.synthetic import entries
+from kevolve.archive.transfer import export, import_path
+from kevolve.records import Candidate, Evaluation, Outcome, Problem
+
+
+def _open(path: Path) -> Archive:
+    return Archive(f"sqlite:///{path}", embedder=HashingEmbedder())
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_export_then_import_round_trips_kernels_evaluations_and_lineage(tmp_path: Path, suffix: str) -> None:
+    src = _open(tmp_path / "src.db")
+    src.put_many(list(entries(40, n_problems=4, seed=11)))
+    out = tmp_path / f"dump{suffix}"
+    assert export(src, out) == 40
+    dst = _open(tmp_path / "dst.db")
+    report = import_path(dst, out)
+    assert (report.rows, report.kernels_added, report.skipped) == (40, 40, 0)
+    for k, _, ev, parents in src.iter_entries():
+        a, b = src.get(k.id), dst.get(k.id)
+        assert b is not None
+        assert a.kernel.model_copy(update={"created_at": None}) == b.kernel.model_copy(update={"created_at": None})
+        assert b.evaluations[0].record == ev and set(b.parent_ids) == set(parents)
+    assert export(dst, tmp_path / f"again{suffix}", filters=KernelFilter(outcome="ok")) == src.stats().ok_kernels
+
+
+def test_parquet_has_sakanas_columns_first_with_their_types(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    a = _open(tmp_path / "a.db")
+    a.put_many(list(entries(3, n_problems=1, seed=1)))
+    export(a, tmp_path / "x.parquet")
+    schema = pq.read_schema(tmp_path / "x.parquet")
+    assert tuple(schema.names[: len(SAKANA_COLUMNS)]) == SAKANA_COLUMNS
+    assert str(schema.field("Correct").type) == "bool" and str(schema.field("CUDA_Runtime").type) == "double"
+    assert str(schema.field("Level_ID").type) == "int64"
+
+
+def test_sakana_rows_import_with_outcomes_timings_and_profiles(tmp_path: Path) -> None:
+    rows = [
+        {"Op_Name": "Matmul_ReLU", "Level_ID": 2, "Task_ID": 5.0, "Kernel_Name": "fused_mm", "CUDA_Runtime": 0.5,
+         "PyTorch_Native_Runtime": 1.5, "PyTorch_Compile_Runtime": 1.0, "CUDA_Speedup_Native": 3.0,
+         "CUDA_Code": "__global__ void k(float* x) { __shared__ float s[32]; }", "PyTorch_Code_Module": "class Model: pass",
+         "Correct": True, "Max_Diff": 1.5e-5, "Error": None, "NCU_Profile": json.dumps({"sm_efficiency": 91.5})},
+        {"Op_Name": "Conv", "Level_ID": 1, "Task_ID": 7, "CUDA_Code": "bad kernel", "PyTorch_Code_Module": "class M: pass",
+         "Correct": False, "Error": "Compilation failed: error: expected ';'", "CUDA_Runtime": None},
+        {"Op_Name": "Conv", "Level_ID": 1, "Task_ID": 7, "CUDA_Code": "wrong kernel",
+         "PyTorch_Code_Module": "class M: pass", "Correct": False, "Max_Diff": 0.3, "Error": None},
+    ]
+    f = tmp_path / "sakana.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    a = _open(tmp_path / "a.db")
+    assert import_path(a, f).kernels_added == 3
+    ok, _ = a.kernels()
+    assert len(ok) == 1 and ok[0].speedup == pytest.approx(3.0) and ok[0].speedup_compile == pytest.approx(2.0)
+    assert ok[0].problem_name == "5_Matmul_ReLU" and ok[0].level == 2 and "shared_memory" in ok[0].techniques
+    d = a.get(ok[0].id)
+    assert d.evaluations[0].max_diff == pytest.approx(1.5e-5)
+    assert d.evaluations[0].record.profile.ncu == {"sm_efficiency": 91.5}
+    outcomes = sorted(k.outcome for k in a.kernels(KernelFilter(outcome=None))[0])
+    assert outcomes == ["compile_error", "incorrect", "ok"]
+
+
+def test_run_folder_import_keeps_lineage_and_origin(tmp_path: Path) -> None:
+    run = tmp_path / "relu-20261122-0000-abcd"
+    (run / "candidates").mkdir(parents=True)
+    prob = Problem.from_source("class Model: pass\n", "relu.py", "19_ReLU", level=1)
+    (run / "problem.json").write_text(prob.model_dump_json())
+    ids = []
+    for i, outcome in enumerate([Outcome.OK, Outcome.INCORRECT]):
+        c = Candidate.from_source(f"# kernel {i}\n__global__ void k{i}() {{}}\n", prob.id)
+        ev = Evaluation(candidate_id=c.id, problem_id=prob.id, outcome=outcome, reason=outcome.value)
+        (run / "candidates" / f"{c.id}.py").write_text(c.source)
+        (run / "candidates" / f"{c.id}.json").write_text(ev.model_dump_json())
+        ids.append(c.id)
+    (run / "trials.jsonl").write_text(json.dumps({"candidate_id": ids[1], "parent_ids": [ids[0]], "origin": "mutate"}) + "\n")
+    a = _open(tmp_path / "a.db")
+    r = import_path(a, run)
+    assert (r.rows, r.kernels_added) == (2, 2)
+    child = a.get(ids[1])
+    assert child.parent_ids == (ids[0],) and child.kernel.origin == "mutate"
+    assert child.evaluations[0].run_id == run.name
+
+
+def test_unreadable_files_raise_a_one_line_format_error(tmp_path: Path) -> None:
+    a = _open(tmp_path / "a.db")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"ok": 1}\nnot json\n')
+    with pytest.raises(FileFormatError, match=r"bad.jsonl:2"):
+        import_path(a, bad)
+    fake = tmp_path / "fake.parquet"
+    fake.write_bytes(b"PAR1garbage")
+    with pytest.raises(FileFormatError, match="Parquet"):
+        import_path(a, fake)
+    with pytest.raises(FileFormatError, match="not a run folder"):
+        import_path(a, tmp_path)
