@@ -1,7 +1,7 @@
 """`kevolve bench baselines`: fill the baseline cache alone, optionally beside published timings.
 
-Each problem's reference runs in a fresh worker (the sandbox's own reference task, so timings are
-taken exactly as in a bench run) while the next problem's worker is already starting up. Problems
+Each problem is timed in a fresh timing-only worker (`baseline_worker`: the sandbox's Timer, as in
+a bench run, without the float64 truth or outputs) while the next problem's worker starts up. Problems
 already cached are skipped unless --refresh, so an interrupted run continues where it stopped.
 """
 
@@ -39,7 +39,7 @@ def measure(sp: SuiteProblem, config: SandboxConfig, worker: object, fingerprint
 
     assert sp.problem is not None
     req = WorkerRequest(task="reference", problem_source=sp.problem.source, device=config.device,
-                        init_seed=config.seed or 0, draws=make_draws(config.seed or 0, 1)[:1],
+                        init_seed=config.seed or 0, draws=make_draws(config.seed or 0, config.n_draws),
                         trials=config.trials, max_timing_s=config.max_timing_s, warmup=config.warmup,
                         time_compile=config.want_compile_baseline, profile=False, cache_dir=str(config.cache_dir))
     done = worker.run(req, config.timeout_s, config.memory_limit_gb)  # type: ignore[attr-defined]
@@ -65,8 +65,8 @@ def _ratio_summary(ratios: list[float]) -> dict[str, float | int]:
 
 def run_baselines(problems: list[SuiteProblem], config: SandboxConfig, refresh: bool, published: Path | None,
                   out: Path | None) -> int:
+    from kevolve.kernelbench.baseline_worker import BaselineWorker as WorkerProcess
     from kevolve.kernelbench.console import console
-    from kevolve.sandbox.isolation import WorkerProcess
 
     fingerprint = device_fingerprint(config.device)
     cache = BaselineCache(config.cache_dir / "baselines")
@@ -109,8 +109,31 @@ def run_baselines(problems: list[SuiteProblem], config: SandboxConfig, refresh: 
         out.write_text(json.dumps({"device": fingerprint, "torch": torch_version(), "trials": config.trials,
                                    "max_timing_s": config.max_timing_s, "summary": summary, "problems": rows},
                                   indent=1))
-        console.print(f"wrote {out}")
+        out.with_suffix(".md").write_text(baselines_markdown(fingerprint, summary, rows))
+        console.print(f"wrote {out} and {out.with_suffix('.md')}")
     return 0 if all("error" not in r for r in rows) else 1
+
+
+def baselines_markdown(device: str, summary: dict, rows: list[dict[str, object]]) -> str:
+    """The ratio distribution per level, then every problem: for docs/BENCHMARKS.md."""
+    f = lambda x, p="{:.3g}": "—" if x is None else p.format(x)  # noqa: E731
+    out = [f"Baselines on {device}, torch {torch_version()}: measured mean / published mean.", "",
+           "| level | timing | n | median ratio | min | max | within ±5% | ±10% | ±25% |", "|---|---|---|---|---|---|---|---|---|"]
+    for lv, kinds in summary.items():
+        for kind, s in kinds.items():
+            if s.get("n"):
+                out.append(f"| {lv} | {kind} | {s['n']} | {s['median']:.3f} | {s['min']:.3f} | {s['max']:.3f} | "
+                           f"{s['within_5pct']} | {s['within_10pct']} | {s['within_25pct']} |")
+    out += ["", "| level | problem | eager ms (median) | eager ms (mean) | published | ratio | compile ms (mean) | "
+                "published | ratio |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            out.append(f"| {r['level']} | {r['file']} | {str(r['error'])[:80]} | | | | | | |")
+            continue
+        out.append(f"| {r['level']} | {r['file']} | {f(r['eager_median_ms'])} | {f(r['eager_mean_ms'])} | "
+                   f"{f(r['published_eager_ms'])} | {f(r['ratio_eager'], '{:.3f}')} | {f(r['compile_mean_ms'])} | "
+                   f"{f(r['published_compile_ms'])} | {f(r['ratio_compile'], '{:.3f}')} |")
+    return "\n".join(out) + "\n"
 
 
 def _row(sp: SuiteProblem, b: Baseline | str, pub_eager: dict, pub_compile: dict, fresh: bool) -> dict[str, object]:

@@ -55,8 +55,9 @@ class LevelSummary(Record):
     outcomes: dict[str, int] = Field(default_factory=dict, description="candidate and problem statuses")
 
 
-_RANK = ["ok", "rejected", "incorrect", "runtime_error", "compile_error", "timeout", "crashed",
-         "problem_error", "unavailable", "no_solution", "infra_error"]
+# When a problem has no ok candidate, it shows the one that got furthest.
+_RANK = ["ok", "rejected", "incorrect", "runtime_error", "crashed", "timeout", "compile_error", "infra_error",
+         "problem_error", "unavailable", "no_solution"]
 
 
 def problem_results(rows: list[ResultRow]) -> list[ProblemResult]:

@@ -109,6 +109,11 @@ def run_problem(job: ProblemJob, sandbox: BenchSandbox, config: SandboxConfig, r
 
     sp = job.problem
     assert sp.problem is not None
+    try:
+        sandbox.reference(sp.problem, config)  # first, while the compile pool builds its candidates
+    except ProblemError as e:
+        yield problem_row(sp, PROBLEM_ERROR, f"problem_error: {e}", worker)
+        return
     for cf in job.candidates:
         cand = Candidate.from_source(cf.source, sp.problem.id)
         if before is not None:

@@ -188,6 +188,7 @@ def baselines_cmd(
     timeout: Annotated[float, typer.Option()] = 600.0,
     published: Annotated[Optional[Path], typer.Option(help="KernelBench's published timing folder or JSON, to compare")] = None,
     out: Annotated[Optional[Path], typer.Option(help="write the measured table (and comparison) as JSON here")] = None,
+    input_draws: Annotated[int, typer.Option(min=1, max=4, help="input sets rotated while timing (a bench run uses 4)")] = 4,
 ) -> None:
     """Measure eager (and torch.compile) baselines into the cache, optionally beside published ones."""
     from kevolve.kernelbench.bench_baselines import run_baselines
@@ -197,6 +198,7 @@ def baselines_cmd(
     if published is not None and not published.exists():
         _fail(f"--published {published}: no such file or folder")
     config = _config(base, 0, cache_dir, timeout, trials, max_timing_s, compile_baseline)
+    config = config.model_copy(update={"n_draws": input_draws})
     raise typer.Exit(run_baselines(found, config, refresh, published, out))
 
 

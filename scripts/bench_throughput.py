@@ -1,0 +1,223 @@
+"""Throughput: `kevolve bench` against KernelBench's own harness, on the same candidates (GPU).
+
+    python3 scripts/bench_throughput.py --kernelbench runs/kernelbench-upstream --out $OUT/throughput
+
+Phases (each resumable, so that each fits one 10-minute device call; default: all of them):
+  kevolve      `kevolve bench` over the solution set, cold (empty build and baseline caches) and then
+               warm (a second run on the same caches); wall clock of each.
+  kernelbench  KernelBench's harness as `scripts/eval_from_generations.py` runs it by default: each
+               sample in a fresh process (`eval_kernel_against_ref`, 5 correctness trials, 100 timed
+               trials, CUDA events; compile inside the evaluation, `build_cache=False`), one after the
+               other. With --kb-build-cache, its CPU pre-compile pool (`build_compile_cache`) first.
+               Finished samples are kept in WORK/kernelbench.jsonl; time is the sum of per-sample walls.
+  report       WORK/throughput.json and throughput.md: evaluations per GPU-minute, the ratio, and both
+               harnesses' verdicts and timings per candidate side by side.
+
+The KernelBench checkout is only read (its src/ put on sys.path); modules it imports for LLM calls
+(openai, litellm, dotenv, tqdm, requests) are stubbed when absent, as the evaluation never uses them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_RE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
+
+
+def samples(solutions: Path) -> list[tuple[int, int, int, Path]]:
+    out = []
+    for p in sorted(solutions.glob("level_*_problem_*_sample_*_kernel.py")):
+        m = SAMPLE_RE.match(p.name)
+        if m:
+            out.append((int(m.group(1)), int(m.group(2)), int(m.group(3)), p))
+    return sorted(out)
+
+
+def problem_file(kb: Path, level: int, number: int) -> Path:
+    for base in (kb / "KernelBench", kb):
+        hits = list((base / f"level{level}").glob(f"{number}_*.py"))
+        if hits:
+            return hits[0]
+    raise SystemExit(f"error: no level{level} problem {number} under {kb}")
+
+
+# ---------------------------------------------------------------- kevolve
+
+def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: bool) -> dict:
+    cache, run_dir = work / "kevolve-cache", work / f"kevolve-{tag}"
+    if fresh_cache:
+        shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    nums = sorted({n for _, n, _, _ in samples(args.solutions)})
+    cmd = [sys.executable, "-m", "kevolve.cli", "bench", "--suite", str(args.kernelbench), "--level", "1",
+           "--problems", ",".join(map(str, nums)), "--solutions", str(args.solutions), "--device", args.device,
+           "--run-dir", str(run_dir), "--cache-dir", str(cache), "--compile-baseline", "off", "--seed", "42"]
+    if args.gpus:
+        cmd += ["--gpus", args.gpus]
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    (work / f"kevolve-{tag}.log").write_text(r.stdout + r.stderr)
+    rows = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()] \
+        if (run_dir / "results.jsonl").exists() else []
+    evals = [x for x in rows if x.get("candidate_id")]
+    res = {"tag": tag, "wall_s": wall, "returncode": r.returncode, "evaluations": len(evals),
+           "gpus": len(args.gpus.split(",")) if args.gpus else 1,
+           "per_candidate": {f"{x['level']}/{x['number']}": {
+               "status": x["status"], "reason": x["reason"][:160], "runtime_ms": x["runtime_ms"],
+               "ref_ms": x["ref_ms"], "speedup": x["speedup"], "wall_s": x["wall_s"],
+               "compile_s": (x.get("evaluation") or {}).get("compile_s")} for x in evals}}
+    (work / f"kevolve-{tag}.json").write_text(json.dumps(res, indent=1))
+    print(f"kevolve {tag}: {len(evals)} evaluations in {wall:.1f} s (rc {r.returncode})", flush=True)
+    return res
+
+
+# ---------------------------------------------------------------- KernelBench
+
+def _stub_missing(names: tuple[str, ...]) -> None:
+    import importlib
+
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            mod = types.ModuleType(name)
+            mod.OpenAI = object  # type: ignore[attr-defined]
+            mod.completion = None  # type: ignore[attr-defined]
+            mod.load_dotenv = lambda *a, **k: None  # type: ignore[attr-defined]
+            mod.tqdm = lambda it=None, *a, **k: it  # type: ignore[attr-defined]
+            sys.modules[name] = mod
+
+
+def _kb_eval(kb_src: str, ref_src: str, kernel_src: str, build_dir: str, device: int, build_only: bool) -> dict:
+    """Runs in a fresh (spawned) process, exactly one sample, like eval_from_generations."""
+    sys.path.insert(0, kb_src)
+    _stub_missing(("openai", "litellm", "dotenv", "tqdm", "requests"))
+    import torch
+    from kernelbench import eval as kb_eval
+
+    if build_only:
+        ok, _, err = kb_eval.build_compile_cache(custom_model_src=kernel_src, verbose=False, build_dir=build_dir)
+        return {"compiled": ok, "error": err}
+    try:
+        r = kb_eval.eval_kernel_against_ref(
+            original_model_src=ref_src, custom_model_src=kernel_src, measure_performance=True,
+            timing_method="cuda_event", verbose=False, num_correct_trials=5, num_perf_trials=100,
+            build_dir=build_dir, device=torch.device(f"cuda:{device}"), backend="cuda", precision=torch.float32)
+        return {} if r is None else r.model_dump()
+    except Exception as e:  # noqa: BLE001 - eval_from_generations' "last level catch"
+        return {"compiled": False, "correctness": False, "metadata": {"other_error": str(e)[:300]}}
+
+
+def run_kernelbench(args: argparse.Namespace, work: Path) -> None:
+    log = work / "kernelbench.jsonl"
+    done = {json.loads(x)["key"] for x in log.read_text().splitlines() if x.strip()} if log.exists() else set()
+    if not done:
+        shutil.rmtree(work / "kb-build", ignore_errors=True)
+    kb_src = str((args.kernelbench / "src").resolve())
+    ctx = mp.get_context("spawn")
+    todo = [s for s in samples(args.solutions) if f"{s[0]}/{s[1]}/{s[2]}" not in done]
+    if args.kb_build_cache and todo and not (work / "kb-precompile.json").exists():
+        t0 = time.monotonic()
+        with ctx.Pool(os.cpu_count() or 1) as pool:  # batch_compile: one build per CPU worker
+            jobs = [pool.apply_async(_kb_eval, (kb_src, "", p.read_text(), str(work / "kb-build" / f"{n}" / f"{s}"),
+                                                0, True)) for _, n, s, p in todo]
+            built = [j.get(timeout=args.kb_timeout * 4) for j in jobs]
+        (work / "kb-precompile.json").write_text(json.dumps({"wall_s": time.monotonic() - t0, "built": built}))
+    deadline = time.monotonic() + args.kb_budget_s
+    for level, num, s, path in todo:
+        if time.monotonic() > deadline:
+            print("kernelbench: budget for this call spent; run the phase again to continue", flush=True)
+            return
+        ref = problem_file(args.kernelbench, level, num).read_text()
+        t0 = time.monotonic()
+        with ctx.Pool(1) as pool:  # cuda_single_eval_wrapper: a fresh process per sample
+            job = pool.apply_async(_kb_eval, (kb_src, ref, path.read_text(), str(work / "kb-build" / f"{num}" / f"{s}"),
+                                              0, False))
+            try:
+                res = job.get(timeout=args.kb_timeout)
+            except mp.TimeoutError:
+                res = {"compiled": False, "correctness": False, "metadata": {"timeout": args.kb_timeout}}
+        wall = time.monotonic() - t0
+        with open(log, "a") as f:
+            f.write(json.dumps({"key": f"{level}/{num}/{s}", "wall_s": wall, "result": res}) + "\n")
+        print(f"kernelbench L{level}/{num}: correct={res.get('correctness')} {wall:.1f} s", flush=True)
+
+
+# ---------------------------------------------------------------- report
+
+def report(args: argparse.Namespace, work: Path) -> dict:
+    cold = json.loads((work / "kevolve-cold.json").read_text()) if (work / "kevolve-cold.json").exists() else None
+    warm = json.loads((work / "kevolve-warm.json").read_text()) if (work / "kevolve-warm.json").exists() else None
+    kb_rows = [json.loads(x) for x in (work / "kernelbench.jsonl").read_text().splitlines() if x.strip()] \
+        if (work / "kernelbench.jsonl").exists() else []
+    pre = json.loads((work / "kb-precompile.json").read_text()) if (work / "kb-precompile.json").exists() else None
+    kb_wall = sum(r["wall_s"] for r in kb_rows) + (pre["wall_s"] if pre else 0.0)
+    rate = lambda n, s, g=1: None if not s else 60.0 * n / s / g  # noqa: E731
+    out = {"kevolve_cold": None if cold is None else {**cold, "per_gpu_minute": rate(cold["evaluations"], cold["wall_s"], cold["gpus"])},
+           "kevolve_warm": None if warm is None else {**warm, "per_gpu_minute": rate(warm["evaluations"], warm["wall_s"], warm["gpus"])},
+           "kernelbench": {"evaluations": len(kb_rows), "wall_s": kb_wall, "per_gpu_minute": rate(len(kb_rows), kb_wall),
+                           "build_cache": pre is not None, "precompile_s": pre["wall_s"] if pre else None}}
+    if cold and kb_rows and cold["evaluations"]:
+        out["ratio_cold"] = (kb_wall / len(kb_rows)) / (cold["wall_s"] / cold["evaluations"])
+    lines = ["| harness | evaluations | wall s | per GPU-minute |", "|---|---|---|---|"]
+    for name in ("kevolve_cold", "kevolve_warm", "kernelbench"):
+        v = out[name]
+        if v:
+            lines.append(f"| {name} | {v['evaluations']} | {v['wall_s']:.1f} | {v['per_gpu_minute'] or 0:.1f} |")
+    lines += ["", "| problem | kevolve | kevolve ms | eager ms | KernelBench correct | KernelBench us | KB ref us |",
+              "|---|---|---|---|---|---|---|"]
+    kb_by = {r["key"].rsplit("/", 1)[0]: r["result"] for r in kb_rows}
+    for key, c in sorted(((cold or {}).get("per_candidate") or {}).items(), key=lambda kv: int(kv[0].split("/")[1])):
+        k = kb_by.get(key, {})
+        lines.append(f"| L{key} | {c['status']} | {c['runtime_ms']} | {c['ref_ms']} | {k.get('correctness')} | "
+                     f"{k.get('runtime')} | {k.get('ref_runtime')} |")
+    if "ratio_cold" in out:
+        lines.append(f"\nKernelBench seconds per evaluation / kevolve's (cold): {out['ratio_cold']:.1f}x")
+    (work / "throughput.json").write_text(json.dumps(out, indent=1))
+    (work / "throughput.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernelbench", type=Path, required=True, help="KernelBench checkout (KernelBench/, src/)")
+    ap.add_argument("--solutions", type=Path, default=ROOT / "scripts" / "kernelbench_level1_solutions")
+    ap.add_argument("--work", type=Path, default=ROOT / "runs" / "throughput", help="state kept between calls")
+    ap.add_argument("--out", type=Path, help="copy the reports here (e.g. $OUT/throughput)")
+    ap.add_argument("--phase", choices=["all", "kevolve", "kernelbench", "report"], default="all")
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a plumbing check of the kevolve phase")
+    ap.add_argument("--gpus", default=None, help="kevolve lanes, e.g. 0,1 (default: one GPU)")
+    ap.add_argument("--kb-timeout", type=float, default=300.0, help="per-sample limit (KernelBench's default 180)")
+    ap.add_argument("--kb-budget-s", type=float, default=480.0, help="stop the KernelBench phase after this long")
+    ap.add_argument("--kb-build-cache", action="store_true", help="KernelBench's CPU pre-compile pool first")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    if args.phase in ("all", "kevolve"):
+        run_kevolve(args, args.work, "cold", fresh_cache=True)
+        run_kevolve(args, args.work, "warm", fresh_cache=False)
+    if args.phase in ("all", "kernelbench") and args.device.startswith("cuda"):
+        run_kernelbench(args, args.work)
+    report(args, args.work)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name in ("throughput.json", "throughput.md", "kernelbench.jsonl", "kevolve-cold.json", "kevolve-warm.json",
+                     "kevolve-cold.log", "kevolve-warm.log", "kb-precompile.json"):
+            if (args.work / name).exists():
+                shutil.copy(args.work / name, args.out / name)
+
+
+if __name__ == "__main__":
+    main()
