@@ -21,7 +21,7 @@ from kevolve.sandbox.profile import profile_call
 from kevolve.sandbox.protocol import CheckResult, Draw, WorkerReport, WorkerRequest
 from kevolve.sandbox.timing import Timer
 
-_CUDA_ERR = ("CUDA error", "illegal memory access", "device-side assert", "CUDA_ERROR", "cudaError",
+CUDA_ERRORS = ("CUDA error", "illegal memory access", "device-side assert", "CUDA_ERROR", "cudaError",
              "unspecified launch failure", "misaligned address")
 
 
@@ -36,7 +36,7 @@ def _call(model: Any, x: list[Any], stage: str) -> list[Any]:
         raise h.StageError("crashed", f"exit: candidate raised KeyboardInterrupt during {stage}") from None
     except Exception as e:  # noqa: BLE001
         msg = h.one_line(e)
-        if any(s in str(e) for s in _CUDA_ERR):
+        if any(s in str(e) for s in CUDA_ERRORS):
             raise h.StageError("crashed", f"cuda_error: {msg} (during {stage})", h.short_traceback(e)) from None
         raise h.StageError("runtime_error", f"forward raised {msg} (during {stage})", h.short_traceback(e)) from None
 
@@ -90,7 +90,9 @@ class _Session:
         at_return = [t.detach().clone() for t in y]  # stream-ordered: sees only finished work
         h.sync(self.device)
         time.sleep(0.005)
-        final = [t.detach().cpu() for t in y]
+        # Copies (on the CPU .cpu() would alias): a candidate that reuses its output buffer on
+        # the next call must not rewrite what this call returned.
+        final = [t.detach().to("cpu", copy=True) for t in y]
         if any(not _same(a.cpu(), b) for a, b in zip(at_return, final, strict=True)):
             self.reject("async_output: output changed after forward returned "
                         "(work left on a side stream or a background thread)")
@@ -132,7 +134,7 @@ class _Session:
 
         def keep(key: str, out: Any) -> None:
             name = f"{key}@timed{len(timed)}"
-            self.outs[name] = [t.detach().cpu() if isinstance(t, torch.Tensor) else t
+            self.outs[name] = [t.detach().to("cpu", copy=True) if isinstance(t, torch.Tensor) else t
                                for t in h.flatten_outputs(out)]
             timed.append(name)
 
@@ -160,9 +162,16 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def run(req: WorkerRequest, guards: integrity.Guards, scratch: Path) -> tuple[WorkerReport, dict[str, list[torch.Tensor]]]:
+    # Bound before any candidate code runs: replacing Guards.tampered or _Session.guard later
+    # cannot switch off this last check (the snapshot covers both, so it reports them).
+    tampered = guards.tampered
     s = _Session(req, guards, scratch)
     try:
-        return _run(s)
+        report, outs = _run(s)
+        bad = tampered()
+        if bad:
+            s.reject(f"tampering: candidate replaced {', '.join(bad[:4])}")
+        return report, outs
     except h.StageError as e:
         e.phases = s.phases
         raise

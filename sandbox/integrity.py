@@ -46,8 +46,13 @@ class Guards:
 
     def __init__(self, own_modules: list[ModuleType]) -> None:
         self._items = [(o, a, _raw(o, a)) for o, a in _SENSITIVE]
-        for mod in own_modules:  # the harness's own functions, e.g. timing.time_calls
-            self._items += [(mod, a, v) for a, v in vars(mod).items() if callable(v)]
+        for mod in own_modules:  # the harness's own functions and methods, e.g. timing.Timer.one
+            for a, v in vars(mod).items():
+                if callable(v):
+                    self._items.append((mod, a, v))
+                if isinstance(v, type) and v.__module__ == mod.__name__:
+                    self._items += [(v, m, f) for m, f in vars(v).items()
+                                    if callable(f) or isinstance(f, (staticmethod, classmethod, property))]
         # A function's code can be swapped in place, so keep the code objects too.
         self._codes = [(v, v.__code__) for _, _, v in self._items if hasattr(v, "__code__")]
         self._modes = self._mode_depths()

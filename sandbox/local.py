@@ -63,7 +63,7 @@ class LocalSandbox:
                 task="candidate", problem_source=problem.source, candidate_source=candidate.source,
                 device=config.device, init_seed=ref.seed, draws=ref.draws, outputs=ref.report.outputs,
                 trials=config.trials, max_timing_s=config.max_timing_s, warmup=config.warmup,
-                profile=config.profile, cache_dir=str(config.cache_dir),
+                profile=config.profile, cache_dir=str(config.cache_dir.resolve()),
                 custom_kernel_names=custom_kernel_names(candidate.source))
             done = worker.run(req, config.timeout_s, config.memory_limit_gb)
             outputs = _load_outputs(worker.scratch) if done.report and done.report.status == "done" else {}
@@ -86,7 +86,7 @@ class LocalSandbox:
                                 init_seed=seed, draws=draws, trials=config.trials,
                                 max_timing_s=config.max_timing_s, warmup=config.warmup,
                                 time_compile=config.want_compile_baseline, profile=config.profile,
-                                cache_dir=str(config.cache_dir))
+                                cache_dir=str(config.cache_dir.resolve()))
             done = worker.run(req, config.timeout_s, config.memory_limit_gb)
             _raise_for_reference(problem, done)
             assert done.report is not None

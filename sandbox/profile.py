@@ -56,8 +56,19 @@ class _ExtCalls:
         self.counts: dict[str, int] = defaultdict(int)
 
     def __call__(self, frame: Any, event: str, arg: Any) -> None:
-        if event == "c_call" and getattr(arg, "__module__", None) in self.modules:
+        if event == "c_call" and getattr(arg, "__module__", None) in self.modules and _is_pybind(arg):
             self.counts[f"{arg.__module__.rsplit('_', 1)[0]}.{arg.__name__}"] += 1
+
+
+def _is_pybind(fn: Any) -> bool:
+    """True for functions a pybind11 extension exports (bound to a function record or capsule).
+
+    `__module__` of any builtin is writable, so a candidate could relabel torch.exp as its own
+    extension's; the object a builtin is bound to (`__self__`) is read-only, and PyTorch's ATen
+    bindings are bound to None or to a module, never to a pybind11 function record.
+    """
+    owner = type(getattr(fn, "__self__", None)).__name__
+    return owner == "PyCapsule" or owner.startswith("pybind11_detail_function_record")
 
 
 def profile_call(fn: Callable[..., Any], inputs: Sequence[Any], device: torch.device,
@@ -88,7 +99,10 @@ def _device_kernels(prof: Any, custom_names: Sequence[str]) -> tuple[list[Kernel
            if e.device_type() == gpu and not e.name().startswith(("Memcpy", "Memset"))]
     if not evs:
         return [], ()
-    marker = max(evs, key=lambda e: e.correlation_id())  # launched last, after the forward returned
+    fills = [e for e in evs if "FillFunctor" in e.name()]
+    # The marker is the last fill kernel (torch.ones); correlation ids of driver-API launches
+    # (CuPy, Triton) are not comparable with the runtime's, so order by start time.
+    marker = max(fills or evs, key=lambda e: e.start_ns())
     main_stream = marker.device_resource_id()
     agg: dict[tuple[str, int], list[float]] = defaultdict(list)
     unjoined = []

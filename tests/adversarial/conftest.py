@@ -1,0 +1,32 @@
+"""One LocalSandbox for the adversarial suite, so each problem's reference is computed once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def sandbox():  # noqa: ANN201
+    from kevolve.sandbox.local import LocalSandbox
+
+    return LocalSandbox()
+
+
+@pytest.fixture
+def evaluate(sandbox, cpu_config) -> Callable[..., object]:  # noqa: ANN001
+    """evaluate(problem_name, solution_path, **config_overrides) -> Evaluation."""
+    from kevolve.kernelbench.problem import load_problem
+    from kevolve.records import Candidate
+
+    def run(problem: str, solution: Path, **overrides: object):  # noqa: ANN202
+        prob = load_problem(FIXTURES / "problems" / f"{problem}.py")
+        cand = Candidate.from_source(Path(solution).read_text(), prob.id)
+        sandbox.reference(prob, cpu_config)  # under the normal limits, whatever the overrides
+        return sandbox.evaluate(prob, cand, cpu_config.model_copy(update=overrides))
+
+    return run

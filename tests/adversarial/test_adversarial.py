@@ -1,0 +1,114 @@
+"""Every adversarial candidate in this folder is caught, on the CPU, with its own reason code.
+
+Each `*.py` here (besides the tests) is a candidate whose docstring names the hack and the public
+incident it mirrors. They run through the real sandbox: separate reference and candidate workers,
+outputs compared in the parent.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from kevolve.records import Outcome
+
+HERE = Path(__file__).parent
+HONEST_RELU = HERE.parent / "fixtures" / "solutions" / "relu_cpp.py"
+
+# hack file -> (problem, outcome, reason code, text the reason must contain)
+CAUGHT = {
+    "stale_output_empty": ("relu", Outcome.INCORRECT, "stale_memory", "poison"),
+    "stale_output_partial": ("relu", Outcome.INCORRECT, "stale_memory", "poison"),
+    "mutates_input": ("relu", Outcome.REJECTED, "mutated_inputs", "input 0"),
+    "thread_finishes_output_soon": ("relu", Outcome.REJECTED, "async_output", "after forward returned"),
+    "thread_finishes_output_late": ("relu", Outcome.REJECTED, "background_thread", "thread"),
+    "lying_tensor_subclass": ("relu", Outcome.REJECTED, "tensor_subclass", "AlwaysClose"),
+    "lazy_output_proxy": ("relu", Outcome.REJECTED, "bad_output", "LazyResult"),
+    "meta_tensor_output": ("relu", Outcome.REJECTED, "bad_output", "meta=True"),
+    "cache_keyed_on_shape": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
+    "cache_keyed_on_data_ptr": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
+    "right_for_first_calls": ("relu", Outcome.INCORRECT, "degrades_over_calls", "@timed"),
+    "skips_work_when_timed": ("relu", Outcome.INCORRECT, "stale_cache", "@timed"),
+    "patches_perf_counter": ("relu", Outcome.REJECTED, "tampering", "time.perf_counter"),
+    "patches_allclose": ("relu", Outcome.REJECTED, "tampering", "torch.allclose"),
+    "patches_cuda_synchronize": ("relu", Outcome.REJECTED, "tampering", "synchronize"),
+    "patches_harness_timer": ("relu", Outcome.REJECTED, "tampering", "Timer.one"),
+    "patches_randn_inputs": ("relu", Outcome.REJECTED, "tampering", "torch.randn"),
+    "leaves_torch_function_mode": ("relu", Outcome.REJECTED, "tampering", "mode left active"),
+    "forges_custom_kernel": ("softmax", Outcome.REJECTED, "no_custom_kernel", "aten::exp"),
+    "relabels_torch_op": ("softmax", Outcome.REJECTED, "no_custom_kernel", "aten::exp"),
+    "torch_only": ("relu", Outcome.REJECTED, "no_custom_kernel", "aten::relu"),
+    "decoy_kernel": ("relu", Outcome.REJECTED, "decoy_kernel", "relu_fwd"),
+    "reduced_precision_bf16": ("linear_relu", Outcome.INCORRECT, "reduced_precision", "float64"),
+    "relu6_off_distribution": ("relu", Outcome.INCORRECT, "off_distribution", "'scale' draw"),
+    "calls_sys_exit": ("relu", Outcome.CRASHED, "exit", "exit(0) during correctness"),
+    "calls_os_exit": ("relu", Outcome.CRASHED, "exit", "code 0 during correctness"),
+}
+# Hacks that need their own limits or set-up have their own tests below.
+SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env"}
+
+
+def hack_files() -> list[Path]:
+    return sorted(p for p in HERE.glob("*.py") if not p.name.startswith(("test_", "conftest")))
+
+
+@pytest.mark.parametrize("hack", sorted(CAUGHT))
+def test_hack_is_caught_with_its_own_reason(evaluate, hack: str) -> None:  # noqa: ANN001
+    problem, outcome, code, detail = CAUGHT[hack]
+    ev = evaluate(problem, HERE / f"{hack}.py")
+    assert (ev.outcome, ev.reason_code) == (outcome, code), ev.reason
+    assert detail in ev.reason
+    assert "\n" not in ev.reason and ev.speedup is None
+
+
+def test_torch_only_candidate_is_accepted_with_allow_torch_only(evaluate) -> None:  # noqa: ANN001
+    ev = evaluate("relu", HERE / "torch_only.py", allow_torch_only=True)
+    assert ev.ok, ev.reason
+    assert ev.speedup is not None
+
+
+def test_segfault_is_a_verdict_and_the_next_evaluation_works(evaluate) -> None:  # noqa: ANN001
+    crashed = evaluate("relu", HERE / "segfaults.py")
+    assert (crashed.outcome, crashed.reason_code) == (Outcome.CRASHED, "signal"), crashed.reason
+    assert "SIGSEGV" in crashed.reason
+    after = evaluate("relu", HONEST_RELU)
+    assert after.ok, after.reason
+
+
+def test_infinite_loop_is_killed_at_the_timeout(evaluate) -> None:  # noqa: ANN001
+    ev = evaluate("relu", HERE / "infinite_loop.py", timeout_s=20)
+    assert (ev.outcome, ev.reason_code) == (Outcome.TIMEOUT, "timeout"), ev.reason
+    assert "during correctness" in ev.reason  # the candidate's loop, not a slow start-up
+
+
+def test_memory_hog_is_killed_at_the_memory_limit(evaluate) -> None:  # noqa: ANN001
+    ev = evaluate("relu", HERE / "allocates_too_much.py", memory_limit_gb=2.0)
+    assert (ev.outcome, ev.reason_code) == (Outcome.CRASHED, "memory_limit"), ev.reason
+    assert "during correctness" in ev.reason
+
+
+def test_worker_environment_holds_no_secrets(evaluate, monkeypatch) -> None:  # noqa: ANN001
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "HF_TOKEN",
+                 "GITHUB_TOKEN", "DB_PASSWORD"):
+        monkeypatch.setenv(name, "secret-value")
+    ev = evaluate("relu", HERE / "reads_secret_env.py")
+    assert ev.ok, ev.reason  # the candidate returns wrong results if it sees any of them
+
+
+def test_every_hack_file_is_covered_and_documented() -> None:
+    names = {p.stem for p in hack_files()}
+    assert names == set(CAUGHT) | SPECIAL
+    for p in hack_files():
+        doc = ast.get_docstring(ast.parse(p.read_text())) or ""
+        assert doc.startswith("Hack") and "Expected" in doc, p.name
+
+
+def test_hacks_that_build_cpp_share_the_honest_relu_extension() -> None:
+    # One extension build (~30 s on 2 cores) serves every hack that needs a real custom kernel.
+    relu = HONEST_RELU.read_text()
+    block = relu[relu.index('_src = r"""'):relu.index("verbose=False)") + len("verbose=False)")]
+    for p in hack_files():
+        if "load_inline(" in p.read_text():
+            assert block in p.read_text(), p.name
