@@ -39,7 +39,10 @@ def main() -> None:
         report = WorkerReport(status=e.status, reason=e.reason, log_tail=e.log[-4000:],  # type: ignore[arg-type]
                               phase_s=e.phases)
     except BaseException as e:  # noqa: BLE001 - anything else escaping is still a verdict
-        report = WorkerReport(status="crashed", reason=f"harness: {harness.one_line(e)}",
+        # An asynchronous CUDA fault surfaces at the harness's next CUDA call, not in forward.
+        code = "cuda_error" if any(s in str(e) for s in candidate.CUDA_ERRORS) else "harness"
+        phase = (scratch / "phase").read_text().strip() if (scratch / "phase").exists() else "?"
+        report = WorkerReport(status="crashed", reason=f"{code}: {harness.one_line(e)} (during {phase})",
                               log_tail=harness.short_traceback(e))
     harness.set_phase(scratch, "reporting")
     torch.save(outs, scratch / "outputs.pt")
