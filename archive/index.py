@@ -41,6 +41,7 @@ def query_terms(query: str) -> list[str]:
 
 def filter_sql(f: KernelFilter) -> tuple[str, dict[str, object]]:
     """A ``SELECT c.pk …`` subquery for the filter and its bound parameters (both backends)."""
+    f = f.model_copy(update={k: v.replace("\x00", "") for k, v in f.model_dump().items() if isinstance(v, str)})
     where, params = ["1=1"], {}
     if f.level is not None:
         where.append("p.level = :f_level")
@@ -130,7 +131,8 @@ class _Matrix:
             if version != self.version:
                 rows = conn.execute(text(f"SELECT {self.key}, embedding FROM {self.table} ORDER BY {self.key}")).all()
                 self.pks = np.array([r[0] for r in rows], dtype=np.int64)
-                self.vecs = np.array([r[1] for r in rows], dtype=np.float32).reshape(len(rows), -1)
+                self.vecs = (np.array([r[1] for r in rows], dtype=np.float32) if rows
+                             else np.zeros((0, self.vecs.shape[1]), dtype=np.float32))
                 self.version = version
             return self.pks, self.vecs
 

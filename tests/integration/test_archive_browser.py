@@ -1,0 +1,75 @@
+"""The web page in real headless Chromium against a real server: it lists, searches and opens a kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archive_server import chromium, serve
+from kevolve.archive.embed import HashingEmbedder
+from kevolve.archive.store import Archive
+from kevolve.archive.synthetic import entries
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    browser, chromedriver = chromium()
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = browser
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
+                 "--window-size=1300,1000", f"--user-data-dir={tmp_path_factory.mktemp('chrome')}"):
+        opts.add_argument(flag)
+    d = webdriver.Chrome(service=Service(chromedriver), options=opts)
+    d.set_page_load_timeout(60)
+    yield d
+    d.quit()
+
+
+def _wait(driver, css: str, timeout: float = 30):  # noqa: ANN001, ANN202
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    arch = Archive(url, embedder=HashingEmbedder())
+    arch.put_many(list(entries(120, n_problems=12, seed=21)))
+    ok_total = arch.kernels()[1]
+    with serve(url) as base:
+        driver.get(base + "/")
+        _wait(driver, "body[data-ready='1'] #kernels")
+        rows = driver.find_elements(By.CSS_SELECTOR, "#kernels tbody tr")
+        assert len(rows) == min(ok_total, 50)
+        assert str(ok_total) in driver.find_element(By.CSS_SELECTOR, "h2").text
+
+        box = driver.find_element(By.ID, "q")
+        box.send_keys("warp shuffle reduction")
+        driver.find_element(By.ID, "search-btn").click()
+        _wait(driver, "body[data-ready='1'] #results")
+        first = driver.find_element(By.CSS_SELECTOR, "#results tbody tr")
+        assert "warp_shuffle" in first.text
+        kid = first.get_attribute("data-id")
+
+        first.find_elements(By.TAG_NAME, "td")[3].click()  # a plain cell: the row itself opens the kernel
+        code = _wait(driver, "body[data-ready='1'] #code")
+        assert "__shfl_down_sync" in code.text and driver.find_elements(By.CSS_SELECTOR, "#code .kw")
+        assert kid in driver.find_element(By.ID, "kernel-title").text
+        assert driver.find_element(By.ID, "speedup").text.endswith("×")
+        assert driver.find_elements(By.CSS_SELECTOR, "#evaluations tbody tr")
+        assert driver.find_elements(By.CSS_SELECTOR, "#lineage circle, #lineage-empty")
+        driver.save_screenshot(str(tmp_path / "kernel.png"))
+
+        driver.find_element(By.CSS_SELECTOR, "main p a").click()  # the problem link → its leaderboard
+        _wait(driver, "body[data-ready='1'] #leaderboard")
+        speeds = [float(td.text.rstrip("×")) for td in driver.find_elements(By.CSS_SELECTOR, "#leaderboard td:nth-child(5)")]
+        assert speeds and speeds == sorted(speeds, reverse=True)
