@@ -38,6 +38,7 @@ def eval_cmd(
     tolerance_factor: Annotated[float, typer.Option(min=1.0, help="allowed error = factor x eager's + floor")] = 8.0,
     memory_limit_gb: Annotated[float, typer.Option(min=0.5, help="host memory limit of the worker")] = 32.0,
     keep_scratch: Annotated[bool, typer.Option(help="keep the workers' scratch folders")] = False,
+    ncu: Annotated[bool, typer.Option("--ncu", help="add Nsight Compute DRAM/SM throughput (needs ncu)")] = False,
 ) -> None:
     """Evaluate one candidate: correctness, integrity, timing against eager and torch.compile."""
     from kevolve.kernelbench.problem import ProblemError, load_problem
@@ -67,7 +68,7 @@ def eval_cmd(
             _fail("--device cuda: no CUDA GPU is visible to PyTorch here (use --device cpu)")
     config = SandboxConfig(device=dev, timeout_s=timeout, trials=trials, allow_torch_only=allow_torch_only,
                            seed=seed, compile_baseline=CompileBaseline(compile_baseline),
-                           tolerance_factor=tolerance_factor, memory_limit_gb=memory_limit_gb)
+                           tolerance_factor=tolerance_factor, memory_limit_gb=memory_limit_gb, ncu=ncu)
     cand = Candidate.from_source(source, prob.id)
     try:
         ev = LocalSandbox(keep_scratch=keep_scratch).evaluate(prob, cand, config)

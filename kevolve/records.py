@@ -118,8 +118,11 @@ class Profile(Record):
     kernels: tuple[KernelLaunch, ...] = ()
     torch_ops: tuple[str, ...] = Field(default=(), description="ATen ops the forward called")
     ncu: dict[str, float] = Field(default_factory=dict, description="NCU metrics where measured")
-    achieved_gbps: float | None = None
-    achieved_tflops: float | None = None
+    achieved_gbps: float | None = Field(default=None, description="min_bytes / median time")
+    achieved_tflops: float | None = Field(default=None, description="flops / median time")
+    roofline_fraction: float | None = Field(default=None, description="of the nearer measured roof")
+    min_bytes: int | None = Field(default=None, description="inputs + parameters read once, outputs written once")
+    flops: int | None = Field(default=None, description="matmul/conv/attention FLOPs of the reference")
 
 
 class Evaluation(Record):

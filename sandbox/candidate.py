@@ -25,6 +25,11 @@ CUDA_ERRORS = ("CUDA error", "illegal memory access", "device-side assert", "CUD
              "unspecified launch failure", "misaligned address")
 
 
+# CuPy's CompileException (NVRTC) and Triton's CompilationError are raised at the first launch,
+# inside forward: they are compile errors, with the compiler's log, not runtime errors.
+_LAZY_COMPILE_ERRORS = {"CompileException", "CompilationError", "NVRTCError"}
+
+
 def _call(model: Any, x: list[Any], stage: str) -> list[Any]:
     """One forward call; whatever the candidate raises becomes a StageError."""
     try:
@@ -36,6 +41,9 @@ def _call(model: Any, x: list[Any], stage: str) -> list[Any]:
         raise h.StageError("crashed", f"exit: candidate raised KeyboardInterrupt during {stage}") from None
     except Exception as e:  # noqa: BLE001
         msg = h.one_line(e)
+        if type(e).__name__ in _LAZY_COMPILE_ERRORS:  # CuPy/Triton compile at the first launch
+            log = getattr(e, "get_message", lambda: str(e))()
+            raise h.StageError("compile_error", f"{msg} (first launch, during {stage})", log[-6000:]) from None
         if any(s in str(e) for s in CUDA_ERRORS):
             raise h.StageError("crashed", f"cuda_error: {msg} (during {stage})", h.short_traceback(e)) from None
         raise h.StageError("runtime_error", f"forward raised {msg} (during {stage})", h.short_traceback(e)) from None

@@ -70,7 +70,12 @@ class LocalSandbox:
         finally:
             worker.kill()
             self._cleanup(worker)
-        return verdict.assemble(problem, candidate, config, ref, done, outputs, t0)
+        ev = verdict.assemble(problem, candidate, config, ref, done, outputs, t0)
+        if config.ncu and ev.ok:
+            from kevolve.sandbox import ncu
+
+            ev = ncu.attach(ev, problem, candidate, config, ref.seed)
+        return ev
 
     def reference(self, problem: Problem, config: SandboxConfig) -> Reference:
         """Reference data for this problem (cached per problem, device and seed)."""

@@ -70,5 +70,7 @@ class WorkerReport(Record):
     outputs: tuple[OutputSpec, ...] = ()
     timed_keys: tuple[str, ...] = Field(default=(), description="keys of timed-call outputs saved")
     compile_s: float | None = None
+    min_bytes: int | None = None
+    flops: int | None = None
     phase_s: dict[str, float] = Field(default_factory=dict)
     log_tail: str = ""

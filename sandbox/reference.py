@@ -66,6 +66,24 @@ class _Float64:
         return None
 
 
+def _work(model: Any, x: list[Any]) -> tuple[int | None, int | None]:
+    """Least bytes any implementation moves, and the FLOPs torch's counter sees (None if 0)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    nbytes = sum(t.numel() * t.element_size() for t in x if isinstance(t, torch.Tensor))
+    if isinstance(model, torch.nn.Module):
+        nbytes += sum(p.numel() * p.element_size() for p in model.parameters())
+        nbytes += sum(b.numel() * b.element_size() for b in model.buffers())
+    try:
+        with FlopCounterMode(display=False) as counter:
+            out = model(*x)
+        nbytes += sum(t.numel() * t.element_size() for t in h.flatten_outputs(out) if isinstance(t, torch.Tensor))
+        flops = counter.get_total_flops()
+    except Exception:  # noqa: BLE001 - an op the counter cannot trace: bytes only
+        return nbytes or None, None
+    return nbytes or None, flops or None
+
+
 def run(req: WorkerRequest, scratch: Path) -> tuple[WorkerReport, dict[str, list[torch.Tensor]]]:
     device = h.device_of(req.device)
     phases: dict[str, float] = {}
@@ -126,7 +144,9 @@ def run(req: WorkerRequest, scratch: Path) -> tuple[WorkerReport, dict[str, list
         phases["compile_baseline"] = time.perf_counter() - t0
     with torch.no_grad():
         prof = profile_call(model, pool[0], device, (), set()).profile if req.profile else None
+        min_bytes, flops = _work(model, pool[0])
     report = WorkerReport(status="done", device_name=h.device_name(device), versions=h.versions(),
                           timing=timing, compile_timing=compile_timing, profile=prof,
-                          draws=tuple(reports), outputs=specs, phase_s=phases, log_tail=log)
+                          draws=tuple(reports), outputs=specs, phase_s=phases, log_tail=log,
+                          min_bytes=min_bytes, flops=flops)
     return report, outs

@@ -97,6 +97,10 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, ref: Refe
     if problem_rule is not None:
         return Evaluation(outcome=Outcome.REJECTED, reason=problem_rule, checks=tuple(checks), timing=r.timing,
                           profile=r.profile, wall_s=time.monotonic() - t0, **common)
+    from kevolve.sandbox.roofline import annotate
+
+    prof = annotate(r.profile, r.timing.median_ms if r.timing else 0.0, ref.report.min_bytes,
+                    ref.report.flops, ref.report.device_name)
     return Evaluation(outcome=Outcome.OK, reason="ok: correct on every draw and every checked call",
-                      checks=tuple(checks), timing=r.timing, profile=r.profile,
+                      checks=tuple(checks), timing=r.timing, profile=prof,
                       wall_s=time.monotonic() - t0, **common)
