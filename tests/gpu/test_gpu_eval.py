@@ -67,3 +67,18 @@ def test_illegal_address_is_a_crash_verdict_and_the_next_candidate_is_fine(sandb
     assert ev.outcome is Outcome.CRASHED and ev.reason_code == "cuda_error", ev.reason
     again = evaluate(sandbox, config, "relu_cupy")
     assert again.outcome is Outcome.OK, again.reason
+
+
+def test_ncu_metrics_and_achieved_bandwidth_are_reported(sandbox, tmp_path) -> None:
+    import shutil
+
+    if shutil.which("ncu") is None:
+        pytest.skip("ncu not on PATH")
+    cfg = SandboxConfig(device="cuda", seed=8, trials=10, max_timing_s=1.0, compile_baseline="off",
+                        cache_dir=tmp_path, timeout_s=300, ncu=True)
+    ev = evaluate(sandbox, cfg, "relu_cupy")
+    assert ev.outcome is Outcome.OK, ev.reason
+    assert ev.profile.ncu.get("kernels_profiled", 0) >= 1, ev.profile.ncu
+    assert 0 < ev.profile.ncu["dram_throughput_pct"] <= 100
+    assert ev.profile.min_bytes == 2 * 4096 * 4096 * 4
+    assert ev.profile.achieved_gbps > 100
