@@ -91,7 +91,8 @@ def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConf
             return 130
     elapsed = time.monotonic() - t0
     print_summary(store, write_reports(store), elapsed=elapsed, evaluated=plan.total)
-    return 0 if infra == 0 else 1
+    lost = getattr(executor, "lost_tasks", 0)
+    return 0 if infra == 0 and lost == 0 else 1
 
 
 __all__ = ["BenchArgs", "open_run", "run_bench"]

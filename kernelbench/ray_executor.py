@@ -42,6 +42,7 @@ class RayExecutor:
                  address: str | None = None, retries: int = 2) -> None:
         self.config, self.cache_root, self.reuse = config, cache_root, reuse
         self.fingerprint, self.address, self.retries = fingerprint, address, retries
+        self.lost_tasks = 0
 
     def run(self, jobs: list[ProblemJob], on_result: Callable[[ResultRow], None]) -> None:
         import ray
@@ -58,11 +59,16 @@ class RayExecutor:
             ready, _ = ray.wait(gens, num_returns=1)
             for gen in ready:
                 try:
-                    ref = next(gen)
+                    row = ResultRow.model_validate_json(ray.get(next(gen)))
                 except StopIteration:
                     gens.remove(gen)
                     continue
-                on_result(ResultRow.model_validate_json(ray.get(ref)))
+                except ray.exceptions.RayError as e:  # node or task lost: what it had not sent is redone on rerun
+                    log.error("a Ray task failed; its unfinished candidates stay unfinished: %s", str(e)[:300])
+                    self.lost_tasks += 1
+                    gens.remove(gen)
+                    continue
+                on_result(row)
 
 
 __all__ = ["RayExecutor"]
