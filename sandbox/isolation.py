@@ -16,12 +16,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kevolve.sandbox.protocol import WorkerReport, WorkerRequest
 
 log = logging.getLogger(__name__)
+
+# Turns the worker's argv into the one actually spawned (e.g. under bubblewrap); see sandbox/bwrap.py.
+Launcher = Callable[[list[str], Path], list[str]]
 
 _SECRET_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.I)
 _CLOUD_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_", "GCLOUD_", "GCP_", "CLOUDSDK_", "ARM_", "KEVOLVE_",
@@ -39,6 +43,11 @@ def scrubbed_env(device: str, scratch: Path) -> dict[str, str]:
     env.update(MALLOC_MMAP_THRESHOLD_="33554432", MALLOC_TRIM_THRESHOLD_="268435456")
     if device.startswith("cuda:"):
         env["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
+    if device == "cpu":
+        # One intra-op thread for reference and candidate alike: on a loaded machine OpenMP's
+        # barriers made eager ReLU 25x slower than on an idle one, while a single-threaded C++
+        # candidate was unaffected — a speedup the kernel did not earn.
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     return env
 
 
@@ -53,6 +62,7 @@ class WorkerExit:
     elapsed_s: float
     log_tail: str
     phase: str
+    disk_exceeded: bool = False
 
 
 def _rss_bytes(pgid: int) -> int:
@@ -69,6 +79,18 @@ def _rss_bytes(pgid: int) -> int:
             total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # field 24 (rss pages)
         except (OSError, IndexError, ValueError):
             continue
+    return total
+
+
+def _dir_bytes(path: Path) -> int:
+    """Bytes under path (files only; symlinks not followed)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
     return total
 
 
@@ -93,16 +115,20 @@ def default_scratch_root() -> Path | None:
 class WorkerProcess:
     """One single-use worker: start() spawns it warm, run() gives it its job and waits."""
 
-    def __init__(self, device: str, root: Path | None = None) -> None:
+    def __init__(self, device: str, root: Path | None = None, launcher: Launcher | None = None,
+                 scratch_limit_gb: float | None = None) -> None:
         self.device = device
         self.scratch = Path(tempfile.mkdtemp(prefix="kevolve-", dir=root or default_scratch_root()))
         self.proc: subprocess.Popen[bytes] | None = None
+        self.launcher = launcher
+        self.scratch_limit = int(scratch_limit_gb * 2**30) if scratch_limit_gb else None
 
     def start(self) -> WorkerProcess:
         env = scrubbed_env(self.device, self.scratch)
         logf = open(self.scratch / "worker.log", "wb")  # noqa: SIM115 - handed to the child
+        argv = [sys.executable, "-m", "kevolve.sandbox.worker", self.device]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kevolve.sandbox.worker", self.device],
+            self.launcher(argv, self.scratch) if self.launcher else argv,
             stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, cwd=self.scratch,
             env=env, start_new_session=True, close_fds=True,
         )
@@ -126,14 +152,22 @@ class WorkerProcess:
         req_path.write_text(request.model_dump_json())
         t0 = time.monotonic()
         over_memory = threading.Event()
+        over_disk = threading.Event()
         done = threading.Event()
         limit = int(memory_limit_gb * 2**30)
         pgid = self.proc.pid
 
         def watch() -> None:
+            tick = 0
             while not done.wait(0.1):
                 if _rss_bytes(pgid) > limit:
                     over_memory.set()
+                    self.kill()
+                    return
+                tick += 1
+                # Scratch may be RAM (/dev/shm): a candidate filling it must not fill the machine.
+                if self.scratch_limit and tick % 3 == 0 and _dir_bytes(self.scratch) > self.scratch_limit:
+                    over_disk.set()
                     self.kill()
                     return
 
@@ -157,6 +191,7 @@ class WorkerProcess:
             report=self._read_report(), returncode=self.proc.returncode, timed_out=timed_out,
             memory_exceeded=over_memory.is_set(), elapsed_s=time.monotonic() - t0,
             log_tail=_tail(self.scratch / "worker.log"), phase=self._phase(),
+            disk_exceeded=over_disk.is_set(),
         )
 
     def _read_report(self) -> WorkerReport | None:
