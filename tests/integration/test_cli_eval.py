@@ -1,0 +1,93 @@
+"""`kevolve eval` through the real CLI: malformed problems are one-line usage errors (exit 2),
+malformed candidates are verdicts (exit 0), and --json prints exactly one contract object."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOOD_TAIL = "\ndef get_inputs():\n    return [torch.randn(8, 16)]\n\ndef get_init_inputs():\n    return []\n"
+MODEL = "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+
+BAD_PROBLEMS = {
+    "syntax_error": ("import torch\nclass Model(nn.Module)\n    pass\n" + GOOD_TAIL, "syntax error at line 2"),
+    "missing_names": (MODEL + "\ndef get_inputs():\n    return [torch.randn(8)]\n", "missing get_init_inputs"),
+    "wrong_constructor": (MODEL + GOOD_TAIL.replace("return []", "return [3, 4]"), "Model(*get_init_inputs()) failed"),
+    "get_inputs_raises": (MODEL + GOOD_TAIL.replace("return [torch.randn(8, 16)]", "raise RuntimeError('no data')"),
+                          "get_inputs() raised RuntimeError: no data"),
+}
+
+
+def kevolve_eval(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "kevolve.cli", "eval", *args, "--device", "cpu", "--trials", "3", "--seed", "5"]
+    # The default build cache lives under $HOME: keep the user's out of it.
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(cache)})
+
+
+def assert_one_line_usage_error(r: subprocess.CompletedProcess[str], text: str) -> None:
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
+    assert r.stderr.startswith("error: ") and r.stderr.strip().count("\n") == 0, r.stderr
+    assert "Traceback" not in r.stderr and text in r.stderr
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PROBLEMS))
+def test_malformed_problem_is_a_one_line_error(case: str, fixtures: Path, tmp_path: Path) -> None:
+    source, text = BAD_PROBLEMS[case]
+    problem = tmp_path / f"{case}.py"
+    problem.write_text(source)
+    r = kevolve_eval(str(problem), str(fixtures / "solutions" / "relu_cpp.py"), cache=tmp_path)
+    assert_one_line_usage_error(r, text)
+
+
+def test_missing_problem_file_is_a_one_line_error(fixtures: Path, tmp_path: Path) -> None:
+    r = kevolve_eval(str(tmp_path / "absent.py"), str(fixtures / "solutions" / "relu_cpp.py"), cache=tmp_path)
+    assert_one_line_usage_error(r, "no such file")
+
+
+BAD_CANDIDATES = {
+    "syntax_error": ("import torch\nclass ModelNew(\n", "compile_error", "syntax error at line 2"),
+    "no_modelnew": ("import torch\nclass Model:\n    pass\n", "compile_error", "no ModelNew"),
+    "wrong_constructor": ("import torch.nn as nn\nclass ModelNew(nn.Module):\n    def __init__(self, n):\n"
+                          "        super().__init__()\n", "runtime_error", "ModelNew(*get_init_inputs()) failed"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CANDIDATES))
+def test_malformed_candidate_is_a_verdict_with_exit_code_0(case: str, fixtures: Path, tmp_path: Path) -> None:
+    source, status, text = BAD_CANDIDATES[case]
+    solution = tmp_path / "solution.py"
+    solution.write_text(source)
+    r = kevolve_eval(str(fixtures / "problems" / "relu.py"), str(solution), "--json", cache=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["status"] == status and out["reason"].startswith(f"{status}: ")
+    assert text in out["reason"] and "\n" not in out["reason"]
+    assert out["speedup"] is None
+
+
+CONTRACT = {"status", "reason", "speedup", "runtime_ms", "ref_runtime_ms", "compile_ref_runtime_ms",
+            "checks", "kernels", "device"}
+
+
+def test_json_is_one_contract_object_and_a_rejection_exits_0(fixtures: Path, tmp_path: Path) -> None:
+    torch_only = Path(__file__).parent.parent / "adversarial" / "torch_only.py"
+    r = kevolve_eval(str(fixtures / "problems" / "relu.py"), str(torch_only), "--json", cache=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("\n") == 1 and r.stdout.endswith("}\n")  # exactly one JSON object, one line
+    out = json.loads(r.stdout)
+    assert CONTRACT <= set(out)
+    assert out["status"] == "rejected" and out["reason"].startswith("no_custom_kernel: ")
+    assert out["speedup"] is None
+    assert out["runtime_ms"] > 0 and out["ref_runtime_ms"] > 0
+    assert out["compile_ref_runtime_ms"] is None  # torch.compile baseline is off on the CPU by default
+    assert out["device"].startswith("cpu")
+    assert out["kernels"] == []  # it launched no custom kernel
+    names = {c["name"] for c in out["checks"]}
+    assert {"correct:d0", "correct:scale", "integrity"} <= names
+    assert all(set(c) >= {"name", "passed", "detail"} for c in out["checks"])
