@@ -32,6 +32,10 @@ class OptimizeError(RuntimeError):
     """The run cannot start or had to stop; the message is one line for the user."""
 
 
+class UsageError(OptimizeError):
+    """What the user asked for is unusable (no such run, a broken problem): their input, not the run."""
+
+
 def archive_retriever() -> Retriever | None:
     """`kevolve.archive.retrieve` if the archive package provides it, else None (skipped cleanly)."""
     try:
@@ -55,7 +59,7 @@ def _checkpointer(run: RunFolder):  # noqa: ANN202
 def _open(problem: Problem | None, config: OptimizeConfig, resume: str | None) -> tuple[RunFolder, OptimizeConfig]:
     if resume is None:
         if problem is None:
-            raise OptimizeError("nothing to optimize: give a module, or --resume RUN_ID")
+            raise UsageError("nothing to optimize: give a module, or --resume RUN_ID")
         if config.sandbox.seed is None:  # one seed per run: the reference is computed once and reused
             config = config.model_copy(update={"sandbox": config.sandbox.model_copy(
                 update={"seed": random.SystemRandom().randrange(2**31 - 1000)})})
@@ -64,7 +68,7 @@ def _open(problem: Problem | None, config: OptimizeConfig, resume: str | None) -
         return run, config
     run = RunFolder.find(config.runs_dir, resume)
     if run is None:
-        raise OptimizeError(f"--resume {resume}: no such run (looked in {config.runs_dir}/ and at that path)")
+        raise UsageError(f"--resume {resume}: no such run (looked in {config.runs_dir}/ and at that path)")
     saved = OptimizeConfig.model_validate_json((run.path / "config.json").read_text())
     # The saved config wins (same seed, limits, device); the key is the caller's (never on disk).
     saved = saved.model_copy(update={"llm": saved.llm.model_copy(update={"api_key": config.llm.api_key})})
@@ -117,7 +121,7 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
             write_results(run, values, f"llm_error: {e}")
         raise OptimizeError(f"{e} — the run stopped; fix it and continue with --resume {run.run_id}") from None
     except ProblemError as e:
-        raise OptimizeError(str(e)) from None
+        raise UsageError(str(e)) from None
     finally:
         conn.close()
     return write_results(run, state, state.get("stop_reason") or "done")

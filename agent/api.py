@@ -1,0 +1,61 @@
+"""`kevolve.optimize(...)`: the Python API of the optimizer (an entry point, like the CLI)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kevolve.agent.llm.base import LLM
+from kevolve.agent.result import Result
+from kevolve.sandbox import Sandbox
+
+
+def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inputs: Sequence[Any] | None = None,
+             init: Sequence[Any] | str | None = None, device: str | None = None, max_candidates: int | None = None,
+             budget_usd: float | None = None, time_limit_s: float | None = None, target_speedup: float | None = None,
+             runs_dir: str | Path = "runs", resume: str | None = None, base_url: str | None = None,
+             archive: bool = True, llm_cache: bool = True, sandbox: Sandbox | None = None,
+             env: Mapping[str, str] | None = None, evolution: Mapping[str, object] | None = None,
+             sandbox_options: Mapping[str, object] | None = None) -> Result:
+    """Optimize a module and return the Result (its `load_model_class()` gives the drop-in ModelNew).
+
+    `target` is a KernelBench file, 'path.py:ClassName', 'package.module:ClassName' (with `inputs` as
+    spec strings such as 'float32[32,1024]'), or an nn.Module instance / class (with `inputs` as example
+    tensors and `init` the constructor's arguments). `llm` is 'PROVIDER:MODEL' or any object with
+    `complete(messages, **opts)`; keys come from `env` (default: the process environment).
+    """
+    from kevolve.agent.inputs import load_target, problem_from_module
+    from kevolve.agent.run import run_optimize
+    from kevolve.agent.settings import build_config
+
+    env = os.environ if env is None else env
+    if device is None:
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    spec = llm if isinstance(llm, str) else "compatible:injected"
+    config = build_config(llm=spec, base_url=base_url or (None if isinstance(llm, str) else "http://injected"),
+                          env=env, device=device, runs_dir=Path(runs_dir), llm_cache=llm_cache, archive=archive,
+                          sandbox=sandbox_options,
+                          stop=dict(max_candidates=max_candidates, budget_usd=budget_usd, time_limit_s=time_limit_s,
+                                    target_speedup=target_speedup), evolution=evolution)
+    if not isinstance(llm, str):
+        config = config.model_copy(update={"llm": config.llm.model_copy(update={"model": getattr(llm, "name", "custom")})})
+    problem = None
+    if resume is None:
+        if isinstance(target, (str, Path)):
+            init_text = init if isinstance(init, str) or init is None else ", ".join(repr(a) for a in init)
+            problem = load_target(str(target), init_text, [str(s) for s in inputs or ()])
+        else:
+            problem = problem_from_module(target, inputs or (), [] if init is None or isinstance(init, str) else init)
+    wrapped = llm if isinstance(llm, str) or config.llm.cache_dir is None else _cached(llm, config.llm.cache_dir)
+    return run_optimize(problem, config, llm=None if isinstance(wrapped, str) else wrapped, sandbox=sandbox,
+                        resume=resume)
+
+
+def _cached(llm: LLM, cache_dir: Path) -> LLM:
+    from kevolve.agent.llm.cache import CachedLLM
+
+    return CachedLLM(llm, cache_dir)

@@ -1,0 +1,102 @@
+"""Build the OptimizeConfig at an entry point from flags / arguments and the environment.
+
+The only place in the agent that looks at environment variables, and only through the `env`
+mapping its callers pass in (the CLI and `kevolve.optimize` pass `os.environ`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import SecretStr, ValidationError
+
+from kevolve.agent.config import EvolutionConfig, LLMConfig, OptimizeConfig, StopConfig
+from kevolve.sandbox.config import SandboxConfig
+
+
+class SettingsError(ValueError):
+    """A bad flag or argument; the message is one line for the user."""
+
+
+# OpenAI-compatible local servers, by the name people call them, and where they listen by default.
+LOCAL_SERVERS = {"vllm": "http://localhost:8000/v1", "ollama": "http://localhost:11434/v1",
+                 "llamacpp": "http://localhost:8080/v1", "compatible": None}
+KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "compatible": "KEVOLVE_LLM_API_KEY"}
+URL_VARS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL", "compatible": "KEVOLVE_LLM_BASE_URL"}
+
+
+def llm_config(spec: str, base_url: str | None, env: Mapping[str, str], cache_dir: Path | None) -> LLMConfig:
+    """'openai:gpt-4o', 'anthropic:claude-sonnet-4-5', 'vllm:Qwen/Qwen2.5-Coder-32B' … with the key
+    from the vendor's usual environment variable."""
+    provider, sep, model = spec.partition(":")
+    provider = provider.strip().lower()
+    if not sep or not model.strip():
+        raise SettingsError(f"--llm {spec!r}: expected PROVIDER:MODEL, e.g. openai:gpt-4o or anthropic:claude-sonnet-4-5")
+    if provider in LOCAL_SERVERS:
+        base_url = base_url or env.get(URL_VARS["compatible"]) or LOCAL_SERVERS[provider]
+        provider = "compatible"
+        if not base_url:
+            raise SettingsError("--llm compatible:MODEL needs --base-url http://HOST:PORT/v1")
+    elif provider not in KEY_VARS:
+        raise SettingsError(f"--llm {spec!r}: unknown provider {provider!r} (openai, anthropic, vllm, ollama, "
+                            "llamacpp or compatible with --base-url)")
+    else:
+        base_url = base_url or env.get(URL_VARS[provider]) or None
+    key = env.get(KEY_VARS[provider])
+    if provider == "openai" and not key and not base_url:
+        raise SettingsError("--llm openai:…: no API key: set OPENAI_API_KEY")
+    if provider == "anthropic" and not key:
+        raise SettingsError("--llm anthropic:…: no API key: set ANTHROPIC_API_KEY")
+    return LLMConfig(provider=provider, model=model.strip(), base_url=base_url,
+                     api_key=SecretStr(key) if key else None, cache_dir=cache_dir)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr)?\s*$", re.I)
+
+
+def parse_duration(text: str) -> float:
+    """'90', '90s', '30m', '2h' -> seconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise SettingsError(f"{text!r}: expected a duration such as 600, 90s, 30m or 2h")
+    unit = (m.group(2) or "s").lower()[0]
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[unit]
+
+
+def parse_budget(text: str) -> dict[str, float]:
+    """--budget: '40' (candidates), '$5' or '5usd' (dollars), '30m' / '2h' (time); comma-separated."""
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        low = part.lower()
+        try:
+            if low.startswith("$") or low.endswith("usd"):
+                out["budget_usd"] = float(low.strip("$").removesuffix("usd"))
+            elif low.isdigit():
+                out["max_candidates"] = int(low)
+            else:
+                out["time_limit_s"] = parse_duration(low)
+        except (ValueError, SettingsError):
+            raise SettingsError(f"--budget {part!r}: expected N (candidates), $X (dollars) or a duration (30m)") from None
+    return out
+
+
+def build_config(*, llm: str, base_url: str | None = None, env: Mapping[str, str], device: str,
+                 runs_dir: Path = Path("runs"), cache_root: Path | None = None, llm_cache: bool = True,
+                 archive: bool = True, sandbox: Mapping[str, object] | None = None,
+                 stop: Mapping[str, object] | None = None, evolution: Mapping[str, object] | None = None) -> OptimizeConfig:
+    """The whole config; unset values keep the defaults of the config classes."""
+    root = cache_root or Path(env.get("KEVOLVE_CACHE_DIR") or Path.home() / ".cache" / "kevolve")
+    try:
+        return OptimizeConfig(
+            llm=llm_config(llm, base_url, env, root / "llm" if llm_cache else None),
+            sandbox=SandboxConfig(device=device, cache_dir=root, **{k: v for k, v in (sandbox or {}).items()
+                                                                    if v is not None}),
+            stop=StopConfig(**{k: v for k, v in (stop or {}).items() if v is not None}),
+            evolution=EvolutionConfig(**{k: v for k, v in (evolution or {}).items() if v is not None}),
+            runs_dir=runs_dir, archive=archive)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise SettingsError(f"{where}: {err['msg']}") from None

@@ -1,0 +1,110 @@
+"""`kevolve optimize`: turn a PyTorch module into a verified, faster kernel (the agent loop).
+
+Registered in cli.py; heavy modules (torch, langgraph, the SDKs) are imported inside the command.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(code)
+
+
+def optimize_cmd(
+    module: Annotated[Optional[str], typer.Argument(
+        help="KernelBench file, or path.py:ClassName / package.module:ClassName with --init and --input")] = None,
+    llm: Annotated[str, typer.Option(help="PROVIDER:MODEL — openai:gpt-4o, anthropic:claude-sonnet-4-5, "
+                                          "vllm:MODEL, ollama:MODEL, compatible:MODEL (with --base-url)")] = "openai:gpt-4o",
+    base_url: Annotated[Optional[str], typer.Option(help="server URL for OpenAI-compatible servers")] = None,
+    budget: Annotated[Optional[str], typer.Option(help="N candidates, $X dollars and/or a duration (30m), comma-separated")] = None,
+    budget_usd: Annotated[Optional[float], typer.Option(min=0, help="stop once the LLM spend reaches this")] = None,
+    max_candidates: Annotated[Optional[int], typer.Option(min=1, help="stop after this many evaluations")] = None,
+    time_limit: Annotated[Optional[str], typer.Option(help="stop after this long, e.g. 3600, 30m, 2h")] = None,
+    target_speedup: Annotated[Optional[float], typer.Option(min=0, help="stop once this fast vs eager")] = None,
+    patience: Annotated[Optional[int], typer.Option(min=1, help="generations without improvement before stopping")] = None,
+    islands: Annotated[Optional[int], typer.Option(min=1, help="sub-populations (migration between them)")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="proposals / evaluations in flight")] = None,
+    jobs_per_generation: Annotated[Optional[int], typer.Option(min=1, help="proposals per generation")] = None,
+    max_repairs: Annotated[Optional[int], typer.Option(min=0, help="consecutive repairs per lineage")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="evolution seed (also keys the reply cache)")] = None,
+    device: Annotated[Optional[str], typer.Option(help="cuda, cuda:N or cpu (default: cuda if present)")] = None,
+    init: Annotated[Optional[str], typer.Option(help="constructor arguments, e.g. '1024, 4096'")] = None,
+    input_: Annotated[Optional[list[str]], typer.Option("--input", help="example input DTYPE[SHAPE], e.g. "
+                                                                        "'float32[32,1024]'; repeat per argument")] = None,
+    resume: Annotated[Optional[str], typer.Option(help="continue the run with this id (or folder)")] = None,
+    runs_dir: Annotated[Path, typer.Option(help="where run folders go")] = Path("runs"),
+    timeout: Annotated[Optional[float], typer.Option(min=1, help="seconds per sandbox job")] = None,
+    no_archive: Annotated[bool, typer.Option("--no-archive", help="do not retrieve examples from the archive")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="do not use the disk cache of LLM replies")] = False,
+    graph: Annotated[bool, typer.Option("--graph", help="print the loop's graph (mermaid) and exit")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print the result as one JSON object")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
+) -> None:
+    """Optimize a PyTorch module: LLM-proposed kernels, verified and timed, evolved in islands."""
+    if graph:
+        from kevolve.agent.graph import mermaid
+
+        sys.stdout.write(mermaid())
+        return
+    from kevolve.agent.inputs import load_target
+    from kevolve.agent.run import OptimizeError, UsageError, run_optimize
+    from kevolve.agent.settings import SettingsError, build_config, parse_budget, parse_duration
+    from kevolve.kernelbench.problem import ProblemError
+
+    if module is None and resume is None:
+        _fail("give a MODULE to optimize (or --resume RUN_ID)")
+    try:
+        stop: dict[str, object] = parse_budget(budget) if budget else {}
+        stop.update({k: v for k, v in dict(budget_usd=budget_usd, max_candidates=max_candidates,
+                                           target_speedup=target_speedup, patience=patience).items() if v is not None})
+        if time_limit is not None:
+            stop["time_limit_s"] = parse_duration(time_limit)
+        dev = device or _default_device()
+        _check_device(dev)
+        config = build_config(llm=llm, base_url=base_url, env=os.environ, device=dev, runs_dir=runs_dir,
+                              llm_cache=not no_cache, archive=not no_archive, stop=stop,
+                              sandbox={"timeout_s": timeout},
+                              evolution=dict(islands=islands, concurrency=concurrency, seed=seed,
+                                             jobs_per_generation=jobs_per_generation, max_repairs=max_repairs))
+        problem = None if resume else load_target(module or "", init, input_ or [])
+    except (SettingsError, ProblemError) as e:
+        _fail(str(e))
+    if not quiet:
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+        logging.getLogger("kevolve.agent").setLevel(logging.INFO)
+    try:
+        result = run_optimize(problem, config, resume=resume,
+                              on_start=lambda run: typer.echo(f"run {run.run_id}: {run.path}", err=True))
+    except OptimizeError as e:
+        _fail(str(e), code=2 if isinstance(e, UsageError) else 1)
+    if json_out:
+        sys.stdout.write(result.model_dump_json() + "\n")
+    else:
+        sys.stdout.write((result.run_dir / "report.md").read_text())
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _check_device(dev: str) -> None:
+    from kevolve.agent.settings import SettingsError
+
+    if not (dev == "cpu" or dev == "cuda" or (dev.startswith("cuda:") and dev[5:].isdigit())):
+        raise SettingsError(f"--device must be cuda, cuda:N or cpu, not {dev!r}")
+    if dev.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SettingsError("--device cuda: no CUDA GPU is visible to PyTorch here (use --device cpu)")

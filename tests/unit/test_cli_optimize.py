@@ -1,0 +1,46 @@
+"""`kevolve optimize` usage: bad input is one line on stderr with exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
+    base.update(env or {})
+    return subprocess.run([sys.executable, "-m", "kevolve.cli", "optimize", *args], capture_output=True, text=True,
+                          timeout=120, env=base)
+
+
+def test_graph_prints_mermaid() -> None:
+    r = run("--graph")
+    assert r.returncode == 0
+    for edge in ("retrieve --> plan", "plan -.-> propose", "propose -.-> evaluate", "evaluate --> select",
+                 "select -.-> plan", "select -.-> finish"):
+        assert edge in r.stdout
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["{relu}", "--llm", "gpt-4o"], "PROVIDER:MODEL"),
+    (["{relu}", "--llm", "nope:model"], "unknown provider"),
+    (["{relu}", "--llm", "openai:gpt-4o"], "OPENAI_API_KEY"),
+    (["{relu}", "--llm", "anthropic:claude-sonnet-4-5"], "ANTHROPIC_API_KEY"),
+    (["{relu}", "--llm", "compatible:m"], "--base-url"),
+    (["{missing}", "--llm", "vllm:m"], "no such file"),
+    (["{relu}:Model", "--llm", "vllm:m", "--input", "float32(3)"], "--input"),
+    (["{relu}:Nope", "--llm", "vllm:m", "--input", "float32[3]"], "no class Nope"),
+    (["{relu}", "--llm", "vllm:m", "--budget", "lots"], "--budget"),
+    (["{relu}", "--llm", "vllm:m", "--time-limit", "soon"], "duration"),
+    (["--llm", "vllm:m"], "MODULE"),
+    (["--resume", "no-such-run", "--llm", "vllm:m"], "no such run"),
+])
+def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, fixtures, tmp_path) -> None:
+    relu = str(fixtures / "problems" / "relu.py")
+    argv = [a.format(relu=relu, missing=str(tmp_path / "absent.py")) for a in args]
+    r = run(*argv, "--device", "cpu", "--runs-dir", str(tmp_path / "runs"))
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr and r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr

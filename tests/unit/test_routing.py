@@ -1,0 +1,56 @@
+"""Routing functions on hand-built states and trials."""
+
+from __future__ import annotations
+
+from langgraph.types import Send
+
+from kevolve.agent.routing import after_plan, after_select, next_step
+from kevolve.agent.state import Job, Trial
+from kevolve.kernelbench.problem import problem_from_source
+from kevolve.records import Candidate, Evaluation, Origin, Outcome
+
+PROBLEM = problem_from_source("class Model: pass\ndef get_inputs(): pass\ndef get_init_inputs(): pass\n", "p.py")
+
+
+def trial(outcome: Outcome | None, depth: int = 0, src: str = "class ModelNew: pass\n", status: str = "evaluated") -> Trial:
+    cand = Candidate.from_source(src, PROBLEM.id)
+    ev = None if outcome is None else Evaluation(candidate_id=cand.id, problem_id=PROBLEM.id, outcome=outcome,
+                                                 reason=f"{outcome.value}: x")
+    return Trial(job=Job(id="g0-j0", operator=Origin.TRANSLATE, island=0, generation=0), status=status,  # type: ignore[arg-type]
+                 candidate=cand, evaluation=ev, repair_depth=depth)
+
+
+def test_compile_error_and_wrong_result_go_to_repair_while_repairs_are_left() -> None:
+    for outcome in (Outcome.COMPILE_ERROR, Outcome.INCORRECT, Outcome.RUNTIME_ERROR, Outcome.REJECTED, Outcome.TIMEOUT):
+        assert next_step(trial(outcome, depth=0), max_repairs=2) == "repair"
+        assert next_step(trial(outcome, depth=1), max_repairs=2) == "repair"
+        assert next_step(trial(outcome, depth=2), max_repairs=2) == "drop"
+
+
+def test_accepted_goes_to_evolution_and_unevaluated_is_dropped() -> None:
+    assert next_step(trial(Outcome.OK), max_repairs=0) == "evolve"
+    assert next_step(trial(None, status="duplicate"), max_repairs=2) == "drop"
+    assert next_step(trial(Outcome.INFRA_ERROR), max_repairs=2) == "drop"
+
+
+def test_after_plan_sends_one_task_per_job_with_its_evaluated_parents() -> None:
+    parent = trial(Outcome.COMPILE_ERROR)
+    dup = parent.model_copy(update={"evaluation": None, "status": "duplicate"})  # same id, no verdict
+    jobs = [Job(id="g1-j0", operator=Origin.REPAIR, island=0, generation=1, parent_ids=(parent.candidate_id,)),  # type: ignore[arg-type]
+            Job(id="g1-j1", operator=Origin.TRANSLATE, island=1, generation=1)]
+    sends = after_plan({"problem": PROBLEM, "jobs": jobs, "trials": [parent, dup], "examples": ["ex"]})
+    assert isinstance(sends, list) and all(isinstance(s, Send) and s.node == "propose" for s in sends)
+    assert [s.arg["job"].id for s in sends] == ["g1-j0", "g1-j1"]
+    assert sends[0].arg["parents"] == [parent] and sends[1].arg["parents"] == []
+    assert sends[0].arg["examples"] == ["ex"]
+
+
+def test_after_plan_finishes_without_jobs_or_after_a_stop() -> None:
+    assert after_plan({"problem": PROBLEM, "jobs": []}) == "finish"
+    job = Job(id="g0-j0", operator=Origin.TRANSLATE, island=0, generation=0)
+    assert after_plan({"problem": PROBLEM, "jobs": [job], "stop_reason": "budget: x"}) == "finish"
+
+
+def test_after_select_loops_until_a_stop_rule_fires() -> None:
+    assert after_select({"stop_reason": None}) == "plan"
+    assert after_select({"stop_reason": "target: 3x"}) == "finish"
