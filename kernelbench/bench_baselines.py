@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
 import statistics
 from pathlib import Path
@@ -17,6 +18,7 @@ from kevolve.kernelbench.baselines import (Baseline, BaselineCache, device_finge
                                            torch_version)
 from kevolve.kernelbench.suite import SuiteProblem
 from kevolve.sandbox.config import SandboxConfig
+from kevolve.sandbox.protocol import WorkerRequest
 
 PUBLISHED_EAGER = "baseline_time_torch.json"
 PUBLISHED_COMPILE = "baseline_time_torch_compile_inductor_default.json"
@@ -32,26 +34,67 @@ def _published(path: Path | None) -> tuple[dict[tuple[int, str], float], dict[tu
     return (load_published(eager) if eager.exists() else {}), (load_published(comp) if comp.exists() else {})
 
 
-def measure(sp: SuiteProblem, config: SandboxConfig, worker: object, fingerprint: str) -> Baseline | str:
-    """Run the reference task on a started worker; a Baseline, or a one-line reason it failed."""
+def baseline_request(sp: SuiteProblem, config: SandboxConfig) -> WorkerRequest:
     from kevolve.sandbox.local import make_draws
-    from kevolve.sandbox.protocol import WorkerRequest
 
     assert sp.problem is not None
-    req = WorkerRequest(task="reference", problem_source=sp.problem.source, device=config.device,
-                        init_seed=config.seed or 0, draws=make_draws(config.seed or 0, config.n_draws),
-                        trials=config.trials, max_timing_s=config.max_timing_s, warmup=config.warmup,
-                        time_compile=config.want_compile_baseline, profile=False, cache_dir=str(config.cache_dir))
-    done = worker.run(req, config.timeout_s, config.memory_limit_gb)  # type: ignore[attr-defined]
-    r = done.report
+    return WorkerRequest(task="reference", problem_source=sp.problem.source, device=config.device,
+                         init_seed=config.seed or 0, draws=make_draws(config.seed or 0, config.n_draws),
+                         trials=config.trials, max_timing_s=config.max_timing_s, warmup=config.warmup,
+                         time_compile=config.want_compile_baseline, profile=False, cache_dir=str(config.cache_dir))
+
+
+def to_baseline(sp: SuiteProblem, done: object, config: SandboxConfig, fingerprint: str) -> Baseline | str:
+    """A worker's exit as a Baseline, or a one-line reason it failed."""
+    assert sp.problem is not None
+    r = done.report  # type: ignore[attr-defined]
     if r is None or r.status != "done" or r.timing is None:
-        why = r.reason if r is not None else ("timeout" if done.timed_out else f"worker died during {done.phase}")
+        why = r.reason if r is not None else ("timeout" if done.timed_out  # type: ignore[attr-defined]
+                                             else f"worker died during {done.phase}")  # type: ignore[attr-defined]
         return f"problem_error: {why}"[:300]
     note = "" if r.compile_timing is not None or not config.want_compile_baseline else (r.log_tail or "failed")[:300]
     return Baseline(problem_id=sp.problem.id, problem_name=sp.problem.name, level=sp.level, device=fingerprint,
                     device_name=r.device_name, torch=torch_version(), eager=r.timing, compiled=r.compile_timing,
                     compile_note=note, trials=config.trials, max_timing_s=config.max_timing_s,
                     measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+
+
+class _Ahead:
+    """Workers started one problem ahead: the next prepares on `prep` cores while one is timed on `timing`."""
+
+    def __init__(self, problems: list[SuiteProblem], config: SandboxConfig) -> None:
+        cores = sorted(os.sched_getaffinity(0))
+        self.timing, self.prep = {cores[0]}, set(cores[1:]) or {cores[0]}
+        self.problems, self.config, self.i = problems, config, 0
+        self.next = self._start(0)
+
+    def _start(self, i: int) -> tuple[object, WorkerRequest] | None:
+        from kevolve.kernelbench.baseline_worker import BaselineWorker
+
+        if i >= len(self.problems):
+            return None
+        req = baseline_request(self.problems[i], self.config)
+        return BaselineWorker(self.config.device).prepare(req, self.prep), req
+
+    def time_next(self) -> object:
+        """Time the prepared worker (after starting the one after it) and return its exit."""
+        from kevolve.kernelbench.baseline_worker import pin_process
+
+        assert self.next is not None
+        worker, req = self.next
+        self.i += 1
+        self.next = self._start(self.i)
+        try:
+            pin_process(worker.proc.pid, self.timing)  # type: ignore[attr-defined]
+            return worker.run(req, self.config.timeout_s, self.config.memory_limit_gb)  # type: ignore[attr-defined]
+        finally:
+            worker.kill()  # type: ignore[attr-defined]
+            shutil.rmtree(worker.scratch, ignore_errors=True)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        if self.next is not None:
+            self.next[0].kill()  # type: ignore[attr-defined]
+            shutil.rmtree(self.next[0].scratch, ignore_errors=True)  # type: ignore[attr-defined]
 
 
 def _ratio_summary(ratios: list[float]) -> dict[str, float | int]:
@@ -65,39 +108,33 @@ def _ratio_summary(ratios: list[float]) -> dict[str, float | int]:
 
 def run_baselines(problems: list[SuiteProblem], config: SandboxConfig, refresh: bool, published: Path | None,
                   out: Path | None) -> int:
-    from kevolve.kernelbench.baseline_worker import BaselineWorker as WorkerProcess
     from kevolve.kernelbench.console import console
 
     fingerprint = device_fingerprint(config.device)
     cache = BaselineCache(config.cache_dir / "baselines")
     pub_eager, pub_compile = _published(published)
-    rows: list[dict[str, object]] = []
-    todo = [sp for sp in problems if sp.problem is not None and not sp.unavailable]
-    for sp in problems:
-        if sp.problem is None or sp.unavailable:
-            rows.append({"level": sp.level, "file": sp.file, "error": sp.unavailable})
-    spare = None
-    for i, sp in enumerate(todo):
-        assert sp.problem is not None
-        b: Baseline | str | None = None if refresh else cache.get(fingerprint, torch_version(), sp.problem.id)
-        if b is not None and not fits(b, config):  # type: ignore[arg-type]
-            b = None
-        fresh = b is None
-        if fresh:
-            worker = spare or WorkerProcess(config.device).start()
-            spare = WorkerProcess(config.device).start() if i + 1 < len(todo) else None  # warms up meanwhile
-            try:
-                b = measure(sp, config, worker, fingerprint)
-            finally:
-                worker.kill()
-                shutil.rmtree(worker.scratch, ignore_errors=True)
-            if isinstance(b, Baseline):
-                cache.put(b)
-        rows.append(_row(sp, b, pub_eager, pub_compile, fresh))  # type: ignore[arg-type]
-        console.print(_line(i + 1, len(todo), rows[-1]), highlight=False)
-    if spare is not None:
-        spare.kill()
-        shutil.rmtree(spare.scratch, ignore_errors=True)
+    rows: list[dict[str, object]] = [{"level": sp.level, "file": sp.file, "error": sp.unavailable}
+                                     for sp in problems if sp.problem is None or sp.unavailable]
+    usable = [sp for sp in problems if sp.problem is not None and not sp.unavailable]
+    cached: dict[str, Baseline] = {}
+    for sp in usable:
+        b = None if refresh else cache.get(fingerprint, torch_version(), sp.problem.id)  # type: ignore[union-attr]
+        if b is not None and fits(b, config):
+            cached[sp.problem.id] = b  # type: ignore[union-attr]
+    todo = [sp for sp in usable if sp.problem.id not in cached]  # type: ignore[union-attr]
+    ahead = _Ahead(todo, config)
+    try:
+        for i, sp in enumerate(usable):
+            assert sp.problem is not None
+            b: Baseline | str | None = cached.get(sp.problem.id)
+            if b is None:
+                b = to_baseline(sp, ahead.time_next(), config, fingerprint)
+                if isinstance(b, Baseline):
+                    cache.put(b)
+            rows.append(_row(sp, b, pub_eager, pub_compile, sp.problem.id not in cached))
+            console.print(_line(i + 1, len(usable), rows[-1]), highlight=False)
+    finally:
+        ahead.close()
     summary = {f"level{lv}": {"eager": _ratio_summary([r["ratio_eager"] for r in rows  # type: ignore[misc]
                                                         if r.get("level") == lv and r.get("ratio_eager")]),
                               "compile": _ratio_summary([r["ratio_compile"] for r in rows  # type: ignore[misc]
@@ -161,4 +198,4 @@ def _line(i: int, n: int, r: dict[str, object]) -> str:
             f"{'' if r['measured'] else ' (cached)'}")
 
 
-__all__ = ["measure", "run_baselines"]
+__all__ = ["baseline_request", "baselines_markdown", "run_baselines", "to_baseline"]

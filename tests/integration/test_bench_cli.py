@@ -93,3 +93,23 @@ def test_ray_executor_runs_problems_as_tasks(fixtures: Path, cpu_config, tmp_pat
                    ("2_Add_Mul.py", "2_Add_Mul"): ("crashed", "ray"),
                    ("2_Add_Mul.py", "sample_1"): ("compile_error", "ray")}
     assert (run_dir / "report.html").exists()
+
+
+def test_baselines_fill_the_cache_compare_with_published_and_are_reused(fixtures: Path, tmp_path: Path) -> None:
+    published = tmp_path / "published.json"
+    published.write_text(json.dumps({"level1": {"1_ReLU.py": {"mean": 0.5}, "3_Scale.py": {"mean": 0.25}}}))
+    cmd = [sys.executable, "-m", "kevolve.cli", "bench", "baselines", "--suite", str(fixtures / "suite"),
+           "--level", "1,2", "--problems", "1,3", "--device", "cpu", "--cache-dir", str(tmp_path / "cache"),
+           "--trials", "5", "--max-timing-s", "0.3", "--published", str(published), "--out", str(tmp_path / "b.json")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    # level 2 problem 3 cannot run its own forward: a verdict for it, exit 1, the others measured
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    data = json.loads((tmp_path / "b.json").read_text())
+    by = {(p["level"], p["file"]): p for p in data["problems"]}
+    assert by[(2, "3_Broken_forward.py")]["error"].startswith("problem_error:")
+    relu = by[(1, "1_ReLU.py")]
+    assert relu["eager_median_ms"] > 0 and relu["ratio_eager"] == pytest.approx(relu["eager_mean_ms"] / 0.5)
+    assert data["summary"]["level1"]["eager"]["n"] == 2 and by[(2, "1_Linear_ReLU.py")]["measured"]
+    assert "| level1 | eager | 2 |" in (tmp_path / "b.md").read_text()
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.stdout.count("(cached)") == 3  # every problem that was measured comes from the cache
