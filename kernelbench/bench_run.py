@@ -12,6 +12,8 @@ from kevolve.kernelbench.runner import make_plan
 from kevolve.kernelbench.solutions import discover
 from kevolve.kernelbench.store import ResultRow, RunMeta, RunStore
 from kevolve.kernelbench.suite import SuiteProblem
+from pydantic import Field
+
 from kevolve.records import Record
 from kevolve.sandbox.config import SandboxConfig
 
@@ -25,7 +27,8 @@ class BenchArgs(Record):
     levels: tuple[int, ...]
     problems: str | None = None
     match: str | None = None
-    solutions: str
+    solutions: str = Field(description="the solution set; with optimize, the folder the agent writes")
+    optimize: bool = False
     executor: str = "local"
     address: str | None = None
     devices: tuple[str, ...]
@@ -62,14 +65,23 @@ def _executor(args: BenchArgs, config: SandboxConfig, cache: BaselineCache, fing
                          args.compile_workers, args.retries)
 
 
-def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConfig) -> int:
-    """Returns the exit code: 0 when every planned evaluation reached a verdict."""
-    from kevolve.kernelbench.console import Progressor, print_summary
+def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConfig,
+              agent_config: object | None = None) -> int:
+    """Returns the exit code: 0 when every planned evaluation reached a verdict.
+
+    With `args.optimize`, the agent (configured by `agent_config`) first writes a solution per problem.
+    """
+    from kevolve.kernelbench.console import Progressor, console, print_summary
     from kevolve.kernelbench.report import write_reports
 
     fingerprint = device_fingerprint(args.devices[0])
     store, config = open_run(args, config, fingerprint)
-    plan = make_plan(problems, discover(args.solutions), store.finished_keys())
+    why_missing: dict[tuple[int, int], str] = {}
+    if args.optimize:
+        from kevolve.kernelbench.optimize_mode import generate_solutions
+
+        _, why_missing = generate_solutions(problems, store.root, agent_config, console.print)
+    plan = make_plan(problems, discover(args.solutions), store.finished_keys(), why_missing)
     for row in plan.problem_rows:
         store.write(row)
     cache = BaselineCache(config.cache_dir / "baselines")

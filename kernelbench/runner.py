@@ -60,7 +60,7 @@ def problem_row(sp: SuiteProblem, status: str, reason: str, worker: str = "") ->
 
 
 def make_plan(problems: list[SuiteProblem], solutions: dict[tuple[int, int], list[SolutionFile]],
-              finished: set[tuple[str, str, str]]) -> Plan:
+              finished: set[tuple[str, str, str]], why_missing: dict[tuple[int, int], str] | None = None) -> Plan:
     jobs, rows, skipped = [], [], 0
     for sp in problems:
         pid = sp.problem.id if sp.problem else f"L{sp.level}/{sp.file}"
@@ -72,7 +72,8 @@ def make_plan(problems: list[SuiteProblem], solutions: dict[tuple[int, int], lis
             continue
         files = solutions.get((sp.level, sp.number), [])
         if not files:
-            rows.append(problem_row(sp, NO_SOLUTION, "no_solution: the solution set has no candidate for it"))
+            why = (why_missing or {}).get((sp.level, sp.number), "no_solution: the solution set has no candidate for it")
+            rows.append(problem_row(sp, NO_SOLUTION, why))
             continue
         todo = []
         for f in files:

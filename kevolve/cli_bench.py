@@ -140,15 +140,23 @@ def bench(
     cache_dir: CacheDir = None,
     retries: Annotated[int, typer.Option(min=0, help="retries of an infrastructure failure")] = 2,
     allow_torch_only: Annotated[bool, typer.Option(help="accept candidates that launch no custom kernel")] = False,
+    optimize: Annotated[bool, typer.Option("--optimize", help="let the agent write a solution per problem, "
+                                                              "then evaluate those (instead of --solutions)")] = False,
+    llm: Annotated[str, typer.Option(help="with --optimize: PROVIDER:MODEL, as for kevolve optimize")] = "openai:gpt-4o",
+    base_url: Annotated[Optional[str], typer.Option(help="with --optimize: OpenAI-compatible server URL")] = None,
+    budget: Annotated[Optional[str], typer.Option(help="with --optimize, per problem: N candidates, $X, 30m")] = None,
+    no_archive: Annotated[bool, typer.Option("--no-archive", help="with --optimize: no archive retrieval")] = False,
 ) -> None:
     """Evaluate a solution set over a suite (resumable: rerun the same command to continue)."""
     if ctx.invoked_subcommand is not None:
         return
     from kevolve.kernelbench.bench_run import BenchArgs, run_bench
 
-    if solutions is None:
-        _fail("--solutions DIR is required (the solution set to evaluate)")
-    if not solutions.is_dir():
+    if solutions is None and not optimize:
+        _fail("give --solutions DIR (a solution set to evaluate) or --optimize (the agent writes one)")
+    if solutions is not None and optimize:
+        _fail("--solutions and --optimize exclude each other")
+    if solutions is not None and not solutions.is_dir():
         _fail(f"--solutions {solutions}: no such folder")
     if executor not in ("local", "ray"):
         _fail(f"--executor must be local or ray, not {executor!r}")
@@ -160,17 +168,31 @@ def bench(
         _pin_cuda_arch(lanes)
     assert suite is not None
     levels = _levels(level)
-    rd = run_dir or default_run_dir(runs_root, suite, levels, problems, match, solutions, base)
+    rd = run_dir or default_run_dir(runs_root, suite, levels, problems, match, solutions or Path("optimize"), base)
     config = _config(base, seed if seed is not None else secrets.randbelow(2**31 - 1000), cache_dir, timeout,
                      trials, max_timing_s, compile_baseline, allow_torch_only)
     if compile_workers is None:
         compile_workers = 0 if base == "cpu" else max(0, len(os.sched_getaffinity(0)) - len(lanes))
+    agent_config = _agent_config(llm, base_url, budget, no_archive, base, rd, cache_dir, timeout) if optimize else None
     args = BenchArgs(suite=str(suite), levels=tuple(levels), problems=problems, match=match,
-                     solutions=str(solutions), executor=executor, address=address, devices=tuple(lanes),
+                     solutions=str(solutions or rd / "generated"), optimize=optimize, executor=executor, address=address, devices=tuple(lanes),
                      compile_workers=compile_workers, run_dir=str(rd), reuse_baselines=baselines == "reuse",
                      retries=retries, seed_given=seed is not None)
-    code = run_bench(args, found, config)
+    code = run_bench(args, found, config, agent_config)
     raise typer.Exit(code)
+
+
+def _agent_config(llm: str, base_url: str | None, budget: str | None, no_archive: bool, device: str, run_dir: Path,
+                  cache_dir: Path | None, timeout: float):  # noqa: ANN202
+    """`kevolve optimize`'s configuration for --optimize (read once, here, at the entry point)."""
+    from kevolve.agent.settings import SettingsError, build_config, parse_budget
+
+    try:
+        return build_config(llm=llm, base_url=base_url, env=os.environ, device=device, runs_dir=run_dir / "agent",
+                            cache_root=cache_dir.resolve() if cache_dir else None, archive=not no_archive,
+                            stop=parse_budget(budget) if budget else {}, sandbox={"timeout_s": timeout})
+    except SettingsError as e:
+        _fail(str(e))
 
 
 @app.command("baselines")

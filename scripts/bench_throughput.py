@@ -2,9 +2,9 @@
 
     python3 scripts/bench_throughput.py --kernelbench runs/kernelbench-upstream --out $OUT/throughput
 
-Phases (each resumable, so that each fits one 10-minute device call; default: all of them):
-  kevolve      `kevolve bench` over the solution set, cold (empty build and baseline caches) and then
-               warm (a second run on the same caches); wall clock of each.
+Phases (each fits one 10-minute device call; default: all of them):
+  kevolve      `kevolve bench` over the solution set, cold (empty build and baseline caches; phase
+               kevolve-cold) and then warm (a second run on the same caches; kevolve-warm).
   kernelbench  KernelBench's harness as `scripts/eval_from_generations.py` runs it by default: each
                sample in a fresh process (`eval_kernel_against_ref`, 5 correctness trials, 100 timed
                trials, CUDA events; compile inside the evaluation, `build_cache=False`), one after the
@@ -60,7 +60,8 @@ def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: boo
         shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(run_dir, ignore_errors=True)
     nums = sorted({n for _, n, _, _ in samples(args.solutions)})
-    cmd = [sys.executable, "-m", "kevolve.cli", "bench", "--suite", str(args.kernelbench), "--level", "1",
+    # -P: the repository root is the working directory, and its kevolve/ folder is not the package
+    cmd = [sys.executable, "-P", "-m", "kevolve.cli", "bench", "--suite", str(args.kernelbench), "--level", "1",
            "--problems", ",".join(map(str, nums)), "--solutions", str(args.solutions), "--device", args.device,
            "--run-dir", str(run_dir), "--cache-dir", str(cache), "--compile-baseline", "off", "--seed", "42"]
     if args.gpus:
@@ -74,7 +75,7 @@ def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: boo
     evals = [x for x in rows if x.get("candidate_id")]
     res = {"tag": tag, "wall_s": wall, "returncode": r.returncode, "evaluations": len(evals),
            "gpus": len(args.gpus.split(",")) if args.gpus else 1,
-           "per_candidate": {f"{x['level']}/{x['number']}": {
+           "per_candidate": {f"{x['level']}/{x['number']}/{x['label'].removeprefix('sample_')}": {
                "status": x["status"], "reason": x["reason"][:160], "runtime_ms": x["runtime_ms"],
                "ref_ms": x["ref_ms"], "speedup": x["speedup"], "wall_s": x["wall_s"],
                "compile_s": (x.get("evaluation") or {}).get("compile_s")} for x in evals}}
@@ -176,13 +177,15 @@ def report(args: argparse.Namespace, work: Path) -> dict:
         v = out[name]
         if v:
             lines.append(f"| {name} | {v['evaluations']} | {v['wall_s']:.1f} | {v['per_gpu_minute'] or 0:.1f} |")
-    lines += ["", "| problem | kevolve | kevolve ms | eager ms | KernelBench correct | KernelBench us | KB ref us |",
+    lines += ["", "| level/problem/sample | kevolve | kevolve ms | eager ms | KernelBench correct | KernelBench us | KB ref us |",
               "|---|---|---|---|---|---|---|"]
-    kb_by = {r["key"].rsplit("/", 1)[0]: r["result"] for r in kb_rows}
-    for key, c in sorted(((cold or {}).get("per_candidate") or {}).items(), key=lambda kv: int(kv[0].split("/")[1])):
+    kb_by = {r["key"]: r["result"] for r in kb_rows}
+    for key, c in sorted(((cold or {}).get("per_candidate") or {}).items(),
+                         key=lambda kv: [int(x) if x.isdigit() else 0 for x in kv[0].split("/")]):
         k = kb_by.get(key, {})
-        lines.append(f"| L{key} | {c['status']} | {c['runtime_ms']} | {c['ref_ms']} | {k.get('correctness')} | "
-                     f"{k.get('runtime')} | {k.get('ref_runtime')} |")
+        g = lambda x: "—" if x is None or x == -1.0 else f"{x:.4g}"  # noqa: E731
+        lines.append(f"| L{key} | {c['status']} | {g(c['runtime_ms'])} | {g(c['ref_ms'])} | {k.get('correctness')} | "
+                     f"{g(k.get('runtime'))} | {g(k.get('ref_runtime'))} |")
     if "ratio_cold" in out:
         lines.append(f"\nKernelBench seconds per evaluation / kevolve's (cold): {out['ratio_cold']:.1f}x")
     (work / "throughput.json").write_text(json.dumps(out, indent=1))
@@ -197,7 +200,8 @@ def main() -> None:
     ap.add_argument("--solutions", type=Path, default=ROOT / "scripts" / "kernelbench_level1_solutions")
     ap.add_argument("--work", type=Path, default=ROOT / "runs" / "throughput", help="state kept between calls")
     ap.add_argument("--out", type=Path, help="copy the reports here (e.g. $OUT/throughput)")
-    ap.add_argument("--phase", choices=["all", "kevolve", "kernelbench", "report"], default="all")
+    ap.add_argument("--phase", choices=["all", "kevolve", "kevolve-cold", "kevolve-warm", "kernelbench", "report"],
+                    default="all")
     ap.add_argument("--device", default="cuda", help="cuda, or cpu for a plumbing check of the kevolve phase")
     ap.add_argument("--gpus", default=None, help="kevolve lanes, e.g. 0,1 (default: one GPU)")
     ap.add_argument("--kb-timeout", type=float, default=300.0, help="per-sample limit (KernelBench's default 180)")
@@ -205,8 +209,9 @@ def main() -> None:
     ap.add_argument("--kb-build-cache", action="store_true", help="KernelBench's CPU pre-compile pool first")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    if args.phase in ("all", "kevolve"):
+    if args.phase in ("all", "kevolve", "kevolve-cold"):
         run_kevolve(args, args.work, "cold", fresh_cache=True)
+    if args.phase in ("all", "kevolve", "kevolve-warm"):
         run_kevolve(args, args.work, "warm", fresh_cache=False)
     if args.phase in ("all", "kernelbench") and args.device.startswith("cuda"):
         run_kernelbench(args, args.work)

@@ -1,0 +1,68 @@
+"""`kevolve bench --optimize`: the agent writes a solution per problem, then bench audits the set.
+
+For each usable problem, `kevolve optimize`'s loop runs (its own run folder under RUN/agent/, resumed
+after a kill) and its best kernel is copied into RUN/generated/levelN/NUM_Name.py, the mirror layout
+that solution discovery reads. The bench run then evaluates that folder exactly like any third-party
+solution set, with the same baselines and seeds, so `--optimize` and `--solutions` runs compare.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from kevolve.kernelbench.suite import SuiteProblem
+
+log = logging.getLogger(__name__)
+
+
+def generated_path(root: Path, sp: SuiteProblem) -> Path:
+    return root / f"level{sp.level}" / sp.file
+
+
+def generate_solutions(problems: list[SuiteProblem], run_dir: Path, config: object,
+                       say: Callable[[str], None] = print) -> tuple[Path, dict[tuple[int, int], str]]:
+    """Run the agent on every problem without a generated solution yet.
+
+    Returns the solutions folder and, per problem the agent found nothing for, why.
+    """
+    from kevolve.agent.run import OptimizeError, run_optimize
+
+    out = run_dir / "generated"
+    missing: dict[tuple[int, int], str] = {}
+    for sp in problems:
+        if sp.problem is None or sp.unavailable:
+            continue
+        target = generated_path(out, sp)
+        none_marker, run_marker = target.with_suffix(".none.json"), target.with_suffix(".run")
+        if target.exists():
+            continue
+        if none_marker.exists():
+            missing[(sp.level, sp.number)] = json.loads(none_marker.read_text())["reason"]
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        resume = run_marker.read_text().strip() if run_marker.exists() else None
+        say(f"optimize {sp.key}{' (resuming ' + resume + ')' if resume else ''}")
+        try:
+            result = run_optimize(None if resume else sp.problem, config, resume=resume,  # type: ignore[arg-type]
+                                  on_start=lambda run, m=run_marker: m.write_text(str(run.path)))
+        except OptimizeError as e:
+            reason = f"no_solution: the agent failed: {e}"[:300]
+        else:
+            if result.best_path is not None:
+                tmp = target.with_suffix(".tmp")
+                tmp.write_text(Path(result.best_path).read_text())
+                os.replace(tmp, target)
+                say(f"optimize {sp.key}: best {result.speedup or 0:.2f}x after {result.evaluated} evaluations")
+                continue
+            reason = f"no_solution: the agent found no correct kernel ({result.stop_reason})"[:300]
+        none_marker.write_text(json.dumps({"reason": reason}))
+        missing[(sp.level, sp.number)] = reason
+        say(f"optimize {sp.key}: {reason}")
+    return out, missing
+
+
+__all__ = ["generate_solutions", "generated_path"]
