@@ -13,9 +13,12 @@ from kevolve.agent.config import OptimizeConfig
 from kevolve.agent.evolution import NoveltyIndex
 from kevolve.agent.llm.base import LLM
 from kevolve.agent.rundir import RunFolder
+from kevolve.agent.state import Trial
+from kevolve.records import Problem
 from kevolve.sandbox import Sandbox
 
-Retriever = Callable[[str, int], list[str]]
+Retriever = Callable[[str, int], list[object]]
+Storer = Callable[[Problem, list[Trial], str], int]
 
 
 @dataclass
@@ -34,3 +37,5 @@ class Context:
     """Sources proposed so far (rebuilt from the state; never checkpointed)."""
     retrieve: Retriever | None = None
     """The archive's `retrieve(problem_source, k)`, when the archive provides one and it is wanted."""
+    store: Storer | None = None
+    """Puts the run's evaluated candidates into the archive at the end (None: the archive is off)."""

@@ -17,12 +17,26 @@ from kevolve.agent.routing import next_step
 from kevolve.agent.state import Job, Trial
 from kevolve.records import Origin
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/|#[^\n]*", re.S)
+_C_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 def normalize_source(source: str) -> str:
-    """Source without comments and whitespace runs: what 'the same code' means for novelty."""
-    return " ".join(_COMMENT.sub(" ", source).split())
+    """Source without comments and whitespace runs: what 'the same code' means for novelty.
+
+    Python comments go (tokenize), and C/C++/CUDA comments inside string literals; a '#' inside a
+    string is a preprocessor line (#define TILE 64), which is code."""
+    import io
+    import tokenize
+
+    parts: list[str] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                continue
+            parts.append(_C_COMMENT.sub(" ", tok.string) if tok.type == tokenize.STRING else tok.string)
+    except (tokenize.TokenError, SyntaxError):
+        parts = [source]
+    return "".join("".join(parts).split())  # no whitespace at all: layout never makes code new
 
 
 def similarity(a: str, b: str) -> float:

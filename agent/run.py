@@ -10,13 +10,15 @@ import logging
 import random
 import sqlite3
 from collections.abc import Callable
+from typing import Literal
 
 from kevolve.agent.config import OptimizeConfig
-from kevolve.agent.context import Context, Retriever
+from kevolve.agent.context import Context, Retriever, Storer
 from kevolve.agent.evolution import NoveltyIndex
 from kevolve.agent.llm.base import LLM, NonRetryableLLMError
 from kevolve.agent.result import Result
 from kevolve.agent.rundir import RunFolder
+from kevolve.agent.state import Trial
 from kevolve.records import Problem
 from kevolve.sandbox import Sandbox
 
@@ -44,6 +46,26 @@ def archive_retriever() -> Retriever | None:
         return None
     fn = getattr(archive, "retrieve", None)
     return fn if callable(fn) else None
+
+
+def archive_storer() -> Storer | None:
+    """Puts every evaluated candidate of a run into the default archive (None if there is no archive)."""
+    try:
+        import kevolve.archive as archive
+
+        open_archive = archive.open_archive
+    except Exception:  # noqa: BLE001
+        return None
+
+    def store(problem: Problem, trials: list[Trial], run_id: str) -> int:
+        from kevolve.archive.store import Entry
+
+        entries = [Entry(problem=problem, candidate=t.candidate, evaluation=t.evaluation, run_id=run_id)
+                   for t in trials if t.candidate is not None and t.evaluation is not None
+                   and t.status == "evaluated"]
+        return open_archive().put_many(entries)
+
+    return store
 
 
 def _checkpointer(run: RunFolder):  # noqa: ANN202
@@ -77,7 +99,8 @@ def _open(problem: Problem | None, config: OptimizeConfig, resume: str | None) -
 
 def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | None = None,
                  sandbox: Sandbox | None = None, resume: str | None = None,
-                 retriever: Retriever | None | Callable[[], Retriever | None] = archive_retriever,
+                 retriever: Retriever | None | Literal["archive"] = "archive",
+                 storer: Storer | None | Literal["archive"] = "archive",
                  on_start: Callable[[RunFolder], None] | None = None) -> Result:
     """Run (or continue) the loop to a stop rule and return the result; raises OptimizeError."""
     from kevolve.agent.graph import build_graph
@@ -96,10 +119,13 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
         from kevolve.sandbox.local import LocalSandbox
 
         sandbox = LocalSandbox()
-    fetch = retriever() if callable(retriever) and retriever is archive_retriever else retriever
+    if config.archive:
+        retriever = archive_retriever() if retriever == "archive" else retriever
+        storer = archive_storer() if storer == "archive" else storer
     ctx = Context(llm=model, sandbox=sandbox, config=config, run=run,
                   novelty=NoveltyIndex(config.evolution.novelty_threshold),
-                  retrieve=fetch if config.archive else None)  # type: ignore[arg-type]
+                  retrieve=retriever if config.archive else None,  # type: ignore[arg-type]
+                  store=storer if config.archive else None)  # type: ignore[arg-type]
     saver, conn = _checkpointer(run)
     app = build_graph().compile(checkpointer=saver)
     thread = {"configurable": {"thread_id": run.run_id}, "max_concurrency": config.evolution.concurrency,

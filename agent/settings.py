@@ -84,13 +84,14 @@ def parse_budget(text: str) -> dict[str, float]:
 
 def build_config(*, llm: str, base_url: str | None = None, env: Mapping[str, str], device: str,
                  runs_dir: Path = Path("runs"), cache_root: Path | None = None, llm_cache: bool = True,
+                 llm_cache_dir: Path | None = None,
                  archive: bool = True, sandbox: Mapping[str, object] | None = None,
                  stop: Mapping[str, object] | None = None, evolution: Mapping[str, object] | None = None) -> OptimizeConfig:
     """The whole config; unset values keep the defaults of the config classes."""
     root = cache_root or Path(env.get("KEVOLVE_CACHE_DIR") or Path.home() / ".cache" / "kevolve")
     try:
         return OptimizeConfig(
-            llm=llm_config(llm, base_url, env, root / "llm" if llm_cache else None),
+            llm=llm_config(llm, base_url, env, (llm_cache_dir or root / "llm") if llm_cache else None),
             sandbox=SandboxConfig(device=device, cache_dir=root, **{k: v for k, v in (sandbox or {}).items()
                                                                     if v is not None}),
             stop=StopConfig(**{k: v for k, v in (stop or {}).items() if v is not None}),

@@ -45,6 +45,8 @@ def optimize_cmd(
     timeout: Annotated[Optional[float], typer.Option(min=1, help="seconds per sandbox job")] = None,
     no_archive: Annotated[bool, typer.Option("--no-archive", help="do not retrieve examples from the archive")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="do not use the disk cache of LLM replies")] = False,
+    llm_cache: Annotated[Optional[Path], typer.Option(help="folder of the LLM reply cache "
+                                                           "(default: $KEVOLVE_CACHE_DIR/llm)")] = None,
     graph: Annotated[bool, typer.Option("--graph", help="print the loop's graph (mermaid) and exit")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the result as one JSON object")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
@@ -71,7 +73,7 @@ def optimize_cmd(
         dev = device or _default_device()
         _check_device(dev)
         config = build_config(llm=llm, base_url=base_url, env=os.environ, device=dev, runs_dir=runs_dir,
-                              llm_cache=not no_cache, archive=not no_archive, stop=stop,
+                              llm_cache=not no_cache, llm_cache_dir=llm_cache, archive=not no_archive, stop=stop,
                               sandbox={"timeout_s": timeout},
                               evolution=dict(islands=islands, concurrency=concurrency, seed=seed,
                                              jobs_per_generation=jobs_per_generation, max_repairs=max_repairs))

@@ -51,10 +51,11 @@ def trace_problem(problem: Problem) -> Traced:
     from torch.fx.passes.shape_prop import ShapeProp
 
     ns = load_namespace(problem)
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
     try:
         init_args = list(ns["get_init_inputs"]())
-        torch.manual_seed(0)
-        model = ns["Model"](*init_args)
+        with mode:  # parameters are fake too: tracing needs their shapes, not their values
+            model = ns["Model"](*init_args)
     except Exception as e:  # noqa: BLE001
         raise TraceError(f"trace_failed: Model(*get_init_inputs()) raised {type(e).__name__}: {e}") from None
     try:
@@ -62,11 +63,10 @@ def trace_problem(problem: Problem) -> Traced:
     except Exception as e:  # noqa: BLE001
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise TraceError(f"trace_failed: torch.fx cannot trace Model.forward ({type(e).__name__}: {first[:160]})") from None
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
     try:
         with mode:
             inputs = list(ns["get_inputs"]())
-        ShapeProp(gm, fake_mode=mode).propagate(*inputs)
+        ShapeProp(gm).propagate(*inputs)
     except Exception as e:  # noqa: BLE001
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise TraceError(f"trace_failed: shape propagation failed ({type(e).__name__}: {first[:160]})") from None

@@ -34,13 +34,10 @@ SCRIPT = [("Task: translate", [reply("relu_compile_error.py"), reply("relu_wrong
           ("Task: crossover", [reply("relu_cpp.py")])]
 
 
-def cache_root(tmp_path: Path) -> Path:
-    """A per-test cache (so the LLM reply cache starts empty) sharing the session's extension builds."""
-    root = tmp_path / "cache"
-    root.mkdir()
-    (BUILD_CACHE / "extensions").mkdir(parents=True, exist_ok=True)
-    (root / "extensions").symlink_to(BUILD_CACHE / "extensions")
-    return root
+def caches(tmp_path: Path) -> tuple[dict[str, str], list[str]]:
+    """The session's build cache (extensions are built once for all tests), and a per-test LLM reply
+    cache that starts empty."""
+    return {"KEVOLVE_CACHE_DIR": str(BUILD_CACHE)}, ["--llm-cache", str(tmp_path / "llm")]
 
 
 def optimize(args: list[str], env: dict[str, str], **kw: object) -> subprocess.Popen:
@@ -62,6 +59,8 @@ def server():
 
 
 def check_picked_the_fast_one(result: dict, server: FakeLLMServer) -> None:
+    run = Path(result["run_dir"])
+    assert result["best_path"], (run / "report.md").read_text() + (run / "trials.jsonl").read_text()
     best = Path(result["best_path"]).read_text()
     assert "chrono" not in best and "0.5f" not in best and "relu_ext" in best  # relu_cpp.py, the fast one
     ops = [s["operator"] for s in result["lineage"]]
@@ -78,10 +77,10 @@ def check_picked_the_fast_one(result: dict, server: FakeLLMServer) -> None:
 
 
 def test_optimize_repairs_evolves_and_picks_the_fast_one_openai(server, tmp_path) -> None:
-    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.openai_url,
-           "KEVOLVE_CACHE_DIR": str(cache_root(tmp_path))}
+    cache_env, cache_args = caches(tmp_path)
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.openai_url, **cache_env}
     p = optimize([str(PROBLEM), "--llm", "openai:gpt-4o", "--runs-dir", str(tmp_path / "runs"), "--concurrency", "2",
-                  "--json", "--quiet", *COMMON], env)
+                  "--json", "--quiet", *cache_args, *COMMON], env)
     out, err = p.communicate(timeout=1500)
     assert p.returncode == 0, err[-3000:]
     result = json.loads(out)
@@ -102,11 +101,11 @@ def test_optimize_repairs_evolves_and_picks_the_fast_one_openai(server, tmp_path
 def test_kill_9_mid_run_then_resume_anthropic(server, tmp_path) -> None:
     """A real SIGKILL while a candidate is being evaluated; --resume finishes the run with at most
     one evaluation redone and no LLM request repeated."""
-    root = cache_root(tmp_path)
-    env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": server.anthropic_url,
-           "KEVOLVE_CACHE_DIR": str(root)}
+    cache_env, cache_args = caches(tmp_path)
+    env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": server.anthropic_url, **cache_env}
     runs = tmp_path / "runs"
-    args = ["--llm", "anthropic:claude-sonnet-4-5", "--runs-dir", str(runs), "--concurrency", "1", *COMMON]
+    args = ["--llm", "anthropic:claude-sonnet-4-5", "--runs-dir", str(runs), "--concurrency", "1", *cache_args,
+            *COMMON]
     first = optimize([str(PROBLEM), *args], env)
     deadline = time.monotonic() + 900
     run_dir = None
@@ -125,7 +124,7 @@ def test_kill_9_mid_run_then_resume_anthropic(server, tmp_path) -> None:
     assert not (run_dir / "result.json").exists()
     before = len((run_dir / "trials.jsonl").read_text().splitlines())
 
-    second = optimize(["--resume", run_dir.name, "--runs-dir", str(runs), "--json"], env)
+    second = optimize(["--resume", run_dir.name, "--runs-dir", str(runs), "--json", *cache_args], env)
     out, err2 = second.communicate(timeout=1500)
     assert second.returncode == 0, err2[-3000:]
     result = json.loads(out)
@@ -141,14 +140,15 @@ def test_kill_9_mid_run_then_resume_anthropic(server, tmp_path) -> None:
     assert len({t["job"] for t in log}) == len(log)  # no job finished twice
     # No request repeated: every answered request left exactly one cache entry.
     answered = [s for s in server.seen if s.status == 200]
-    assert len(answered) == len(list((root / "llm").rglob("*.json")))
+    assert len(answered) == len(list((tmp_path / "llm").rglob("*.json")))
 
 
 def test_401_stops_the_run_with_one_clear_line(server, tmp_path) -> None:
     server.always_status = 401
-    env = {"OPENAI_API_KEY": "sk-bad", "OPENAI_BASE_URL": server.openai_url,
-           "KEVOLVE_CACHE_DIR": str(cache_root(tmp_path))}
-    p = optimize([str(PROBLEM), "--llm", "openai:gpt-4o", "--runs-dir", str(tmp_path / "runs"), "--quiet", *COMMON], env)
+    cache_env, cache_args = caches(tmp_path)
+    env = {"OPENAI_API_KEY": "sk-bad", "OPENAI_BASE_URL": server.openai_url, **cache_env}
+    p = optimize([str(PROBLEM), "--llm", "openai:gpt-4o", "--runs-dir", str(tmp_path / "runs"), "--quiet", *cache_args,
+                  *COMMON], env)
     _, err = p.communicate(timeout=300)
     assert p.returncode == 1
     lines = [x for x in err.strip().splitlines() if not x.startswith("run ")]

@@ -76,10 +76,12 @@ def test_crossover_needs_two_distinct_parents() -> None:
 
 def test_novelty_filter_skips_reformatted_copies_but_not_real_changes() -> None:
     idx = NoveltyIndex(threshold=1.0)
-    base = "int main() {\n  int block = 256; // tile\n  return block;\n}\n"
+    base = 'src = r"""\n#define TILE 32\nint main() {\n  int block = 256; // tile\n  return block;\n}\n"""  # cpp\n'
     assert idx.claim("a", base) is None
-    assert idx.claim("b", "int main() {  int block = 256;\n\n  return block; /* same */ }") == "a"
+    assert idx.claim("b", 'src = r"""#define TILE 32\nint main() {  int block = 256;\n\n  return block; /* x */ }"""') == "a"
     assert idx.claim("c", base.replace("256", "512")) is None
+    assert idx.claim("d", base.replace("TILE 32", "TILE 64")) is None  # a preprocessor line is code
+    assert idx.claim("e", base.replace("#define TILE 32", '#error "broken"')) is None
     fuzzy = NoveltyIndex(threshold=0.9)
     assert fuzzy.claim("a", base) is None and fuzzy.claim("c", base.replace("256", "512")) == "a"
 

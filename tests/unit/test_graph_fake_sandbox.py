@@ -116,3 +116,36 @@ def test_repairs_per_lineage_are_bounded(tmp_path) -> None:
     # translate, repair, repair, then the lineage is dropped and a fresh translation starts one
     assert ops[:4] == ["Task: translate", "Task: repair", "Task: repair", "Task: translate"]
     assert r.speedup is None
+
+
+def test_archive_examples_reach_the_translate_prompt_and_results_are_stored(tmp_path) -> None:
+    class Hit:
+        source = "class ModelNew: 'from the archive'"
+
+    stored: list[tuple[str, int, str]] = []
+    queries: list[tuple[str, int]] = []
+
+    def retrieve(source: str, k: int) -> list[object]:
+        queries.append((source, k))
+        return [Hit(), {"source": "class ModelNew: 'a dict hit'"}]
+
+    def store(problem, trials, run_id) -> int:  # noqa: ANN001
+        stored.append((problem.id, len([t for t in trials if t.evaluation is not None]), run_id))
+        return 1
+
+    llm = ScriptedLLM(SCRIPT)
+    cfg = config(tmp_path).model_copy(update={"archive": True})
+    r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=FakeSandbox(), retriever=retrieve, storer=store)
+    assert queries == [(PROBLEM.source, 3)]
+    translate = [c[-1].content for c in llm.calls if c[-1].content.startswith("Task: translate")]
+    assert "'from the archive'" in translate[0] and "'a dict hit'" in translate[0]
+    assert stored == [(PROBLEM.id, r.evaluated, r.run_id)]
+
+
+def test_a_broken_archive_does_not_stop_the_run(tmp_path) -> None:
+    def boom(*a: object) -> list[object]:
+        raise RuntimeError("archive database is locked")
+
+    cfg = config(tmp_path).model_copy(update={"archive": True})
+    r = run_optimize(PROBLEM, cfg, llm=ScriptedLLM(SCRIPT), sandbox=FakeSandbox(), retriever=boom, storer=boom)  # type: ignore[arg-type]
+    assert r.speedup == pytest.approx(4.0)

@@ -1,0 +1,144 @@
+"""CUDA C for one Group under one KernelParams: a pointwise kernel or a multi-pass row kernel.
+
+Shapes are baked in as constants (the problem's shapes are fixed; the forward checks them), so
+index arithmetic is division by constants, which the compiler turns into multiplies and shifts.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kevolve.agent.offline.ir import ELEM, Const, Expr, Group, Leaf, Op, Stat, contiguous_strides, walk
+from kevolve.agent.offline.ops import COMBINE, cuda_call, cuda_float
+from kevolve.agent.offline.space import KernelParams
+
+PRELUDE = r"""
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+__device__ __forceinline__ float kv_sum(float a, float b) { return a + b; }
+__device__ __forceinline__ float kv_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ float kv_min(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ float kv_prod(float a, float b) { return a * b; }
+#define KV_WARP_REDUCE(F, v) \
+  for (int o_ = 16; o_ > 0; o_ >>= 1) v = F(v, __shfl_xor_sync(0xffffffffu, v, o_));
+"""
+
+
+def _runs(shape: tuple[int, ...], strides: tuple[int, ...], dims: tuple[int, ...]) -> list[tuple[int, int]]:
+    """(size, stride) runs over `dims` (outer to inner), adjacent dims merged where the layout allows."""
+    runs: list[tuple[int, int]] = []
+    for d in dims:
+        sz, st = shape[d], strides[d]
+        if sz == 1:
+            continue
+        if runs and runs[-1][1] == st * sz:
+            runs[-1] = (runs[-1][0] * sz, st)
+        else:
+            runs.append((sz, st))
+    return runs
+
+
+def offset(shape: tuple[int, ...], strides: tuple[int, ...], dims: tuple[int, ...], var: str, idx: str) -> str:
+    """C expression: the element offset of enumeration index `var` over `dims` for these strides."""
+    runs = _runs(shape, strides, dims)
+    terms = []
+    for i, (sz, st) in enumerate(runs):
+        if st == 0:
+            continue
+        inner = math.prod(s for s, _ in runs[i + 1:])
+        t = var if inner == 1 else f"({var} / ({idx}){inner}u)"
+        if i > 0:
+            t = f"({t} % ({idx}){sz}u)"
+        terms.append(t if st == 1 else f"{t} * ({idx}){st}u")
+    return " + ".join(terms) or f"({idx})0"
+
+
+class _Emitter:
+    """SSA lines for expressions; leaves and stats are resolved by the caller's maps."""
+
+    def __init__(self, leaf: dict[int, str], stat: dict[int, str], tag: str) -> None:
+        self.leaf, self.stat, self.tag, self.lines, self.names = leaf, stat, tag, [], {}
+
+    def __call__(self, e: Expr) -> str:
+        for sub in walk(e):
+            if sub in self.names:
+                continue
+            if isinstance(sub, Leaf):
+                self.names[sub] = self.leaf[sub.index]
+            elif isinstance(sub, Stat):
+                self.names[sub] = self.stat[sub.index]
+            elif isinstance(sub, Const):
+                self.names[sub] = cuda_float(sub.value)
+            else:
+                assert isinstance(sub, Op)
+                name = f"{self.tag}{len(self.lines)}"
+                self.lines.append(f"float {name} = {cuda_call(sub.name, [self.names[a] for a in sub.args], sub.params)};")
+                self.names[sub] = name
+        return self.names[e]
+
+
+def _leaves_in(e: Expr) -> list[int]:
+    return sorted({x.index for x in walk(e) if isinstance(x, Leaf)})
+
+
+def _signature(name: str, group: Group, p: KernelParams) -> str:
+    args = ", ".join(f"const float* __restrict__ in{i}" for i in range(len(group.leaves)))
+    return f'extern "C" __global__ void __launch_bounds__({p.block}) {name}({args}, float* __restrict__ out)'
+
+
+def _idx_type(group: Group) -> str:
+    return "unsigned int" if group.numel < 2**31 else "unsigned long long"
+
+
+def pointwise_kernel(name: str, group: Group, p: KernelParams) -> str:
+    """Grid-stride over vector slots; contiguous leaves load as float2/float4."""
+    idx, vec, n = _idx_type(group), p.vec, group.numel
+    full = contiguous_strides(group.shape)
+    dims = tuple(range(len(group.shape)))
+    vt = {1: "float", 2: "float2", 4: "float4"}[vec]
+    comps = ("x", "y", "z", "w")
+    body: list[str] = [f"{idx} i0 = s * {vec}u;"]
+    lane_leaf: list[dict[int, str]] = [{} for _ in range(vec)]
+    for li, spec in enumerate(group.leaves):
+        if all(st == 0 for st in spec.strides):
+            body.append(f"float l{li} = __ldg(in{li});")
+            for lane in range(vec):
+                lane_leaf[lane][li] = f"l{li}"
+        elif spec.strides == full and vec > 1:
+            body.append(f"{vt} l{li} = __ldg(reinterpret_cast<const {vt}*>(in{li}) + s);")
+            for lane in range(vec):
+                lane_leaf[lane][li] = f"l{li}.{comps[lane]}"
+        else:
+            for lane in range(vec):
+                var = "i0" if lane == 0 else f"(i0 + {lane}u)"
+                body.append(f"float l{li}_{lane} = __ldg(in{li} + {offset(group.shape, spec.strides, dims, var, idx)});")
+                lane_leaf[lane][li] = f"l{li}_{lane}"
+    results = []
+    for lane in range(vec):
+        em = _Emitter(lane_leaf[lane], {}, f"t{lane}_")
+        r = em(group.out)
+        body += em.lines
+        results.append(r)
+    if vec == 1:
+        body.append(f"out[s] = {results[0]};")
+    else:
+        body.append(f"reinterpret_cast<{vt}*>(out)[s] = make_{vt}({', '.join(results)});")
+    inner = "\n        ".join(body)
+    return f"""{_signature(name, group, p)} {{
+  const {idx} nv = {n // vec}u;
+  const {idx} step = ({idx})gridDim.x * {p.block * p.ilp}u;
+  for ({idx} s0 = ({idx})blockIdx.x * {p.block * p.ilp}u + threadIdx.x; s0 < nv; s0 += step) {{
+    #pragma unroll
+    for (int j = 0; j < {p.ilp}; ++j) {{
+      {idx} s = s0 + ({idx})j * {p.block}u;
+      if (s < nv) {{
+        {inner}
+      }}
+    }}
+  }}
+}}
+"""

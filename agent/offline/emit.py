@@ -1,0 +1,195 @@
+"""Write a candidate source: the problem's Model, the kernels, one launcher per group, and a
+`ModelNew(Model)` whose forward is the traced graph with each group replaced by its launcher.
+
+ModelNew subclasses the reference so it creates the same parameters in the same order (identical
+initial weights under the harness's seed); library calls (matmul, convolution, pooling …) stay the
+torch calls of the traced graph. Kernels compile lazily with CuPy/NVRTC on first use and run on
+PyTorch's current stream.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+import re
+from typing import Any
+
+import torch
+import torch.fx
+
+from kevolve.agent.offline.canon import ParamRef
+from kevolve.agent.offline.cuda import PRELUDE, pointwise_kernel
+from kevolve.agent.offline.cuda_row import row_grid, row_kernel
+from kevolve.agent.offline.partition import Fused
+from kevolve.agent.offline.space import KernelParams, encode
+from kevolve.agent.offline.trace import TraceError, Traced
+
+_RUNTIME = '''
+_KV_MOD = None
+_KV_FN = {}
+_KV_SMS = {}
+
+
+def _kv_fn(name):
+    """The compiled kernel `name` (the module is compiled with NVRTC on first use)."""
+    global _KV_MOD
+    if _KV_MOD is None:
+        _KV_MOD = cp.RawModule(code=_KV_SRC, options=("-std=c++17",))
+    if name not in _KV_FN:
+        _KV_FN[name] = _KV_MOD.get_function(name)
+    return _KV_FN[name]
+
+
+def _kv_sms(device):
+    if device not in _KV_SMS:
+        _KV_SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _KV_SMS[device]
+
+
+def _kv_launch(name, grid, block, tensors):
+    with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+        _kv_fn(name)((grid,), (block,), tuple(cp.asarray(t) for t in tensors))
+'''
+
+
+def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
+    """CUDA text of a group's kernel(s): a vectorized pointwise kernel also gets a scalar twin."""
+    from dataclasses import replace
+
+    g = fz.group
+    if g.is_pointwise:
+        out = [pointwise_kernel(name, g, p)]
+        if p.vec > 1:
+            out.append(pointwise_kernel(name + "_v1", g, replace(p, vec=1)))
+        return out
+    return [row_kernel(name, g, p)]
+
+
+def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
+    """Python launcher of group `k`: contiguous inputs, output allocation, grid, launch."""
+    g = fz.group
+    args = [f"a{i}" for i in range(len(g.leaves))]
+    lines = [f"def _kv_launch_{k}({', '.join(args)}):", f'    """{g.describe()}"""']
+    lines += [f"    {a} = {a}.contiguous()" for a in args]
+    lines.append(f"    out = torch.empty({tuple(g.out_shape)!r}, device=a0.device, dtype=torch.float32)")
+    if g.is_pointwise:
+        need = -(-g.numel // (p.vec * p.block * p.ilp))
+        lines.append(f"    grid = max(1, min({need}, _kv_sms(a0.device) * {p.waves}))")
+        if p.vec > 1:
+            lines += [f"    if any(t.data_ptr() % {4 * p.vec} for t in ({', '.join(args)}, out)):",
+                      f"        grid1 = max(1, min({-(-g.numel // (p.block * p.ilp))}, _kv_sms(a0.device) * {p.waves}))",
+                      f"        _kv_launch({name + '_v1'!r}, grid1, {p.block}, ({', '.join(args)}, out))",
+                      "        return out"]
+    else:
+        lines.append(f"    grid = max(1, min({row_grid(g, p)}, _kv_sms(a0.device) * {p.waves}))")
+    lines += [f"    _kv_launch({name!r}, grid, {p.block}, ({', '.join(args)}, out))", "    return out"]
+    return "\n".join(lines) + "\n"
+
+
+def _strip_problem(source: str) -> str:
+    """The problem source without get_inputs / get_init_inputs (the candidate needs only Model)."""
+    tree = ast.parse(source)
+    drop = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("get_inputs", "get_init_inputs")]
+    lines = source.splitlines()
+    for n in sorted(drop, key=lambda n: n.lineno, reverse=True):
+        start = min([n.lineno, *(d.lineno for d in n.decorator_list)]) - 1
+        del lines[start:n.end_lineno]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _launcher_fn(k: int) -> Any:
+    def fn(*args: Any) -> Any:
+        raise RuntimeError("placeholder")
+    fn.__name__ = fn.__qualname__ = f"_kv_launch_{k}"
+    fn.__module__ = "kevolve_generated"
+    return fn
+
+
+def forward_source(traced: Traced, fused: list[Fused]) -> tuple[str, dict[str, Any]]:
+    """The rewritten forward's Python (a `def forward(self, …)`), and its globals by name."""
+    gm = traced.gm
+    graph = torch.fx.Graph()
+    vmap: dict[torch.fx.Node, torch.fx.Node] = {}
+    out = graph.graph_copy(gm.graph, vmap)
+    graph.output(out)
+    fns = {}
+    for k, fz in enumerate(fused):
+        sink = vmap[fz.sink]
+        with graph.inserting_before(sink):
+            args = [vmap[r] if isinstance(r, torch.fx.Node) else graph.get_attr(r.path) for r in fz.leaf_refs]
+            fn = _launcher_fn(k)
+            fns[fn] = k
+            call = graph.call_function(fn, tuple(args))
+        sink.replace_all_uses_with(call)
+        for n in reversed(fz.nodes):
+            graph.erase_node(vmap[n])
+        for n in fz.extra:
+            graph.erase_node(vmap[n])
+        vmap[fz.sink] = call  # later groups read this group's output
+    graph.lint()
+    code = graph.python_code(root_module="self")
+    used = set(re.findall(r"[A-Za-z_]\w*", code.src))
+    return code.src, {name: obj for name, obj in code.globals.items() if name in used}
+
+
+def _globals_block(glb: dict[str, Any], launchers: dict[str, str]) -> list[str]:
+    lines = []
+    for name, obj in glb.items():
+        if getattr(obj, "__module__", None) == "kevolve_generated":
+            lines.append(f"{name} = {obj.__name__}")
+        elif name == "torch" or (name in vars(builtins) and getattr(builtins, name) is obj):
+            continue
+        elif isinstance(obj, str) and re.fullmatch(r"[\w.]+", obj):  # a type annotation, e.g. 'torch.Tensor'
+            lines.append(f"{name} = {obj}")
+        elif isinstance(obj, float):
+            lines.append(f"{name} = float({str(obj)!r})")
+        elif isinstance(obj, type(math)):
+            lines.append(f"import {obj.__name__} as {name}")
+        elif getattr(obj, "__module__", None) and "<" not in getattr(obj, "__qualname__", "<"):
+            lines.append(f"{name} = __import__({obj.__module__!r}, fromlist=['_']).{obj.__qualname__}")
+        else:
+            raise TraceError(f"trace_failed: the traced forward needs {name!r} ({type(obj).__name__}), "
+                             "which cannot be written into a candidate")
+    return lines
+
+
+def render(problem_source: str, traced: Traced, fused: list[Fused], params: list[KernelParams]) -> str:
+    """The whole candidate source."""
+    names = [f"kv_fused_{k}" for k in range(len(fused))]
+    kernels = [PRELUDE] + [s for fz, n, p in zip(fused, names, params, strict=True) for s in kernel_source(fz, n, p)]
+    launchers = [launcher_source(fz, k, n, p) for k, (fz, n, p) in enumerate(zip(fused, names, params, strict=True))]
+    fwd, glb = forward_source(traced, fused)
+    fwd_lines = [ln for ln in fwd.strip("\n").splitlines()]
+    header, body = fwd_lines[0], fwd_lines[1:]
+    guards = _guards(traced, fused, header)
+    cls = ["class ModelNew(Model):", '    """The traced forward with fused CUDA kernels in place of element-wise and '
+           'row ops."""', "", "    " + header, *("    " + g for g in guards), *("    " + ln for ln in body)]
+    desc = "; ".join(fz.group.describe() for fz in fused)
+    parts = [f'"""kevolve offline candidate: {len(fused)} fused kernel(s) ({desc})."""', encode(params),
+             "import cupy as cp", "import torch", _strip_problem(problem_source),
+             "_KV_SRC = r'''" + "\n".join(kernels) + "'''", _RUNTIME, *launchers,
+             "\n".join(_globals_block(glb, {})), "\n".join(cls)]
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _guards(traced: Traced, fused: list[Fused], header: str) -> list[str]:
+    """Fall back to the reference forward for shapes or modes the kernels were not generated for."""
+    params = [n for n in traced.gm.graph.nodes if n.op == "placeholder"]
+    conds = []
+    for n, shape in zip(params, traced.input_shapes):
+        if shape is not None:
+            conds.append(f"tuple({n.name}.shape) != {tuple(shape)!r}")
+            conds.append(f"not {n.name}.is_cuda")
+    for fz in fused:
+        for n in fz.nodes:
+            if n.op == "call_module" and isinstance(traced.gm.get_submodule(str(n.target)),
+                                                    torch.nn.modules.batchnorm._BatchNorm):
+                conds.append(f"not self.{n.target}.training")
+    if not conds:
+        return []
+    call = ", ".join(n.name for n in params)
+    return [f"    if {' or '.join(conds)}:", f"        return super().forward({call})"]
+
+
+_ = ParamRef  # leaves that are module parameters are read through get_attr nodes

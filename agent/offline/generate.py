@@ -1,0 +1,54 @@
+"""From a problem to candidate sources: trace, partition, pick parameters, render.
+
+`plan(problem)` does the expensive part once (tracing and fusion); `source(plan, params)` renders a
+candidate for any parameter choice, so the search can make many candidates from one plan.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from kevolve.agent.offline.emit import render
+from kevolve.agent.offline.partition import Fused, partition
+from kevolve.agent.offline.space import KernelParams, default_params, legal
+from kevolve.agent.offline.trace import TraceError, Traced, trace_problem
+from kevolve.records import Problem
+
+log = logging.getLogger(__name__)
+
+
+class NothingToFuse(TraceError):
+    """The module has no op the offline proposer generates kernels for (only library calls)."""
+
+
+@dataclass
+class Plan:
+    """A traced, partitioned problem: what every offline candidate of it is made from."""
+
+    problem: Problem
+    traced: Traced
+    fused: list[Fused]
+
+    def defaults(self) -> list[KernelParams]:
+        return [default_params(f.group) for f in self.fused]
+
+    def legalize(self, params: list[KernelParams]) -> list[KernelParams]:
+        return [legal(p, f.group) for p, f in zip(params, self.fused, strict=True)]
+
+    def source(self, params: list[KernelParams] | None = None) -> str:
+        """A candidate source for these parameters (the defaults when None)."""
+        ps = self.legalize(params if params is not None else self.defaults())
+        return render(self.problem.source, self.traced, self.fused, ps)
+
+
+def plan(problem: Problem) -> Plan:
+    """Trace and partition; raises TraceError (or NothingToFuse) with a one-line verdict."""
+    traced = trace_problem(problem)
+    fused = partition(traced.gm)
+    if not fused:
+        ops = sorted({str(n.target) for n in traced.gm.graph.nodes if n.op.startswith("call")})
+        raise NothingToFuse(f"nothing_to_fuse: only library / unsupported ops ({', '.join(ops)[:120]}); "
+                            "the offline proposer keeps those in PyTorch and needs at least one op to fuse")
+    log.info("%s: %s", problem.name, "; ".join(f.group.describe() for f in fused))
+    return Plan(problem=problem, traced=traced, fused=fused)

@@ -1,0 +1,56 @@
+"""Evaluate a Group with torch on the CPU: checks that the IR computes what the module computes.
+
+The CUDA text of each op has a torch twin (`ops.py`); this runs the same IR with the twins, reading
+each leaf through `as_strided` with the IR's strides, so a wrong stride, layout or decomposition
+shows up as a numeric mismatch in CPU tests.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kevolve.agent.offline.ir import Const, Expr, Group, Leaf, Op, Stat
+from kevolve.agent.offline.ops import torch_call
+
+_COMBINE = {"sum": torch.sum, "max": torch.amax, "min": torch.amin, "prod": torch.prod}
+
+
+def _reduce(combine: str, t: torch.Tensor, dims: list[int]) -> torch.Tensor:
+    if combine == "prod":
+        for d in dims:
+            t = torch.prod(t, d, keepdim=True)
+        return t
+    return _COMBINE[combine](t, dims, keepdim=True)
+
+
+def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
+    """The group's output for these leaf tensors (same order as `group.leaves`)."""
+    views = [torch.as_strided(t.contiguous().reshape(-1), group.shape, spec.strides)
+             for t, spec in zip(leaves, group.leaves, strict=True)]
+    stats: list[torch.Tensor] = []
+    memo: dict[Expr, torch.Tensor] = {}
+
+    def ev(e: Expr) -> torch.Tensor:
+        if e in memo:
+            return memo[e]
+        if isinstance(e, Leaf):
+            v = views[e.index]
+        elif isinstance(e, Const):
+            v = torch.tensor(e.value, dtype=torch.float32)
+        elif isinstance(e, Stat):
+            v = stats[e.index]
+        else:
+            assert isinstance(e, Op)
+            v = torch_call(e.name, [ev(a) for a in e.args], e.params)
+        memo[e] = v
+        return v
+
+    dims = list(group.reduce_dims)
+    for red in group.reductions:
+        val = ev(red.expr).expand(group.shape)
+        stats.append(_reduce(red.combine, val, dims) if dims else val)
+    out = ev(group.out)
+    if group.out_scope == "elem":
+        return out.expand(group.shape).contiguous().reshape(group.out_shape)
+    kept = [s if d not in group.reduce_dims else 1 for d, s in enumerate(group.shape)]
+    return out.expand(kept).contiguous().reshape(group.out_shape)
