@@ -16,6 +16,17 @@ class CompileBaseline(StrEnum):
     OFF = "off"
 
 
+class Backend(StrEnum):
+    LOCAL = "local"  # worker processes on this machine (see `isolation`)
+    DOCKER = "docker"  # the same worker inside a locked-down container (sandbox/docker_backend.py)
+
+
+class Isolation(StrEnum):
+    AUTO = "auto"  # bubblewrap when it works here, plain processes otherwise
+    NONE = "none"  # plain processes: scrubbed env, own session, limits watched from outside
+    BWRAP = "bwrap"  # bubblewrap, refusing to run without it
+
+
 class SandboxConfig(Record):
     """How one candidate is evaluated."""
 
@@ -33,6 +44,12 @@ class SandboxConfig(Record):
     ncu: bool = False
     profile: bool = True
     cache_dir: Path = Field(default=Path.home() / ".cache" / "kevolve", description="builds, references")
+    backend: Backend = Backend.LOCAL
+    isolation: Isolation = Field(default=Isolation.AUTO, description="how the local backend confines workers")
+    scratch_limit_gb: float = Field(default=8.0, description="bytes a worker may leave in its scratch dir")
+    image: str = Field(default="kevolve-eval:latest", description="Docker image of the evaluation worker")
+    cpus: float = Field(default=2.0, description="CPU limit of a Docker worker")
+    pids_limit: int = Field(default=512, description="process/thread limit of a sandboxed worker")
 
     @property
     def is_cuda(self) -> bool:

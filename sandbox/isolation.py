@@ -16,16 +16,21 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from kevolve.sandbox.protocol import WorkerReport, WorkerRequest
 
 log = logging.getLogger(__name__)
 
-# Turns the worker's argv into the one actually spawned (e.g. under bubblewrap); see sandbox/bwrap.py.
-Launcher = Callable[[list[str], Path], list[str]]
+
+class Launcher(Protocol):
+    """Turns the worker's argv into the one actually spawned (e.g. under bubblewrap, sandbox/bwrap.py)."""
+
+    shell_exit_codes: bool  # the wrapper reports the worker's death by signal N as exit code 128+N
+
+    def argv(self, worker_argv: list[str], scratch: Path) -> list[str]: ...
 
 _SECRET_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.I)
 _CLOUD_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_", "GCLOUD_", "GCP_", "CLOUDSDK_", "ARM_", "KEVOLVE_",
@@ -128,7 +133,7 @@ class WorkerProcess:
         logf = open(self.scratch / "worker.log", "wb")  # noqa: SIM115 - handed to the child
         argv = [sys.executable, "-m", "kevolve.sandbox.worker", self.device]
         self.proc = subprocess.Popen(
-            self.launcher(argv, self.scratch) if self.launcher else argv,
+            self.launcher.argv(argv, self.scratch) if self.launcher else argv,
             stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, cwd=self.scratch,
             env=env, start_new_session=True, close_fds=True,
         )
@@ -187,8 +192,11 @@ class WorkerProcess:
             self.kill()  # the whole group: anything the candidate forked dies too
             done.set()
             watcher.join()
+        code = self.proc.returncode
+        if self.launcher is not None and self.launcher.shell_exit_codes and code is not None and code > 128:
+            code = 128 - code
         return WorkerExit(
-            report=self._read_report(), returncode=self.proc.returncode, timed_out=timed_out,
+            report=self._read_report(), returncode=code, timed_out=timed_out,
             memory_exceeded=over_memory.is_set(), elapsed_s=time.monotonic() - t0,
             log_tail=_tail(self.scratch / "worker.log"), phase=self._phase(),
             disk_exceeded=over_disk.is_set(),

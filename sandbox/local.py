@@ -11,6 +11,7 @@ import secrets
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,7 @@ class LocalSandbox:
 
     scratch_root: Path | None = None
     keep_scratch: bool = False
+    workers: Callable[[SandboxConfig], WorkerProcess] | None = None  # e.g. a DockerPool's warm containers
     _refs: dict[tuple[str, str, int], Reference] = field(default_factory=dict)
 
     def evaluate(self, problem: Problem, candidate: Candidate, config: SandboxConfig) -> Evaluation:
@@ -56,7 +58,7 @@ class LocalSandbox:
         bad = check_candidate_source(candidate.source)
         if bad:
             return verdict.early(problem, candidate, Outcome.COMPILE_ERROR, f"compile_error: {bad}", t0)
-        worker = WorkerProcess(config.device, self.scratch_root).start()  # warms up meanwhile
+        worker = self._worker(config)  # warms up meanwhile
         try:
             ref = self.reference(problem, config)
             req = WorkerRequest(
@@ -84,7 +86,7 @@ class LocalSandbox:
         if key in self._refs:
             return self._refs[key]
         draws = make_draws(seed, config.n_draws)
-        worker = WorkerProcess(config.device, self.scratch_root).start()
+        worker = self._worker(config)
         t0 = time.monotonic()
         try:
             req = WorkerRequest(task="reference", problem_source=problem.source, device=config.device,
@@ -102,6 +104,15 @@ class LocalSandbox:
         if config.seed is not None:
             self._refs[key] = ref
         return ref
+
+    def _worker(self, config: SandboxConfig) -> WorkerProcess:
+        """A started worker: from the injected factory, else a local process (under bwrap if asked)."""
+        if self.workers is not None:
+            return self.workers(config)
+        from kevolve.sandbox.bwrap import local_launcher
+
+        return WorkerProcess(config.device, self.scratch_root, launcher=local_launcher(config),
+                             scratch_limit_gb=config.scratch_limit_gb).start()
 
     def _cleanup(self, worker: WorkerProcess) -> None:
         if not self.keep_scratch:

@@ -31,6 +31,8 @@ def _exit_reason(done: WorkerExit) -> tuple[Outcome, str]:
         return Outcome.TIMEOUT, f"timeout: no verdict within the time limit (during {done.phase}); process group killed"
     if done.memory_exceeded:
         return Outcome.CRASHED, f"memory_limit: worker exceeded its host memory limit (during {done.phase})"
+    if done.disk_exceeded:
+        return Outcome.CRASHED, f"disk_limit: worker wrote more than its scratch space allows (during {done.phase})"
     code = done.returncode or 0
     if done.phase in ("start-up",) and code != 0:
         last = (done.log_tail.strip().splitlines() or [""])[-1][:200]
@@ -64,6 +66,20 @@ def _integrity(ref: Reference, report: Any, config: SandboxConfig) -> str | None
     return None
 
 
+def _missing_outputs(ref: Reference, report: Any, outputs: dict[str, Any]) -> list[str]:
+    """Outputs the harness always hands back that this report lacks (so the harness did not write it).
+
+    The candidate runs in the worker and can write report.json itself and exit; such a report
+    would otherwise leave the parent nothing to compare.
+    """
+    expected = [d.key for d in ref.draws if d.key in ref.outputs]
+    ident = [d.key for d in ref.draws if d.transform == "identity"]
+    if len(ident) >= 2:  # candidate.py's repeat and refilled-buffer calls
+        expected += [f"{ident[0]}@again", f"{ident[1]}@inplace"]
+    expected += list(report.timed_keys) or ["timed calls"]
+    return [k for k in expected if k not in outputs]
+
+
 def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, ref: Reference,
              done: WorkerExit, outputs: dict[str, Any], t0: float) -> Evaluation:
     from kevolve.sandbox import correctness
@@ -76,13 +92,18 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, ref: Refe
               **(r.phase_s if r else {})}
     common = dict(base, phase_s=phases, log_tail=(r.log_tail if r and r.log_tail else done.log_tail)[-4000:],
                   compile_s=r.compile_s if r else None)
-    if r is None or done.timed_out or done.memory_exceeded:
+    if r is None or done.timed_out or done.memory_exceeded or done.disk_exceeded:
         outcome, reason = _exit_reason(done)
         return Evaluation(outcome=outcome, reason=reason, wall_s=time.monotonic() - t0, **common)
     if r.status != "done":
         reason = r.reason if ":" in r.reason.split(" ", 1)[0] else f"{r.status}: {r.reason}"
         return Evaluation(outcome=_STATUS[r.status], reason=reason, wall_s=time.monotonic() - t0,
                           checks=r.checks, profile=r.profile, **common)
+    missing = _missing_outputs(ref, r, outputs)
+    if missing:
+        return Evaluation(outcome=Outcome.REJECTED, wall_s=time.monotonic() - t0, **common,
+                          reason=f"tampering: the worker's report has no outputs for {', '.join(missing[:4])} "
+                                 "(it was not written by the harness)")
     ident = {d.key for d in ref.draws if d.transform == "identity"}
     t1 = time.monotonic()
     eager_errs = {d.key: d.eager_err for d in ref.report.draws}

@@ -1,0 +1,153 @@
+"""Build the evaluation image: from sandbox/Dockerfile (CUDA, pinned versions) or from this machine.
+
+`build_local` needs no registry: it assembles a root filesystem from this machine's Python, the
+worker's dependency closure in the current environment (torch, numpy, pydantic, ninja) and
+kevolve's own source, adds the shared libraries they link against, and `docker import`s it. That
+is what CI and CPU-only machines use; `build_dockerfile` is for machines that reach a registry.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import io
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+DOCKERFILE = Path(__file__).with_name("Dockerfile")
+WORKER_DISTS = ("torch", "numpy", "pydantic", "ninja")
+# kevolve packages the worker imports, and where they sit in the checkout.
+_PACKAGES = {"kevolve": "kevolve", "kevolve.sandbox": "kevolve/sandbox", "kevolve.kernelbench": "kevolve/kernelbench"}
+_STDLIB_SKIP = {"site-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "__pycache__"}
+PASSWD = "root:x:0:0:root:/root:/usr/sbin/nologin\nkevolve:x:1000:1000:kevolve:/scratch:/usr/sbin/nologin\n" \
+         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+GROUP = "root:x:0:\nkevolve:x:1000:\nnogroup:x:65534:\n"
+
+
+def _dist_closure(names: tuple[str, ...]) -> list[md.Distribution]:
+    """The named distributions and everything they require (extras ignored), as installed here."""
+    seen: dict[str, md.Distribution] = {}
+    todo = list(names)
+    while todo:
+        name = re.split(r"[\s;<>=!~\[(]", todo.pop(), maxsplit=1)[0].lower().replace("_", "-")
+        if not name or name in seen:
+            continue
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            continue
+        seen[name] = dist
+        todo += [r for r in dist.requires or () if "extra ==" not in r]
+    return list(seen.values())
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_symlink() and not src.resolve().exists():
+        return
+    shutil.copy2(src, dst, follow_symlinks=True)
+
+
+def _libs(paths: list[Path]) -> set[str]:
+    """Shared libraries the given ELF files load (ldd), including the loader."""
+    found: set[str] = set()
+    for chunk in range(0, len(paths), 200):
+        r = subprocess.run(["ldd", *map(str, paths[chunk:chunk + 200])], capture_output=True, text=True)
+        for m in re.finditer(r"(?:=>\s*)?(/\S+)\s+\(0x", r.stdout):
+            found.add(m.group(1))
+    return found
+
+
+def assemble_rootfs(root: Path, source_root: Path) -> None:
+    """Write the evaluation image's filesystem under `root`."""
+    for name in ("bin", "lib", "lib64", "sbin"):
+        (root / "usr" / name).mkdir(parents=True, exist_ok=True)
+        (root / name).symlink_to(f"usr/{name}")
+    for d in ("scratch", "cache", "tmp", "etc", "proc", "dev", "sys"):
+        (root / d).mkdir(exist_ok=True)
+    (root / "etc" / "passwd").write_text(PASSWD)
+    (root / "etc" / "group").write_text(GROUP)
+    exe = Path(sys.executable).resolve()
+    ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    _copy(exe, root / "usr/local/bin" / ver)
+    for alias in ("python", "python3"):
+        (root / "usr/local/bin" / alias).symlink_to(ver)
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    shutil.copytree(stdlib, root / "usr/local/lib" / ver, symlinks=True,
+                    ignore=lambda d, names: [n for n in names if n in _STDLIB_SKIP])
+    libdir = sysconfig.get_config_var("LIBDIR")
+    for so in Path(libdir).glob(f"lib{ver}*.so*") if libdir else ():
+        _copy(so, root / "usr/local/lib" / so.name)
+    site = root / "usr/local/lib" / ver / "site-packages"
+    for dist in _dist_closure(WORKER_DISTS):
+        for f in dist.files or ():
+            src = Path(dist.locate_file(f))
+            if src.is_file() and "__pycache__" not in f.parts and not str(f).startswith(".."):
+                _copy(src, site / f)
+    for pkg, dest in _PACKAGES.items():
+        src = source_root / pkg.split(".")[-1]
+        shutil.copytree(src, site / dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    elfs = [root / "usr/local/bin" / ver] + [p for p in root.rglob("*.so*") if p.is_file()]
+    for lib in _libs(elfs):
+        target = root / lib.lstrip("/")
+        if not target.exists() and not lib.startswith(str(root)):
+            _copy(Path(lib), target)
+    for cfg in ("/etc/ld.so.cache", "/etc/ld.so.conf"):
+        if Path(cfg).exists():
+            _copy(Path(cfg), root / cfg.lstrip("/"))
+
+
+def _source_root() -> Path:
+    import kevolve
+
+    return Path(kevolve.__file__).resolve().parent.parent
+
+
+def build_local(tag: str, client: object | None = None) -> str:
+    """`docker import` a root filesystem made from this machine's Python; returns the image id."""
+    import docker
+
+    client = client or docker.from_env()
+    with tempfile.TemporaryDirectory(prefix="kevolve-rootfs-") as tmp:
+        root = Path(tmp) / "root"
+        root.mkdir()
+        assemble_rootfs(root, _source_root())
+        tar_path = Path(tmp) / "rootfs.tar"
+        with tarfile.open(tar_path, "w") as tar:
+            for entry in sorted(os.listdir(root)):
+                tar.add(root / entry, arcname=entry)
+        repo, _, version = tag.partition(":")
+        changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", "ENV HOME=/scratch", "USER 1000:1000",
+                   "WORKDIR /scratch", 'ENTRYPOINT ["python", "-m", "kevolve.sandbox.container_entry"]',
+                   f"LABEL org.kevolve.python={sys.version.split()[0]} org.kevolve.source=local"]
+        client.api.import_image_from_file(str(tar_path), repository=repo, tag=version or "latest",
+                                          changes=changes)
+    return client.images.get(tag).id
+
+
+def build_dockerfile(tag: str, client: object | None = None) -> str:
+    """`docker build` sandbox/Dockerfile with kevolve's source as context; returns the image id."""
+    import docker
+
+    client = client or docker.from_env()
+    src = _source_root()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(DOCKERFILE, arcname="Dockerfile")
+        for pkg in ("kevolve", "sandbox", "kernelbench"):
+            tar.add(src / pkg, arcname=pkg, filter=lambda t: None if "__pycache__" in t.name else t)
+    buf.seek(0)
+    image, _ = client.images.build(fileobj=buf, custom_context=True, tag=tag, rm=True)
+    return image.id
+
+
+__all__ = ["DOCKERFILE", "assemble_rootfs", "build_dockerfile", "build_local"]
