@@ -83,11 +83,18 @@ def optimize_cmd(
     if not quiet:
         logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
         logging.getLogger("kevolve.agent").setLevel(logging.INFO)
+    started: list[str] = []
+
+    def announce(run) -> None:  # noqa: ANN001
+        started.append(run.run_id)
+        typer.echo(f"run {run.run_id}: {run.path}", err=True)
+
     try:
-        result = run_optimize(problem, config, resume=resume,
-                              on_start=lambda run: typer.echo(f"run {run.run_id}: {run.path}", err=True))
+        result = run_optimize(problem, config, resume=resume, on_start=announce)
     except OptimizeError as e:
         _fail(str(e), code=2 if isinstance(e, UsageError) else 1)
+    except KeyboardInterrupt:
+        _fail(f"interrupted; continue with: kevolve optimize --resume {started[0] if started else '…'}", code=130)
     if json_out:
         sys.stdout.write(result.model_dump_json() + "\n")
     else:
