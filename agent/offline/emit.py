@@ -103,32 +103,36 @@ def _launcher_fn(k: int) -> Any:
         raise RuntimeError("placeholder")
     fn.__name__ = fn.__qualname__ = f"_kv_launch_{k}"
     fn.__module__ = "kevolve_generated"
+    fn.kv_group = k  # type: ignore[attr-defined]
     return fn
 
 
-def forward_source(traced: Traced, fused: list[Fused]) -> tuple[str, dict[str, Any]]:
-    """The rewritten forward's Python (a `def forward(self, …)`), and its globals by name."""
+def rewrite(traced: Traced, fused: list[Fused]) -> torch.fx.Graph:
+    """A copy of the traced graph with each group replaced by a call to its launcher (`_kv_launch_K`,
+    whose `kv_group` attribute is the group's index)."""
     gm = traced.gm
     graph = torch.fx.Graph()
     vmap: dict[torch.fx.Node, torch.fx.Node] = {}
     out = graph.graph_copy(gm.graph, vmap)
     graph.output(out)
-    fns = {}
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for k, fz in enumerate(fused):
         sink = vmap[fz.sink]
         with graph.inserting_before(sink):
             args = [vmap[r] if isinstance(r, torch.fx.Node) else graph.get_attr(r.path) for r in fz.leaf_refs]
             fn = _launcher_fn(k)
-            fns[fn] = k
             call = graph.call_function(fn, tuple(args))
         sink.replace_all_uses_with(call)
-        for n in reversed(fz.nodes):
-            graph.erase_node(vmap[n])
-        for n in fz.extra:
+        for n in sorted([*fz.nodes, *fz.extra], key=order.__getitem__, reverse=True):
             graph.erase_node(vmap[n])
         vmap[fz.sink] = call  # later groups read this group's output
     graph.lint()
-    code = graph.python_code(root_module="self")
+    return graph
+
+
+def forward_source(traced: Traced, fused: list[Fused]) -> tuple[str, dict[str, Any]]:
+    """The rewritten forward's Python (a `def forward(self, …)`), and its globals by name."""
+    code = rewrite(traced, fused).python_code(root_module="self")
     used = set(re.findall(r"[A-Za-z_]\w*", code.src))
     return code.src, {name: obj for name, obj in code.globals.items() if name in used}
 

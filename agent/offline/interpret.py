@@ -7,10 +7,17 @@ shows up as a numeric mismatch in CPU tests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import torch
+import torch.fx
 
 from kevolve.agent.offline.ir import Const, Expr, Group, Leaf, Op, Stat
 from kevolve.agent.offline.ops import torch_call
+
+if TYPE_CHECKING:
+    from kevolve.agent.offline.generate import Plan
 
 _COMBINE = {"sum": torch.sum, "max": torch.amax, "min": torch.amin, "prod": torch.prod}
 
@@ -54,3 +61,23 @@ def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
         return out.expand(group.shape).contiguous().reshape(group.out_shape)
     kept = [s if d not in group.reduce_dims else 1 for d, s in enumerate(group.shape)]
     return out.expand(kept).contiguous().reshape(group.out_shape)
+
+
+def run_plan(plan: Plan, model: torch.nn.Module, inputs: list[torch.Tensor]) -> torch.Tensor:
+    """The rewritten forward on the CPU, each group evaluated by `run_group` (what ModelNew computes)."""
+    from kevolve.agent.offline.emit import rewrite
+
+    graph = rewrite(plan.traced, plan.fused)
+    for n in graph.nodes:
+        k = getattr(n.target, "kv_group", None) if n.op == "call_function" else None
+        if k is not None:
+            n.target = _launcher(plan.fused[k].group, k)
+    return torch.fx.GraphModule(model, graph)(*inputs)
+
+
+def _launcher(group: Group, k: int) -> Callable[..., torch.Tensor]:
+    def launch(*leaves: torch.Tensor) -> torch.Tensor:
+        return run_group(group, list(leaves))
+
+    launch.__name__ = launch.__qualname__ = f"kv_cpu_launch_{k}"
+    return launch
