@@ -137,8 +137,9 @@ def main() -> None:
         print(f"== level 1 problem {n}", flush=True)
         r = run_one(n, args.kernelbench, args.work, args.device, args.solutions)
         results.append(r)
-        print(f"   {r['problem']}: {r['evaluated']} evaluated, best {r['speedup']}x vs eager, "
-              f"{r['speedup_vs_compile']}x vs torch.compile ({r['stop_reason']})", flush=True)
+        x = lambda v: "—" if v is None else f"{v:.2f}x"  # noqa: E731
+        print(f"   {r['problem']}: {r['evaluated']} evaluated, best {x(r['speedup'])} vs eager, "
+              f"{x(r['speedup_vs_compile'])} vs torch.compile ({r['stop_reason']})", flush=True)
     (args.out / "summary.json").write_text(json.dumps({"device": device_name, "results": results,
                                                       "pending": pending}, indent=1, default=str))
     (args.out / "summary.md").write_text(summarize(results, device_name))
