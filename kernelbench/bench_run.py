@@ -84,9 +84,9 @@ def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConf
     plan = make_plan(problems, discover(args.solutions), store.finished_keys(), why_missing)
     for row in plan.problem_rows:
         store.write(row)
+    infra = sum(row.status == "infra_error" for row in plan.problem_rows)
     cache = BaselineCache(config.cache_dir / "baselines")
     executor = _executor(args, config, cache, fingerprint)
-    infra = 0
     t0 = time.monotonic()
     with Progressor(plan.total, plan.skipped, store.root) as progress:
         def on_result(row: ResultRow) -> None:

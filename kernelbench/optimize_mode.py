@@ -27,7 +27,8 @@ def generate_solutions(problems: list[SuiteProblem], run_dir: Path, config: obje
                        say: Callable[[str], None] = print) -> tuple[Path, dict[tuple[int, int], str]]:
     """Run the agent on every problem without a generated solution yet.
 
-    Returns the solutions folder and, per problem the agent found nothing for, why.
+    Returns the solutions folder and, per problem the agent found nothing for, why (a reason starting
+    'infra_error' when the agent itself failed: that problem stays unfinished and is tried again).
     """
     from kevolve.agent.run import OptimizeError, run_optimize
 
@@ -49,8 +50,10 @@ def generate_solutions(problems: list[SuiteProblem], run_dir: Path, config: obje
         try:
             result = run_optimize(None if resume else sp.problem, config, resume=resume,  # type: ignore[arg-type]
                                   on_start=lambda run, m=run_marker: m.write_text(str(run.path)))
-        except OptimizeError as e:
-            reason = f"no_solution: the agent failed: {e}"[:300]
+        except OptimizeError as e:  # not the problem's verdict: nothing is marked, a rerun tries again
+            missing[(sp.level, sp.number)] = f"infra_error: the agent failed: {e}"[:300]
+            say(f"optimize {sp.key}: {missing[(sp.level, sp.number)]}")
+            continue
         else:
             if result.best_path is not None:
                 tmp = target.with_suffix(".tmp")

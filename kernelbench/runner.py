@@ -73,7 +73,8 @@ def make_plan(problems: list[SuiteProblem], solutions: dict[tuple[int, int], lis
         files = solutions.get((sp.level, sp.number), [])
         if not files:
             why = (why_missing or {}).get((sp.level, sp.number), "no_solution: the solution set has no candidate for it")
-            rows.append(problem_row(sp, NO_SOLUTION, why))
+            rows.append(problem_row(sp, Outcome.INFRA_ERROR.value if why.startswith("infra_error") else NO_SOLUTION,
+                                    why))
             continue
         todo = []
         for f in files:
