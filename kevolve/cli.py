@@ -39,15 +39,19 @@ def eval_cmd(
     memory_limit_gb: Annotated[float, typer.Option(min=0.5, help="host memory limit of the worker")] = 32.0,
     keep_scratch: Annotated[bool, typer.Option(help="keep the workers' scratch folders")] = False,
     ncu: Annotated[bool, typer.Option("--ncu", help="add Nsight Compute DRAM/SM throughput (needs ncu)")] = False,
+    sandbox: Annotated[str, typer.Option(help="local (worker processes) or docker (worker containers)")] = "local",
+    isolation: Annotated[str, typer.Option(help="local workers: auto|bwrap|none (bwrap refuses to run without it)")] = "auto",
 ) -> None:
     """Evaluate one candidate: correctness, integrity, timing against eager and torch.compile."""
     from kevolve.kernelbench.problem import ProblemError, load_problem
     from kevolve.records import Candidate
-    from kevolve.sandbox.config import CompileBaseline, SandboxConfig
+    from kevolve.sandbox.config import Backend, CompileBaseline, Isolation, SandboxConfig
     from kevolve.sandbox.local import LocalSandbox
 
     if compile_baseline not in {c.value for c in CompileBaseline}:
         _fail(f"--compile-baseline must be auto, on or off, not {compile_baseline!r}")
+    if sandbox not in {b.value for b in Backend} or isolation not in {i.value for i in Isolation}:
+        _fail(f"--sandbox must be local or docker and --isolation auto, bwrap or none, not {sandbox!r}/{isolation!r}")
     try:
         prob = load_problem(problem)
     except ProblemError as e:
@@ -68,11 +72,16 @@ def eval_cmd(
             _fail("--device cuda: no CUDA GPU is visible to PyTorch here (use --device cpu)")
     config = SandboxConfig(device=dev, timeout_s=timeout, trials=trials, allow_torch_only=allow_torch_only,
                            seed=seed, compile_baseline=CompileBaseline(compile_baseline),
-                           tolerance_factor=tolerance_factor, memory_limit_gb=memory_limit_gb, ncu=ncu)
+                           tolerance_factor=tolerance_factor, memory_limit_gb=memory_limit_gb, ncu=ncu,
+                           backend=Backend(sandbox), isolation=Isolation(isolation))
     cand = Candidate.from_source(source, prob.id)
     try:
-        ev = LocalSandbox(keep_scratch=keep_scratch).evaluate(prob, cand, config)
-    except ProblemError as e:
+        from kevolve.sandbox.bwrap import IsolationUnavailable
+        from kevolve.sandbox.docker_backend import DockerUnavailable, docker_sandbox
+
+        box = docker_sandbox(config) if config.backend is Backend.DOCKER else LocalSandbox(keep_scratch=keep_scratch)
+        ev = box.evaluate(prob, cand, config)
+    except (ProblemError, IsolationUnavailable, DockerUnavailable) as e:
         _fail(str(e))
     if json_out:
         sys.stdout.write(json.dumps(ev.to_json_dict()) + "\n")
@@ -95,6 +104,7 @@ def doctor() -> None:
 
 app.add_typer(__import__("kevolve.cli_bench", fromlist=["app"]).app, name="bench")
 app.add_typer(__import__("kevolve.cli_archive", fromlist=["app"]).app, name="archive")
+app.add_typer(__import__("kevolve.cli_sandbox", fromlist=["app"]).app, name="sandbox")
 
 
 def main() -> None:

@@ -38,6 +38,9 @@ def run_doctor() -> None:
     rows.append(("cupy", "present" if importlib.util.find_spec("cupy") else "not installed"))
     rows.append(("docker", "present" if shutil.which("docker") else "not found"))
     rows.append(("bwrap", "present" if shutil.which("bwrap") else "not found"))
+    from kevolve.cli_sandbox import isolation_rows
+
+    rows += isolation_rows()
     rows += [(k, "set" if os.environ.get(k) else "not set") for k in _KEYS]
     table = Table("what", "status")
     for r in rows:
