@@ -20,6 +20,7 @@ import sysconfig
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,32 @@ def _source_root() -> Path:
     return Path(kevolve.__file__).resolve().parent.parent
 
 
-def build_local(tag: str, client: object | None = None) -> str:
+def source_hash() -> str:
+    """What a locally built image was made from: kevolve's worker source and the Python/torch versions."""
+    import hashlib
+
+    h = hashlib.sha256(f"{sys.version}|{md.version('torch')}".encode())
+    src = _source_root()
+    for pkg in sorted(_PACKAGES):
+        for f in sorted((src / pkg.split(".")[-1]).rglob("*.py")):
+            h.update(str(f.relative_to(src)).encode() + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def ensure_local(tag: str, client: Any) -> str:
+    """The image for this checkout: reused if its source hash matches, else rebuilt (about 1-2 min)."""
+    want = source_hash()
+    try:
+        image = client.images.get(tag)
+        if image.labels.get("org.kevolve.source_hash") == want:
+            return image.id
+    except Exception:  # noqa: BLE001 - ImageNotFound
+        pass
+    log.info("building %s from this machine's Python (source %s)", tag, want)
+    return build_local(tag, client)
+
+
+def build_local(tag: str, client: Any = None) -> str:
     """`docker import` a root filesystem made from this machine's Python; returns the image id."""
     import docker
 
@@ -128,13 +154,13 @@ def build_local(tag: str, client: object | None = None) -> str:
         repo, _, version = tag.partition(":")
         changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", "ENV HOME=/scratch", "USER 1000:1000",
                    "WORKDIR /scratch", 'ENTRYPOINT ["python", "-m", "kevolve.sandbox.container_entry"]',
-                   f"LABEL org.kevolve.python={sys.version.split()[0]} org.kevolve.source=local"]
+                   f"LABEL org.kevolve.python={sys.version.split()[0]} org.kevolve.source_hash={source_hash()}"]
         client.api.import_image_from_file(str(tar_path), repository=repo, tag=version or "latest",
                                           changes=changes)
     return client.images.get(tag).id
 
 
-def build_dockerfile(tag: str, client: object | None = None) -> str:
+def build_dockerfile(tag: str, client: Any = None) -> str:
     """`docker build` sandbox/Dockerfile with kevolve's source as context; returns the image id."""
     import docker
 
@@ -150,4 +176,4 @@ def build_dockerfile(tag: str, client: object | None = None) -> str:
     return image.id
 
 
-__all__ = ["DOCKERFILE", "assemble_rootfs", "build_dockerfile", "build_local"]
+__all__ = ["DOCKERFILE", "assemble_rootfs", "build_dockerfile", "build_local", "ensure_local", "source_hash"]
