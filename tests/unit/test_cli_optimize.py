@@ -38,9 +38,22 @@ def test_graph_prints_mermaid() -> None:
     (["--llm", "vllm:m"], "MODULE"),
     (["--resume", "no-such-run", "--llm", "vllm:m"], "no such run"),
 ])
-def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, fixtures, tmp_path) -> None:
+def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, fixtures, tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from kevolve.cli import app
+
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
     relu = str(fixtures / "problems" / "relu.py")
     argv = [a.format(relu=relu, missing=str(tmp_path / "absent.py")) for a in args]
-    r = run(*argv, "--device", "cpu", "--runs-dir", str(tmp_path / "runs"))
-    assert r.returncode == 2, r.stderr
-    assert needle in r.stderr and r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr
+    r = CliRunner().invoke(app, ["optimize", *argv, "--device", "cpu", "--runs-dir", str(tmp_path / "runs")])
+    assert r.exit_code == 2, r.stderr
+    assert needle in r.stderr and r.stderr.strip().count("\n") == 0
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_one_subprocess_check_of_the_real_exit_code(tmp_path) -> None:
+    r = run(str(tmp_path / "absent.py"), "--llm", "vllm:m", "--device", "cpu")
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "no such file" in r.stderr
