@@ -1,0 +1,61 @@
+"""Isolation plumbing that needs no Docker engine and runs no worker: argv, env, exit reasons."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kevolve.records import Outcome
+from kevolve.sandbox.config import Isolation, SandboxConfig
+from kevolve.sandbox.isolation import WorkerExit
+from kevolve.sandbox.verdict import _exit_reason
+
+
+def _exit(**kw: object) -> WorkerExit:
+    base = dict(report=None, returncode=-9, timed_out=False, memory_exceeded=False, elapsed_s=1.0,
+                log_tail="", phase="correctness")
+    return WorkerExit(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_scratch_overflow_is_crashed_with_disk_limit_reason() -> None:
+    outcome, reason = _exit_reason(_exit(disk_exceeded=True))
+    assert outcome is Outcome.CRASHED and reason.startswith("disk_limit:") and "during correctness" in reason
+
+
+def test_bwrap_argv_binds_only_scratch_and_the_cache_writable(tmp_path) -> None:  # noqa: ANN001
+    from kevolve.sandbox.bwrap import bwrap_argv
+
+    scratch, cache = tmp_path / "scratch", tmp_path / "cache"
+    scratch.mkdir()
+    argv = bwrap_argv(scratch, (cache,))
+    i = argv.index("bwrap")
+    assert "--unshare-all" in argv and "--share-net" not in argv and argv[-1] == "--"
+    writable = {argv[j + 1] for j in range(i, len(argv) - 1) if argv[j] == "--bind"}
+    assert writable == {str(scratch), str(cache)}
+    ro = {argv[j + 1] for j in range(i, len(argv) - 1) if argv[j] == "--ro-bind"}
+    assert str(Path.home()) not in ro and "/" not in ro and "/var" not in ro
+
+
+def test_isolation_bwrap_refuses_to_run_without_bubblewrap(monkeypatch) -> None:  # noqa: ANN001
+    from kevolve.sandbox import bwrap
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    bwrap.probe.cache_clear()
+    try:
+        with pytest.raises(bwrap.IsolationUnavailable, match="bwrap not found"):
+            bwrap.local_launcher(SandboxConfig(device="cpu", isolation=Isolation.BWRAP))
+        assert bwrap.local_launcher(SandboxConfig(device="cpu", isolation=Isolation.AUTO)) is None
+    finally:
+        bwrap.probe.cache_clear()
+
+
+def test_container_env_carries_nothing_from_the_host(monkeypatch) -> None:  # noqa: ANN001
+    from kevolve.sandbox.docker_backend import container_env
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    monkeypatch.setenv("SOME_HOST_VAR", "/home/me")
+    env = container_env("cuda:3")
+    assert "OPENAI_API_KEY" not in env and "SOME_HOST_VAR" not in env
+    assert env["HOME"] == "/scratch" and env["CUDA_VISIBLE_DEVICES"] == "0"
+    assert env["PATH"].startswith("/usr/local/bin")
