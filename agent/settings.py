@@ -82,6 +82,17 @@ def parse_budget(text: str) -> dict[str, float]:
     return out
 
 
+def saved_llm(runs_dir: Path, run: str) -> tuple[str, str | None] | None:
+    """The LLM ('provider:model', base URL) a run was started with, for --resume without --llm."""
+    from kevolve.agent.rundir import RunFolder
+
+    folder = RunFolder.find(runs_dir, run)
+    if folder is None:
+        return None
+    saved = OptimizeConfig.model_validate_json((folder.path / "config.json").read_text()).llm
+    return f"{saved.provider}:{saved.model}", saved.base_url
+
+
 def build_config(*, llm: str, base_url: str | None = None, env: Mapping[str, str], device: str,
                  runs_dir: Path = Path("runs"), cache_root: Path | None = None, llm_cache: bool = True,
                  llm_cache_dir: Path | None = None,

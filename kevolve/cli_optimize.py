@@ -22,8 +22,9 @@ def _fail(msg: str, code: int = 2) -> None:
 def optimize_cmd(
     module: Annotated[Optional[str], typer.Argument(
         help="KernelBench file, or path.py:ClassName / package.module:ClassName with --init and --input")] = None,
-    llm: Annotated[str, typer.Option(help="PROVIDER:MODEL — openai:gpt-4o, anthropic:claude-sonnet-4-5, "
-                                          "vllm:MODEL, ollama:MODEL, compatible:MODEL (with --base-url)")] = "openai:gpt-4o",
+    llm: Annotated[Optional[str], typer.Option(help="PROVIDER:MODEL — openai:gpt-4o (default), anthropic:claude-sonnet-4-5, "
+                                                    "vllm:MODEL, ollama:MODEL, compatible:MODEL (with --base-url); "
+                                                    "--resume keeps the run's own")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="server URL for OpenAI-compatible servers")] = None,
     budget: Annotated[Optional[str], typer.Option(help="N candidates, $X dollars and/or a duration (30m), comma-separated")] = None,
     budget_usd: Annotated[Optional[float], typer.Option(min=0, help="stop once the LLM spend reaches this")] = None,
@@ -59,7 +60,7 @@ def optimize_cmd(
         return
     from kevolve.agent.inputs import load_target
     from kevolve.agent.run import OptimizeError, UsageError, run_optimize
-    from kevolve.agent.settings import SettingsError, build_config, parse_budget, parse_duration
+    from kevolve.agent.settings import SettingsError, build_config, parse_budget, parse_duration, saved_llm
     from kevolve.kernelbench.problem import ProblemError
 
     if module is None and resume is None:
@@ -70,9 +71,14 @@ def optimize_cmd(
                                            target_speedup=target_speedup, patience=patience).items() if v is not None})
         if time_limit is not None:
             stop["time_limit_s"] = parse_duration(time_limit)
+        prior = saved_llm(runs_dir, resume) if resume else None
+        if resume and prior is None:
+            raise SettingsError(f"--resume {resume}: no such run (looked in {runs_dir}/ and at that path)")
+        if llm is None and prior is not None:
+            llm, base_url = prior[0], base_url or prior[1]
         dev = device or _default_device()
         _check_device(dev)
-        config = build_config(llm=llm, base_url=base_url, env=os.environ, device=dev, runs_dir=runs_dir,
+        config = build_config(llm=llm or "openai:gpt-4o", base_url=base_url, env=os.environ, device=dev, runs_dir=runs_dir,
                               llm_cache=not no_cache, llm_cache_dir=llm_cache, archive=not no_archive, stop=stop,
                               sandbox={"timeout_s": timeout},
                               evolution=dict(islands=islands, concurrency=concurrency, seed=seed,
