@@ -59,7 +59,7 @@ class EvolutionConfig(Record):
 
     islands: int = Field(default=2, ge=1, description="independent sub-populations (migration between them)")
     population: int = Field(default=6, ge=1, description="members kept per island")
-    elites: int = Field(default=1, ge=0, description="best members per island always kept and always eligible")
+    elites: int = Field(default=1, ge=0, description="best members per island mutated every generation (never evicted)")
     jobs_per_generation: int = Field(default=4, ge=1, description="proposals per generation, across islands")
     concurrency: int = Field(default=4, ge=1, description="proposals / evaluations in flight at once")
     migration_every: int = Field(default=3, ge=1, description="generations between migrations (ring topology)")

@@ -143,6 +143,10 @@ def evolve_jobs(islands: list[list[str]], trials: dict[str, Trial], cfg: Evoluti
         members = islands[isl] if isl < len(islands) else []
         if not members:
             jobs.append(Job(id="", operator=Origin.TRANSLATE, island=isl, generation=generation))
+        elif k // cfg.islands < cfg.elites:
+            # Elitism: each island's best members are mutated every generation, whatever the draws say.
+            elite = sorted(members, key=lambda c: _fitness(trials[c]), reverse=True)[k // cfg.islands % len(members)]
+            jobs.append(Job(id="", operator=Origin.MUTATE, island=isl, generation=generation, parent_ids=(elite,)))
         elif len(members) >= 2 and rng.random() < cfg.crossover_rate:
             a = tournament(members, trials, rng, cfg.tournament)
             b = tournament(members, trials, rng, cfg.tournament, exclude=a)

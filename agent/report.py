@@ -53,6 +53,20 @@ def summarize(run: RunFolder, state: RunState, reason: str) -> Result:
         lineage=tuple(lineage(best, trials)) if best else ())
 
 
+def lineage_diffs(r: Result, trials: list[Trial], max_lines: int = 40) -> str:
+    """What changed along the lineage: each step's diff against its parent (truncated)."""
+    src = {t.candidate.id: t.candidate.source for t in trials if t.candidate is not None}
+    out = []
+    for prev, step in zip(r.lineage, r.lineage[1:]):
+        diff = list(difflib.unified_diff(src.get(prev.candidate_id, "").splitlines(),
+                                         src.get(step.candidate_id, "").splitlines(), lineterm="", n=1))[2:]
+        more = f"\n… {len(diff) - max_lines} more lines" if len(diff) > max_lines else ""
+        out.append(f"### {step.operator} `{prev.candidate_id}` → `{step.candidate_id}` ({step.outcome}, "
+                   f"{'—' if step.speedup is None else f'{step.speedup:.3f}x'})\n\n```diff\n"
+                   + "\n".join(diff[:max_lines]) + f"{more}\n```\n")
+    return "\n".join(out)
+
+
 def render_report(r: Result) -> str:
     """report.md: the headline numbers, the winner's lineage, and where the budget went."""
     fmt = lambda x, unit="": "—" if x is None else f"{x:.3f}{unit}"  # noqa: E731
@@ -87,6 +101,7 @@ def write_results(run: RunFolder, state: RunState, reason: str) -> Result:
                   f"({r.speedup or 0:.2f}x vs eager), run {r.run_id}, candidate {best.candidate.id}\n")
         run.write_text("best_model.py", header + best.candidate.source)
     run.write_json("lineage.json", [s.model_dump() for s in r.lineage])
-    run.write_text("report.md", render_report(r))
+    diffs = lineage_diffs(r, state.get("trials", []))
+    run.write_text("report.md", render_report(r) + (f"\n## What changed along the lineage\n\n{diffs}" if diffs else ""))
     run.write_text("result.json", r.model_dump_json(indent=1))
     return r

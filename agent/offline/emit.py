@@ -49,7 +49,7 @@ def _kv_sms(device):
 
 def _kv_launch(name, grid, block, tensors):
     with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-        _kv_fn(name)((grid,), (block,), tuple(cp.asarray(t) for t in tensors))
+        _kv_fn(name)((grid,), (block,), tuple(cp.asarray(t.detach()) for t in tensors))
 '''
 
 

@@ -55,7 +55,7 @@ def test_tournament_favours_fast_but_keeps_diversity() -> None:
 
 
 def test_plan_repairs_first_then_evolves_with_the_configured_job_count() -> None:
-    cfg = EvolutionConfig(islands=2, jobs_per_generation=4, max_repairs=1, crossover_rate=0.0)
+    cfg = EvolutionConfig(islands=2, jobs_per_generation=4, max_repairs=1, crossover_rate=0.0, elites=0)
     trials = [failed("f0", 0, 0), failed("f1", 1, 0, depth=1), ok("good", 2.0, 1)]
     isl = update_islands([[], []], trials, by_id(trials), cfg)
     jobs = plan_jobs(trials, isl, 1, budget=10, cfg=cfg)
@@ -66,12 +66,13 @@ def test_plan_repairs_first_then_evolves_with_the_configured_job_count() -> None
     assert len(plan_jobs(trials, isl, 1, budget=2, cfg=cfg)) == 2
 
 
-def test_crossover_needs_two_distinct_parents() -> None:
-    cfg = EvolutionConfig(islands=1, jobs_per_generation=8, crossover_rate=1.0)
+def test_crossover_needs_two_distinct_parents_and_the_elite_is_always_mutated() -> None:
+    cfg = EvolutionConfig(islands=1, jobs_per_generation=8, crossover_rate=1.0, elites=1)
     trials = [ok("a", 2.0), ok("b", 3.0)]
     isl = update_islands([[]], trials, by_id(trials), cfg)
     jobs = plan_jobs(trials, isl, 2, budget=10, cfg=cfg)
-    assert all(j.operator is Origin.CROSSOVER and len(set(j.parent_ids)) == 2 for j in jobs)
+    assert jobs[0].operator is Origin.MUTATE and jobs[0].parent_ids == (trials[1].candidate_id,)
+    assert all(j.operator is Origin.CROSSOVER and len(set(j.parent_ids)) == 2 for j in jobs[1:])
 
 
 def test_novelty_filter_skips_reformatted_copies_but_not_real_changes() -> None:
