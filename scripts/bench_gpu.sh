@@ -10,6 +10,7 @@
 #   bash scripts/bench_gpu.sh throughput-cold     # kevolve bench, empty caches, 14 level-1 problems
 #   bash scripts/bench_gpu.sh throughput-warm     # the same again on warm caches
 #   bash scripts/bench_gpu.sh throughput-kb       # KernelBench's harness, same candidates (repeat)
+#                                                 # (extra arguments go to scripts/bench_throughput.py)
 #   bash scripts/bench_gpu.sh throughput-report   # the side-by-side table
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -31,9 +32,9 @@ case "${1:-}" in
       --max-timing-s 3 --input-draws 1 --cache-dir runs/bench-cache --published "$KB/published-h100" \
       --out "$OUT/baselines_l12_compile_sample.json"
     echo "rc $? (124: time limit, call again to continue)";;
-  throughput-cold) tp --phase kevolve-cold;;
-  throughput-warm) tp --phase kevolve-warm;;
-  throughput-kb) tp --phase kernelbench --kb-budget-s 400;;
-  throughput-report) tp --phase report;;
+  throughput-cold) tp --phase kevolve-cold "${@:2}";;
+  throughput-warm) tp --phase kevolve-warm "${@:2}";;
+  throughput-kb) tp --phase kernelbench --kb-budget-s 400 "${@:2}";;  # add --kb-build-cache for its CPU pre-compile pool
+  throughput-report) tp --phase report "${@:2}";;
   *) echo "usage: bash scripts/bench_gpu.sh baselines|baselines-compile|throughput-cold|throughput-warm|throughput-kb|throughput-report"; exit 2;;
 esac

@@ -1,0 +1,49 @@
+"""`kevolve bench --optimize`: the agent (real SDK against the local fake LLM server) writes a solution
+per problem into the run folder, and bench audits that set like any other."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import BUILD_CACHE, FIXTURES
+from fake_llm_server import FakeLLMServer
+
+pytestmark = pytest.mark.slow
+SOL = FIXTURES / "suite_solutions"
+
+
+def reply(path: Path) -> str:
+    return f"Here is the kernel.\n\n```python\n{path.read_text()}```\n"
+
+
+def test_optimize_mode_generates_then_evaluates_and_explains_failures(tmp_path: Path) -> None:
+    honest, torch_only = SOL / "level_1_problem_1_sample_0_kernel.py", SOL / "level_1_problem_1_sample_1_kernel.py"
+    server = FakeLLMServer(rules=[("Task:", [reply(honest), reply(torch_only)])]).start()
+    cache = BUILD_CACHE  # the suite's one C++ build, shared (the agent's reply cache goes there too)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
+    env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.openai_url)
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "kevolve.cli", "bench", "--suite", str(FIXTURES / "suite"), "--level", "1",
+           "--problems", "1,6", "--optimize", "--llm", "openai:gpt-4o", "--budget", "2", "--no-archive",
+           "--device", "cpu", "--run-dir", str(run_dir), "--cache-dir", str(cache), "--trials", "5",
+           "--max-timing-s", "0.5", "--seed", "7"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=1500, env=env)
+    finally:
+        server.stop()
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    generated = run_dir / "generated" / "level1" / "1_ReLU.py"
+    assert honest.read_text() in generated.read_text()  # the agent's best (under its header), as a solution file
+    data = json.loads((run_dir / "results.json").read_text())
+    status = {p["file"]: (p["status"], p["reason"]) for p in data["problems"]}
+    assert status["1_ReLU.py"][0] == "ok"
+    assert status["6_Tanh.py"] == ("no_solution", status["6_Tanh.py"][1])
+    assert "found no correct kernel" in status["6_Tanh.py"][1]
+    assert list((run_dir / "agent").iterdir())  # the agent's own run folders, kept for inspection
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert again.returncode == 0 and "optimize L1" not in again.stdout  # nothing regenerated on a rerun
