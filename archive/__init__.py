@@ -9,7 +9,8 @@ Use from the agent (the retrieve step)::
 
 ``retrieve`` opens the default archive (``$KEVOLVE_DB``, else ``sqlite:///$KEVOLVE_HOME/archive.db``,
 KEVOLVE_HOME defaulting to ``~/.kevolve``) unless given ``archive=`` (an ``Archive`` or any object with
-``search``) or ``db_url=``; it returns only ok kernels, and ``[]`` when the archive is empty.
+``search``) or ``db_url=``; it returns only ok kernels, and ``[]`` when there is no archive yet, it is
+empty, or it cannot be opened (logged): retrieval never stops a run.
 
 Storing: ``Archive(url).put(problem, candidate, evaluation, run_id=None)``; many at once:
 ``Archive.put_many([Entry(...), ...])``. Browsing: ``kevolve archive serve``. Files:
@@ -20,6 +21,7 @@ Nothing heavy is imported by this module itself: SQLAlchemy, torch and the model
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -44,11 +46,36 @@ def open_archive(db_url: str | None = None) -> Archive:
 
 def retrieve(problem_source: str, k: int = 5, *, archive: Any = None, db_url: str | None = None,
              filters: KernelFilter | None = None) -> list[ArchivedKernel]:
-    """The top-k ok kernels for problems similar to ``problem_source`` (with source, speedup, techniques)."""
+    """The top-k ok kernels for problems similar to ``problem_source`` (with source, speedup, techniques).
+
+    Never creates an archive and never fails a run: with no archive file, an empty archive, or an
+    archive that cannot be opened, it logs why and returns ``[]``.
+    """
+    import logging
+
+    from kevolve.archive.db import ArchiveError, default_url
+    from kevolve.archive.embed import EmbeddingError
     from kevolve.archive.records import KernelFilter
 
-    arch = archive if archive is not None else open_archive(db_url)
-    return arch.search(problem_source, k=k, filters=filters or KernelFilter(outcome="ok"))
+    log = logging.getLogger(__name__)
+    f = filters or KernelFilter(outcome="ok")
+    if archive is None:
+        url = db_url or default_url()
+        if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).expanduser().exists():
+            log.info("no archive at %s: nothing to retrieve", url)
+            return []
+        try:
+            archive = open_archive(url)
+            if archive.kernels(f, limit=1)[1] == 0:
+                return []
+        except ArchiveError as e:
+            log.warning("archive unavailable, retrieving nothing: %s", e)
+            return []
+    try:
+        return archive.search(problem_source, k=k, filters=f)
+    except EmbeddingError as e:
+        log.warning("archive search unavailable, retrieving nothing: %s", e)
+        return []
 
 
 def __getattr__(name: str) -> Any:

@@ -157,3 +157,13 @@ def test_retrieve_returns_only_ok_kernels_of_similar_problems(arch: Archive) -> 
     hits = retrieve(problem_source("LayerNorm", "self.ln(x)"), k=3, archive=arch)
     assert len(hits) == 3 and hits[0].op_name == "LayerNorm"
     assert all(h.outcome == "ok" and h.speedup and h.source for h in hits)
+
+
+def test_retrieve_without_an_archive_file_returns_nothing_and_creates_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "none" / "archive.db"
+    assert retrieve("class Model: pass", db_url=f"sqlite:///{db}") == []
+    assert not db.exists() and not db.parent.exists()
+
+
+def test_retrieve_from_an_unreachable_database_returns_nothing() -> None:
+    assert retrieve("class Model: pass", db_url="postgresql+psycopg://nobody:pw@127.0.0.1:1/none") == []
