@@ -163,7 +163,9 @@ class _Builder:
             raise Unfusable("non-fp32 node")
         c, shape = self.canon[n], node_shape(n)
         assert shape is not None
-        if c.kind == PW:
+        if c.op == "batch_norm_eval":
+            out = self._batch_norm_eval(c, shape)
+        elif c.kind == PW:
             out = self._pointwise(c, shape)
         elif c.kind == ALIAS:
             out = self.value(c.inputs[0], shape, self._full(len(shape)))
@@ -194,6 +196,21 @@ class _Builder:
         if name == "pow" and isinstance(args[1], Const):
             name, params, args = ("square", (), args[:1]) if args[1].value == 2.0 else ("powc", (args[1].value,), args[:1])
         return Op(name, tuple(args), params), where
+
+    def _batch_norm_eval(self, c: Canon, shape: tuple[int, ...]) -> tuple[Expr, tuple[int, ...]]:
+        """(x - running_mean) / sqrt(running_var + eps) * weight + bias, per channel (dim 1)."""
+        if shape != self.S:
+            raise Unfusable("batch norm inside a group of another shape")
+        x, lay = self.value(c.inputs[0], shape, self._full(len(shape)))
+        rm, rv, w, b = (self.channel_leaf(r) for r in c.inputs[1:])
+        if rm is None or rv is None:
+            raise Unfusable("batch norm without running stats")
+        y: Expr = Op("div", (Op("sub", (x, rm)), Op("sqrt", (Op("add", (rv, Const(c.params["eps"]))),))))
+        if w is not None:
+            y = Op("mul", (y, w))
+        if b is not None:
+            y = Op("add", (y, b))
+        return y, self._full(len(shape))
 
     def _stat(self, combine: str, e: Expr) -> Stat:
         self.reductions.append(Reduction(combine, e))

@@ -173,7 +173,11 @@ def _module_call(node: torch.fx.Node, mod: nn.Module) -> Canon | None:  # noqa: 
     if isinstance(mod, nn.GroupNorm):
         return Canon(COMPOSITE, "group_norm", [x, _attr(node, "weight", mod), _attr(node, "bias", mod)],
                      {"groups": mod.num_groups, "eps": mod.eps})
-    if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)) and mod.training:
+    bn = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+    if isinstance(mod, bn) and not mod.training and mod.track_running_stats:
+        return Canon(PW, "batch_norm_eval", [x, _attr(node, "running_mean", mod), _attr(node, "running_var", mod),
+                                            _attr(node, "weight", mod), _attr(node, "bias", mod)], {"eps": mod.eps})
+    if isinstance(mod, bn) and mod.training:
         return Canon(COMPOSITE, "batch_norm", [x, _attr(node, "weight", mod), _attr(node, "bias", mod)],
                      {"eps": mod.eps, "guard": f"{node.target}"})
     if isinstance(mod, (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)) and \

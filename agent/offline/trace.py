@@ -56,6 +56,7 @@ def trace_problem(problem: Problem) -> Traced:
         init_args = list(ns["get_init_inputs"]())
         with mode:  # parameters are fake too: tracing needs their shapes, not their values
             model = ns["Model"](*init_args)
+        model.eval()  # the evaluator runs both models in eval mode (dropout off, batch norm on running stats)
     except Exception as e:  # noqa: BLE001
         raise TraceError(f"trace_failed: Model(*get_init_inputs()) raised {type(e).__name__}: {e}") from None
     try:

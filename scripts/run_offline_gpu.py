@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Run the offline proposer (no LLM) over a sample of KernelBench level-1 and level-2 problems on CUDA.
+
+    python scripts/run_offline_gpu.py --suite ~/KernelBench --sample 30 --out runs/offline_h100
+
+For each sampled problem: trace and fuse, evaluate the default candidate with the sandbox, then
+tune the kernels' parameters with the evolutionary search, keeping the fastest verified candidate.
+Each finished problem writes OUT/L{level}_{number}.json (and .best.py), so a rerun with the same
+--out skips finished problems (resumable); --time-limit bounds the whole run and --problem-time /
+--budget each problem. At the end (or with --report-only) it prints, per level, the share solved
+and the geometric-mean speedups over eager and over torch.compile of the solved problems, measured
+in the same evaluations, and writes OUT/summary.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+import time
+from pathlib import Path
+
+log = logging.getLogger("run_offline_gpu")
+
+
+def sample_numbers(numbers: list[int], n: int) -> list[int]:
+    """`n` problem numbers spread evenly over the level (deterministic)."""
+    if n >= len(numbers):
+        return numbers
+    return [numbers[(i * len(numbers)) // n] for i in range(n)]
+
+
+def run_problem(sp, args, sandbox, config) -> dict:  # noqa: ANN001
+    from kevolve.agent.offline.generate import plan
+    from kevolve.agent.offline.search import search
+    from kevolve.agent.offline.trace import TraceError
+    from kevolve.kernelbench.problem import ProblemError
+    from kevolve.records import Candidate, Origin
+
+    t0 = time.monotonic()
+    row: dict = {"key": sp.key, "level": sp.level, "number": sp.number, "file": sp.file}
+    if sp.problem is None:
+        return row | {"status": "unavailable", "reason": sp.unavailable, "wall_s": 0.0}
+    try:
+        p = plan(sp.problem)
+    except TraceError as e:
+        return row | {"status": "no_candidate", "reason": str(e), "wall_s": time.monotonic() - t0}
+
+    def evaluate(src: str):  # noqa: ANN202
+        cand = Candidate.from_source(src, sp.problem.id, origin=Origin.OFFLINE, proposer="offline")
+        return sandbox.evaluate(sp.problem, cand, config)
+
+    try:
+        res = search(p, evaluate, budget=args.budget, time_limit_s=args.problem_time, seed=args.seed)
+    except ProblemError as e:  # the reference itself could not run here (memory, …): not the proposer's fault
+        return row | {"status": "unavailable", "reason": f"reference_failed: {e}", "wall_s": time.monotonic() - t0}
+    best = res.best
+    trials = [{"outcome": t.evaluation.outcome.value, "reason": t.evaluation.reason[:300],
+               "speedup": t.evaluation.speedup, "speedup_vs_compile": t.evaluation.speedup_vs_compile,
+               "params": [vars(x) for x in t.params]} for t in res.trials]
+    row |= {"groups": [f.group.describe() for f in p.fused], "trials": trials, "wall_s": time.monotonic() - t0}
+    if best is None:
+        first = res.trials[0].evaluation if res.trials else None
+        return row | {"status": "failed", "reason": first.reason if first else "no trial ran"}
+    ev = best.evaluation
+    ms = lambda t: None if t is None else t.median_ms  # noqa: E731
+    (Path(args.out) / f"L{sp.level}_{sp.number}.best.py").write_text(best.source)
+    return row | {"status": "solved", "reason": ev.reason, "speedup": ev.speedup,
+                  "speedup_vs_compile": ev.speedup_vs_compile, "runtime_ms": ms(ev.timing),
+                  "eager_ms": ms(ev.ref_timing), "compile_ms": ms(ev.compile_ref_timing), "device": ev.device}
+
+
+def geomean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def summarize(out: Path, levels: list[int]) -> str:
+    """Per-level table from the result files under `out`."""
+    rows = [json.loads(f.read_text()) for f in sorted(out.glob("L*_*.json"))]
+    lines = ["| level | sampled | solved | share | geomean vs eager | geomean vs torch.compile | device |",
+             "|---|---|---|---|---|---|---|"]
+    fmt = lambda v: "n/a" if v is None else f"{v:.2f}x"  # noqa: E731
+    for lv in levels:
+        rs = [r for r in rows if r["level"] == lv and r["status"] != "unavailable"]
+        ok = [r for r in rs if r["status"] == "solved"]
+        dev = sorted({r.get("device", "") for r in ok} - {""})
+        share = f"{100 * len(ok) / len(rs):.0f}%" if rs else "n/a"
+        lines.append(f"| {lv} | {len(rs)} | {len(ok)} | {share} | {fmt(geomean([r['speedup'] for r in ok]))} | "
+                     f"{fmt(geomean([r['speedup_vs_compile'] for r in ok if r.get('speedup_vs_compile')]))} | "
+                     f"{', '.join(dev) or '-'} |")
+    fails: dict[str, int] = {}
+    for r in rows:
+        if r["status"] not in ("solved",):
+            code = r["status"] + ": " + r.get("reason", "").split(":", 1)[0]
+            fails[code] = fails.get(code, 0) + 1
+    lines += ["", "Not solved, by reason: " + (", ".join(f"{k} ({v})" for k, v in sorted(fails.items())) or "none")]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", required=True, help="KernelBench checkout (or a folder with level1/, level2/)")
+    ap.add_argument("--levels", default="1,2")
+    ap.add_argument("--sample", type=int, default=30, help="problems per level, spread evenly over its numbers")
+    ap.add_argument("--problems", default=None, help="explicit numbers instead of a sample, e.g. '1-10,19'")
+    ap.add_argument("--out", default="runs/offline_bench", help="result folder (reused: finished problems are skipped)")
+    ap.add_argument("--budget", type=int, default=5, help="candidates evaluated per problem")
+    ap.add_argument("--problem-time", type=float, default=300.0, help="seconds of search per problem")
+    ap.add_argument("--time-limit", type=float, default=3 * 3600.0, help="seconds for the whole run")
+    ap.add_argument("--timeout", type=float, default=180.0, help="seconds per sandbox job")
+    ap.add_argument("--memory-gb", type=float, default=100.0, help="host memory limit per sandbox worker")
+    ap.add_argument("--scratch-gb", type=float, default=48.0, help="scratch space per sandbox worker (outputs)")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--cache-dir", default=None, help="sandbox cache (references, builds); default OUT/cache")
+    ap.add_argument("--report-only", action="store_true", help="print the summary of OUT and exit")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    levels = [int(x) for x in args.levels.split(",")]
+    if args.report_only:
+        sys.stdout.write(summarize(out, levels))
+        return 0
+
+    from kevolve.kernelbench.suite import load_suite
+    from kevolve.sandbox.config import SandboxConfig
+    from kevolve.sandbox.local import LocalSandbox
+
+    suite = load_suite(args.suite, levels, args.problems)
+    chosen = []
+    for lv in levels:
+        at = [sp for sp in suite if sp.level == lv]
+        keep = set(sample_numbers([sp.number for sp in at], args.sample)) if args.problems is None else None
+        chosen += [sp for sp in at if keep is None or sp.number in keep]
+    config = SandboxConfig(device=args.device, seed=args.seed, timeout_s=args.timeout, memory_limit_gb=args.memory_gb,
+                           scratch_limit_gb=args.scratch_gb,
+                           cache_dir=Path(args.cache_dir or out / "cache"))
+    sandbox = LocalSandbox()
+    t0 = time.monotonic()
+    for i, sp in enumerate(chosen):
+        dest = out / f"L{sp.level}_{sp.number}.json"
+        if dest.exists():
+            continue
+        if time.monotonic() - t0 > args.time_limit:
+            log.warning("time limit reached after %d of %d problems; rerun with the same --out to continue",
+                        i, len(chosen))
+            break
+        log.info("[%d/%d] %s", i + 1, len(chosen), sp.key)
+        row = run_problem(sp, args, sandbox, config)
+        dest.write_text(json.dumps(row, indent=1))
+        log.info("%s: %s %s", sp.key, row["status"],
+                 f"{row['speedup']:.2f}x eager, {row.get('speedup_vs_compile') or 0:.2f}x compile"
+                 if row["status"] == "solved" else row.get("reason", "")[:160])
+    summary = summarize(out, levels)
+    (out / "summary.md").write_text(summary)
+    sys.stdout.write(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
