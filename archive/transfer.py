@@ -79,7 +79,7 @@ def _parents(folder: Path) -> dict[str, tuple[tuple[str, ...], str]]:
 def import_run_folder(archive: Archive, folder: Path) -> ImportReport:
     """Import an optimize run folder (problem.json + candidates/<id>.py + <id>.json evaluations)."""
     if not (folder / "problem.json").is_file():
-        raise FileFormatError(f"{folder}: not a run folder (no problem.json)")
+        raise FileFormatError(f"{folder}: not a run folder (no problem.json, nor run.json + results.jsonl)")
     try:
         problem = Problem.model_validate_json((folder / "problem.json").read_text())
     except ValueError:
@@ -95,7 +95,7 @@ def import_run_folder(archive: Archive, folder: Path) -> ImportReport:
             cand = Candidate.from_source(src_path.read_text(), problem.id, parent_ids=parents,
                                          origin=Origin(origin) if origin in origins else Origin.IMPORTED)
             ev = ev.model_copy(update={"candidate_id": cand.id, "problem_id": problem.id})
-            batch.append(Entry(problem=problem, candidate=cand, evaluation=ev, run_id=folder.name))
+            batch.append(Entry(problem=problem, candidate=cand, evaluation=ev, run_id=folder.name[:128]))
         except (OSError, ValueError) as e:
             report.skipped += 1
             if not report.first_error:
@@ -104,8 +104,54 @@ def import_run_folder(archive: Archive, folder: Path) -> ImportReport:
     return report
 
 
+def _bench_sources(folder: Path, meta: dict, row: dict) -> tuple[Path, Path]:
+    """Where a bench row's problem and solution files are (the suite and solution set it recorded)."""
+    suite = Path(str(meta.get("suite") or ""))
+    level, file = int(row["level"]), str(row["file"])
+    problem = next((p for p in (suite / f"level{level}" / file, suite / "KernelBench" / f"level{level}" / file)
+                    if p.is_file()), suite / f"level{level}" / file)
+    sol = Path(str(row.get("solution") or ""))
+    if not sol.is_absolute() and not sol.is_file():
+        sol = Path(str(meta.get("solutions") or folder)) / sol
+    return problem, sol
+
+
+def import_bench_folder(archive: Archive, folder: Path) -> ImportReport:
+    """Import a bench run folder (run.json + results.jsonl rows carrying evaluations)."""
+    try:
+        meta = json.loads((folder / "run.json").read_text())
+    except (OSError, ValueError):
+        raise FileFormatError(f"{folder}/run.json: not readable JSON") from None
+    report, batch = ImportReport(), []
+    for n, line in enumerate((folder / "results.jsonl").read_text(errors="replace").splitlines(), 1):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # a torn last line
+        if not isinstance(row, dict) or not row.get("evaluation"):
+            continue  # a problem-level row (no candidate)
+        report.rows += 1
+        try:
+            prob_path, sol_path = _bench_sources(folder, meta, row)
+            problem = Problem.from_source(prob_path.read_text(), str(prob_path), prob_path.stem, level=int(row["level"]))
+            cand = Candidate.from_source(sol_path.read_text(), problem.id, origin=Origin.IMPORTED, proposer="bench")
+            ev = Evaluation.model_validate(row["evaluation"]).model_copy(
+                update={"candidate_id": cand.id, "problem_id": problem.id})
+            batch.append(Entry(problem=problem, candidate=cand, evaluation=ev, run_id=folder.name[:128],
+                               kernel_name=str(row.get("label") or "")[:256]))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            report.skipped += 1
+            report.first_error = report.first_error or f"line {n}: {str(e).splitlines()[0][:200]}"
+        if len(batch) >= BATCH:
+            _flush(archive, batch, report)
+    _flush(archive, batch, report)
+    return report
+
+
 def import_path(archive: Archive, path: Path, run_id: str | None = None) -> ImportReport:
-    """A run folder or an export file."""
+    """An optimize run folder, a bench run folder, or an export file."""
+    if path.is_dir() and (path / "run.json").is_file() and (path / "results.jsonl").is_file():
+        return import_bench_folder(archive, path)
     if path.is_dir():
         return import_run_folder(archive, path)
     if not path.is_file():

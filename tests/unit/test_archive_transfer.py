@@ -107,3 +107,26 @@ def test_unreadable_files_raise_a_one_line_format_error(tmp_path: Path) -> None:
         import_path(a, fake)
     with pytest.raises(FileFormatError, match="not a run folder"):
         import_path(a, tmp_path)
+
+
+def test_bench_run_folder_import_reads_suite_and_solution_files(tmp_path: Path) -> None:
+    suite, sols, run = tmp_path / "suite", tmp_path / "sols", tmp_path / "runs" / "bench-1"
+    (suite / "level1").mkdir(parents=True)
+    sols.mkdir()
+    run.mkdir(parents=True)
+    (suite / "level1" / "19_ReLU.py").write_text("class Model: pass\n")
+    (sols / "19_ReLU.py").write_text("__global__ void relu() {}\n")
+    prob = Problem.from_source("class Model: pass\n", "x", "19_ReLU", level=1)
+    cand = Candidate.from_source("__global__ void relu() {}\n", prob.id)
+    ev = Evaluation(candidate_id=cand.id, problem_id=prob.id, outcome=Outcome.COMPILE_ERROR, reason="nvcc: boom")
+    (run / "run.json").write_text(json.dumps({"suite": str(suite), "solutions": str(sols)}))
+    rows = [{"level": 1, "file": "19_ReLU.py", "status": "no_solution"},
+            {"level": 1, "file": "19_ReLU.py", "solution": "19_ReLU.py", "label": "a", "status": "compile_error",
+             "evaluation": json.loads(ev.model_dump_json())},
+            {"level": 1, "file": "missing.py", "solution": "x.py", "status": "ok", "evaluation": json.loads(ev.model_dump_json())}]
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"torn')
+    a = _open(tmp_path / "a.db")
+    r = import_path(a, run)
+    assert (r.rows, r.kernels_added, r.skipped) == (2, 1, 1) and "missing.py" in r.first_error
+    d = a.get(cand.id)
+    assert d.kernel.outcome == "compile_error" and d.kernel.problem_name == "19_ReLU" and d.evaluations[0].run_id == "bench-1"
