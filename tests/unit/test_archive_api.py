@@ -17,17 +17,27 @@ from kevolve.archive.synthetic import entries
 TOKEN = "t0ken-for-tests"
 
 
-@pytest.fixture
-def arch(tmp_path: Path) -> Archive:
-    a = Archive(f"sqlite:///{tmp_path / 'a.db'}", embedder=HashingEmbedder())
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Archive:
+    """A read-only archive for the tests that only read."""
+    a = Archive(f"sqlite:///{tmp_path_factory.mktemp('api') / 'a.db'}", embedder=HashingEmbedder())
     a.put_many(list(entries(80, n_problems=8, seed=7)))
     yield a
     a.close()
 
 
 @pytest.fixture
-def client(arch: Archive) -> TestClient:
-    return TestClient(create_app(arch, token=TOKEN))
+def client(shared: Archive) -> TestClient:
+    return TestClient(create_app(shared, token=TOKEN))
+
+
+@pytest.fixture
+def arch(tmp_path: Path) -> Archive:
+    """A small archive of its own, for tests that write."""
+    a = Archive(f"sqlite:///{tmp_path / 'w.db'}", embedder=HashingEmbedder())
+    a.put_many(list(entries(10, n_problems=2, seed=8)))
+    yield a
+    a.close()
 
 
 def test_kernels_list_filters_sorts_and_pages(client: TestClient) -> None:
@@ -68,7 +78,8 @@ def test_invalid_input_is_422_with_a_message(client: TestClient, path: str, para
     assert r.status_code in (404, 422) and r.json()["detail"]
 
 
-def test_writes_without_the_token_are_refused(client: TestClient, arch: Archive) -> None:
+def test_writes_without_the_token_are_refused(arch: Archive) -> None:
+    client = TestClient(create_app(arch, token=TOKEN))
     kid = arch.kernels()[0][0].id
     assert client.delete(f"/api/kernels/{kid}").status_code == 401
     assert client.delete(f"/api/kernels/{kid}", headers={"Authorization": "Bearer wrong"}).status_code == 401
@@ -84,7 +95,8 @@ def test_a_server_without_a_token_refuses_every_write(arch: Archive) -> None:
     assert c.delete(f"/api/kernels/{kid}", headers={"Authorization": "Bearer anything"}).status_code == 403
 
 
-def test_import_with_the_token_adds_rows_and_reports_bad_ones(client: TestClient, tmp_path: Path) -> None:
+def test_import_with_the_token_adds_rows_and_reports_bad_ones(arch: Archive, tmp_path: Path) -> None:
+    client = TestClient(create_app(arch, token=TOKEN))
     other = Archive(f"sqlite:///{tmp_path / 'b.db'}", embedder=HashingEmbedder())
     other.put_many(list(entries(5, n_problems=1, seed=99)))
     rows = [to_row(k, src, ev, parents) for k, src, ev, parents in other.iter_entries()]
