@@ -39,3 +39,5 @@ class Context:
     """The archive's `retrieve(problem_source, k)`, when the archive provides one and it is wanted."""
     store: Storer | None = None
     """Puts the run's evaluated candidates into the archive at the end (None: the archive is off)."""
+    fatal: str | None = None
+    """Set by the first permanent LLM error (bad key, unknown model): no further call is sent."""

@@ -56,9 +56,12 @@ def propose(task: dict[str, Any], runtime: Runtime[Context]) -> Command:
     problem: Problem = task["problem"]
     parents: list[Trial] = task.get("parents", [])
     messages = build_messages(job, problem, parents, task.get("examples", []), ctx.config.sandbox.device)
+    if ctx.fatal is not None:  # a concurrent proposal already hit a permanent error
+        raise NonRetryableLLMError(ctx.fatal)
     try:
         reply = ctx.llm.complete(messages, sample=f"{ctx.config.evolution.seed}:{job.id}")
-    except NonRetryableLLMError:
+    except NonRetryableLLMError as e:
+        ctx.fatal = str(e)
         raise  # bad key, unknown model: stop the run
     except LLMError as e:
         log.warning("%s: %s", job.id, e)

@@ -148,9 +148,9 @@ def test_401_stops_the_run_with_one_clear_line(server, tmp_path) -> None:
     cache_env, cache_args = caches(tmp_path)
     env = {"OPENAI_API_KEY": "sk-bad", "OPENAI_BASE_URL": server.openai_url, **cache_env}
     p = optimize([str(PROBLEM), "--llm", "openai:gpt-4o", "--runs-dir", str(tmp_path / "runs"), "--quiet", *cache_args,
-                  *COMMON], env)
+                  "--concurrency", "1", *COMMON], env)
     _, err = p.communicate(timeout=300)
     assert p.returncode == 1
     lines = [x for x in err.strip().splitlines() if not x.startswith("run ")]
     assert len(lines) == 1 and "401" in lines[0] and "--resume" in lines[0] and "Traceback" not in err
-    assert len(server.seen) == 1  # not retried
+    assert len(server.seen) == 1  # not retried, and no other job sent after it
