@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kevolve.agent.config import LLMConfig
 from kevolve.agent.llm.base import LLM
 from kevolve.agent.result import Result
 from kevolve.sandbox import Sandbox
@@ -35,14 +36,11 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
         import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    spec = llm if isinstance(llm, str) else "compatible:injected"
-    config = build_config(llm=spec, base_url=base_url or (None if isinstance(llm, str) else "http://injected"),
-                          env=env, device=device, runs_dir=Path(runs_dir), llm_cache=llm_cache, archive=archive,
-                          sandbox=sandbox_options,
+    spec = llm if isinstance(llm, str) else LLMConfig(provider="injected", model=getattr(llm, "name", "custom"))
+    config = build_config(llm=spec, base_url=base_url, env=env, device=device, runs_dir=Path(runs_dir),
+                          llm_cache=llm_cache, archive=archive, sandbox=sandbox_options,
                           stop=dict(max_candidates=max_candidates, budget_usd=budget_usd, time_limit_s=time_limit_s,
                                     target_speedup=target_speedup), evolution=evolution)
-    if not isinstance(llm, str):
-        config = config.model_copy(update={"llm": config.llm.model_copy(update={"model": getattr(llm, "name", "custom")})})
     problem = None
     if resume is None:
         if isinstance(target, (str, Path)):

@@ -93,16 +93,19 @@ def saved_llm(runs_dir: Path, run: str) -> tuple[str, str | None] | None:
     return f"{saved.provider}:{saved.model}", saved.base_url
 
 
-def build_config(*, llm: str, base_url: str | None = None, env: Mapping[str, str], device: str,
+def build_config(*, llm: str | LLMConfig, base_url: str | None = None, env: Mapping[str, str], device: str,
                  runs_dir: Path = Path("runs"), cache_root: Path | None = None, llm_cache: bool = True,
                  llm_cache_dir: Path | None = None,
                  archive: bool = True, sandbox: Mapping[str, object] | None = None,
                  stop: Mapping[str, object] | None = None, evolution: Mapping[str, object] | None = None) -> OptimizeConfig:
-    """The whole config; unset values keep the defaults of the config classes."""
+    """The whole config; unset values keep the defaults of the config classes. `llm` is a
+    'PROVIDER:MODEL' spec, or a ready LLMConfig (for an LLM object the caller injects)."""
     root = cache_root or Path(env.get("KEVOLVE_CACHE_DIR") or Path.home() / ".cache" / "kevolve")
+    cache = (llm_cache_dir or root / "llm") if llm_cache else None
     try:
         return OptimizeConfig(
-            llm=llm_config(llm, base_url, env, (llm_cache_dir or root / "llm") if llm_cache else None),
+            llm=llm.model_copy(update={"cache_dir": cache}) if isinstance(llm, LLMConfig)
+            else llm_config(llm, base_url, env, cache),
             sandbox=SandboxConfig(device=device, cache_dir=root, **{k: v for k, v in (sandbox or {}).items()
                                                                     if v is not None}),
             stop=StopConfig(**{k: v for k, v in (stop or {}).items() if v is not None}),

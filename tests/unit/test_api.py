@@ -46,7 +46,7 @@ def test_optimize_a_module_instance_returns_a_drop_in_replacement(fixtures, tmp_
     sandbox = OkSandbox()
     result = kevolve.optimize(ScaledRelu(3.0), inputs=[torch.randn(4, 8)], init=[3.0],
                               llm=ScriptedLLM([("Task:", [FAST])]), device="cpu", max_candidates=2,
-                              runs_dir=tmp_path, archive=False, sandbox=sandbox, env={})
+                              runs_dir=tmp_path, archive=False, sandbox=sandbox, env={}, llm_cache=False)
     assert result.speedup == pytest.approx(2.0) and result.best_path is not None
     problem = sandbox.problems[0].source
     assert "Model = ScaledRelu" in problem and "get_init_inputs" in problem and "(4, 8, )" in problem
@@ -61,7 +61,7 @@ def test_optimize_by_path_and_class_with_input_specs(fixtures, tmp_path) -> None
     target = f"{fixtures / 'modules' / 'user_layers.py'}:ScaledRelu"
     result = kevolve.optimize(target, init="1.5", inputs=["float32[2,3]"], llm=ScriptedLLM([("Task:", [FAST])]),
                               device="cpu", max_candidates=1, runs_dir=tmp_path, archive=False, sandbox=sandbox,
-                              env={})
+                              env={}, llm_cache=False)
     assert result.evaluated == 1 and result.stop_reason.startswith("max_candidates")
     assert "return [1.5]" in sandbox.problems[0].source
     assert (result.run_dir / "problem.py").read_text() == sandbox.problems[0].source
