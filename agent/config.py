@@ -90,5 +90,7 @@ class OptimizeConfig(Record):
     stop: StopConfig = StopConfig()
     sandbox: SandboxConfig = SandboxConfig()
     runs_dir: Path = Field(default=Path("runs"), description="run folders are created here")
+    parallel_evaluations: int = Field(default=1, ge=1, description=(
+        "evaluations at once; 1 keeps timings on one device from overlapping (proposals stay concurrent)"))
     archive: bool = Field(default=True, description="retrieve examples from the archive when it exists")
     archive_k: int = 3

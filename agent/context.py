@@ -6,8 +6,9 @@ patching module globals.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kevolve.agent.config import OptimizeConfig
 from kevolve.agent.evolution import NoveltyIndex
@@ -41,3 +42,5 @@ class Context:
     """Puts the run's evaluated candidates into the archive at the end (None: the archive is off)."""
     fatal: str | None = None
     """Set by the first permanent LLM error (bad key, unknown model): no further call is sent."""
+    eval_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(1))
+    """Evaluations allowed at once (config.parallel_evaluations): timings must not overlap."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import random
 import sqlite3
+import threading
 from collections.abc import Callable
 from typing import Literal
 
@@ -125,7 +126,8 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
     ctx = Context(llm=model, sandbox=sandbox, config=config, run=run,
                   novelty=NoveltyIndex(config.evolution.novelty_threshold),
                   retrieve=retriever if config.archive else None,  # type: ignore[arg-type]
-                  store=storer if config.archive else None)  # type: ignore[arg-type]
+                  store=storer if config.archive else None,  # type: ignore[arg-type]
+                  eval_slots=threading.Semaphore(config.parallel_evaluations))
     saver, conn = _checkpointer(run)
     app = build_graph().compile(checkpointer=saver)
     thread = {"configurable": {"thread_id": run.run_id}, "max_concurrency": config.evolution.concurrency,

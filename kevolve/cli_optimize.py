@@ -33,7 +33,9 @@ def optimize_cmd(
     target_speedup: Annotated[Optional[float], typer.Option(min=0, help="stop once this fast vs eager")] = None,
     patience: Annotated[Optional[int], typer.Option(min=1, help="generations without improvement before stopping")] = None,
     islands: Annotated[Optional[int], typer.Option(min=1, help="sub-populations (migration between them)")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="proposals / evaluations in flight")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="proposals in flight")] = None,
+    parallel_evaluations: Annotated[Optional[int], typer.Option(
+        min=1, help="evaluations at once (default 1: timings on one device must not overlap)")] = None,
     jobs_per_generation: Annotated[Optional[int], typer.Option(min=1, help="proposals per generation")] = None,
     max_repairs: Annotated[Optional[int], typer.Option(min=0, help="consecutive repairs per lineage")] = None,
     seed: Annotated[Optional[int], typer.Option(help="evolution seed (also keys the reply cache)")] = None,
@@ -80,6 +82,7 @@ def optimize_cmd(
         _check_device(dev)
         config = build_config(llm=llm or "openai:gpt-4o", base_url=base_url, env=os.environ, device=dev, runs_dir=runs_dir,
                               llm_cache=not no_cache, llm_cache_dir=llm_cache, archive=not no_archive, stop=stop,
+                              parallel_evaluations=parallel_evaluations,
                               sandbox={"timeout_s": timeout},
                               evolution=dict(islands=islands, concurrency=concurrency, seed=seed,
                                              jobs_per_generation=jobs_per_generation, max_repairs=max_repairs))

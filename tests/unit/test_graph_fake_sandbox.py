@@ -149,3 +149,42 @@ def test_a_broken_archive_does_not_stop_the_run(tmp_path) -> None:
     cfg = config(tmp_path).model_copy(update={"archive": True})
     r = run_optimize(PROBLEM, cfg, llm=ScriptedLLM(SCRIPT), sandbox=FakeSandbox(), retriever=boom, storer=boom)  # type: ignore[arg-type]
     assert r.speedup == pytest.approx(4.0)
+
+
+def test_proposals_run_concurrently_but_evaluations_never_overlap(tmp_path) -> None:
+    import threading
+    import time
+
+    class SlowLLM(ScriptedLLM):
+        def __init__(self, *a: object) -> None:
+            super().__init__(*a)  # type: ignore[arg-type]
+            self.active = self.peak = 0
+            self.guard = threading.Lock()
+
+        def complete(self, messages, **opts):  # noqa: ANN001, ANN003, ANN201
+            with self.guard:
+                self.active += 1
+                self.peak = max(self.peak, self.active)
+            time.sleep(0.2)
+            with self.guard:
+                self.active -= 1
+            return super().complete(messages, **opts)
+
+    class CountingSandbox(FakeSandbox):
+        def __init__(self) -> None:
+            super().__init__()
+            self.active = self.peak = 0
+            self.guard = threading.Lock()
+
+        def evaluate(self, problem, candidate, config):  # noqa: ANN001, ANN201
+            with self.guard:
+                self.active += 1
+                self.peak = max(self.peak, self.active)
+            time.sleep(0.2)
+            with self.guard:
+                self.active -= 1
+            return super().evaluate(problem, candidate, config)
+
+    llm, sandbox = SlowLLM(SCRIPT), CountingSandbox()
+    run_optimize(PROBLEM, config(tmp_path), llm=llm, sandbox=sandbox)
+    assert llm.peak == 2 and sandbox.peak == 1
