@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-
-FIXTURES = Path(__file__).parent / "fixtures"
-# One build cache for the whole test session: a C++ extension takes ~30 s to build on 2 cores,
-# and many tests share a source.
-BUILD_CACHE = Path(os.environ.get("KEVOLVE_TEST_CACHE", Path(__file__).parent.parent / ".pytest_cache" / "kevolve"))
+from testpaths import BUILD_CACHE, FIXTURES
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

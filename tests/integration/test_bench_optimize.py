@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BUILD_CACHE, FIXTURES
+from testpaths import BUILD_CACHE, FIXTURES
 from fake_llm_server import FakeLLMServer
 
 pytestmark = pytest.mark.slow

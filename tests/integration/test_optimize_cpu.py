@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BUILD_CACHE, FIXTURES
+from testpaths import BUILD_CACHE, FIXTURES
 from fake_llm_server import FakeLLMServer
 
 SOL = FIXTURES / "solutions"
