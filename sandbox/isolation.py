@@ -99,6 +99,11 @@ def _dir_bytes(path: Path) -> int:
     return total
 
 
+# A worker importing torch can take a minute on a loaded 2-core machine; the job's timeout starts
+# once it is ready, and a worker that never gets ready is given up on after this long.
+_STARTUP_LIMIT_S = 300.0
+
+
 def _tail(path: Path, n: int = 40) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
@@ -155,6 +160,7 @@ class WorkerProcess:
         assert self.proc is not None and self.proc.stdin is not None
         req_path = self.scratch / "request.json"
         req_path.write_text(request.model_dump_json())
+        self._await_ready(_STARTUP_LIMIT_S)  # start-up is not the job's time: a loaded machine imports slowly
         t0 = time.monotonic()
         over_memory = threading.Event()
         over_disk = threading.Event()
@@ -201,6 +207,13 @@ class WorkerProcess:
             log_tail=_tail(self.scratch / "worker.log"), phase=self._phase(),
             disk_exceeded=over_disk.is_set(),
         )
+
+    def _await_ready(self, limit_s: float) -> None:
+        """Wait (bounded) until the worker says it is waiting for its job, or has died."""
+        assert self.proc is not None
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline and self.proc.poll() is None and self._phase() == "start-up":
+            time.sleep(0.05)
 
     def _read_report(self) -> WorkerReport | None:
         path = self.scratch / "report.json"

@@ -37,6 +37,7 @@ CAUGHT = {
     "patches_harness_timer": ("relu", Outcome.REJECTED, "tampering", "Timer.one"),
     "patches_randn_inputs": ("relu", Outcome.REJECTED, "tampering", "torch.randn"),
     "leaves_torch_function_mode": ("relu", Outcome.REJECTED, "tampering", "mode left active"),
+    "forges_worker_report": ("relu", Outcome.REJECTED, "tampering", "not written by the harness"),
     "forges_custom_kernel": ("softmax", Outcome.REJECTED, "no_custom_kernel", "aten::exp"),
     "relabels_torch_op": ("softmax", Outcome.REJECTED, "no_custom_kernel", "aten::exp"),
     "torch_only": ("relu", Outcome.REJECTED, "no_custom_kernel", "aten::relu"),
