@@ -79,7 +79,7 @@ def test_segfault_is_a_verdict_and_the_next_evaluation_works(evaluate) -> None: 
 
 
 def test_infinite_loop_is_killed_at_the_timeout(evaluate) -> None:  # noqa: ANN001
-    ev = evaluate("relu", HERE / "infinite_loop.py", timeout_s=20)
+    ev = evaluate("relu", HERE / "infinite_loop.py", timeout_s=10)
     assert (ev.outcome, ev.reason_code) == (Outcome.TIMEOUT, "timeout"), ev.reason
     assert "during correctness" in ev.reason  # the candidate's loop, not a slow start-up
 
