@@ -62,6 +62,21 @@ def device_fingerprint(device: str) -> str:
     return f"cuda device {index}"
 
 
+def harness_version() -> str:
+    """A hash of the sandbox code that produces reference timings: changing how references are
+    timed (threads, flushes, trial rules) must not reuse baselines measured the old way."""
+    import hashlib
+    import importlib.util
+
+    h = hashlib.sha256()
+    for mod in ("kevolve.sandbox.timing", "kevolve.sandbox.reference", "kevolve.sandbox.harness",
+                "kevolve.sandbox.worker"):
+        spec = importlib.util.find_spec(mod)
+        if spec is not None and spec.origin:
+            h.update(Path(spec.origin).read_bytes())
+    return h.hexdigest()[:10]
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_")[:80]
 
@@ -85,12 +100,13 @@ class Baseline(Record):
 
 @dataclass
 class BaselineCache:
-    """JSON files at ROOT/DEVICE/torch-VERSION/PROBLEM_HASH.json."""
+    """JSON files at ROOT/DEVICE/torch-VERSION/harness-HASH/PROBLEM_HASH.json."""
 
     root: Path
+    harness: str = field(default_factory=harness_version)
 
     def path(self, device: str, torch: str, problem_id: str) -> Path:
-        return self.root / _slug(device) / f"torch-{_slug(torch)}" / f"{problem_id}.json"
+        return self.root / _slug(device) / f"torch-{_slug(torch)}" / f"harness-{self.harness}" / f"{problem_id}.json"
 
     def get(self, device: str, torch: str, problem_id: str) -> Baseline | None:
         p = self.path(device, torch, problem_id)

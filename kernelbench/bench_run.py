@@ -33,6 +33,7 @@ class BenchArgs(Record):
     address: str | None = None
     devices: tuple[str, ...]
     compile_workers: int = 0
+    warm_workers: int = 0
     run_dir: str
     reuse_baselines: bool = True
     retries: int = 2
@@ -62,7 +63,7 @@ def _executor(args: BenchArgs, config: SandboxConfig, cache: BaselineCache, fing
     from kevolve.kernelbench.runner import LocalExecutor
 
     return LocalExecutor(list(args.devices), config, cache, args.reuse_baselines, fingerprint,
-                         args.compile_workers, args.retries)
+                         args.compile_workers, args.retries, args.warm_workers)
 
 
 def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConfig,

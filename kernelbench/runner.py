@@ -151,10 +151,13 @@ class LocalExecutor:
     """Lanes (one per device) plus an optional compile pool, all in this process's threads."""
 
     def __init__(self, devices: list[str], config: SandboxConfig, cache: BaselineCache | None, reuse: bool,
-                 fingerprint: str, compile_workers: int = 0, retries: int = 2) -> None:
+                 fingerprint: str, compile_workers: int = 0, retries: int = 2, warm_workers: int = 0) -> None:
         self.devices, self.config, self.cache, self.reuse = devices, config, cache, reuse
         self.fingerprint, self.retries = fingerprint, retries
         self.lane_cores, self.compile_cores = split_cores(len(devices), compile_workers)
+        # spares start up on the compile cores: never on a core where something is timed
+        self.warm_workers = warm_workers if self.compile_cores else 0
+        self.served_warm = 0
         self.builds: dict[str, Future[object]] = {}
         self.build_seconds = 0.0
 
@@ -201,9 +204,14 @@ class LocalExecutor:
 
     def _lane(self, device: str, cores: set[int], todo: queue.Queue[ProblemJob],
               on_result: Callable[[ResultRow], None], errors: list[BaseException]) -> None:
+        warm = None
         try:
             os.sched_setaffinity(0, cores)  # this thread only: the workers it spawns inherit it
-            sandbox = BenchSandbox(cache=self.cache, reuse=self.reuse, fingerprint=self.fingerprint)
+            if self.warm_workers:
+                from kevolve.kernelbench.warm import WarmWorkers
+
+                warm = WarmWorkers(self.warm_workers, self.compile_cores, cores)
+            sandbox = BenchSandbox(cache=self.cache, reuse=self.reuse, fingerprint=self.fingerprint, workers=warm)
             config = self.config.model_copy(update={"device": device})
             while True:
                 try:
@@ -215,6 +223,10 @@ class LocalExecutor:
                 sandbox.forget()  # reference outputs of a finished problem can be large
         except BaseException as e:  # noqa: BLE001 - surfaced by run() in the main thread
             errors.append(e)
+        finally:
+            if warm is not None:
+                self.served_warm += warm.served_warm
+                warm.close()
 
 
 __all__ = ["CandidateFile", "LocalExecutor", "Plan", "ProblemJob", "make_plan", "run_problem", "split_cores"]

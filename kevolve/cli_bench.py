@@ -129,6 +129,8 @@ def bench(
     gpus: Gpus = None,
     compile_workers: Annotated[Optional[int], typer.Option(min=0, help="compile-pool processes on spare CPU cores "
                                                                        "(default: spare cores on CUDA, 0 on CPU)")] = None,
+    warm_workers: Annotated[Optional[int], typer.Option(min=0, help="workers per lane started ahead on the compile "
+                                                                    "cores (default: 2 on CUDA, 0 on CPU)")] = None,
     run_dir: Annotated[Optional[Path], typer.Option(help="run folder (default: derived from the command)")] = None,
     runs_root: Annotated[Path, typer.Option(help="where default run folders go")] = Path("runs"),
     seed: Annotated[Optional[int], typer.Option(help="input-draw seed (default: fresh, stored with the run)")] = None,
@@ -176,7 +178,9 @@ def bench(
     agent_config = _agent_config(llm, base_url, budget, no_archive, base, rd, cache_dir, timeout) if optimize else None
     args = BenchArgs(suite=str(suite), levels=tuple(levels), problems=problems, match=match,
                      solutions=str(solutions or rd / "generated"), optimize=optimize, executor=executor, address=address, devices=tuple(lanes),
-                     compile_workers=compile_workers, run_dir=str(rd), reuse_baselines=baselines == "reuse",
+                     compile_workers=compile_workers, run_dir=str(rd),
+                     warm_workers=warm_workers if warm_workers is not None else (0 if base == "cpu" else 2),
+                     reuse_baselines=baselines == "reuse",
                      retries=retries, seed_given=seed is not None)
     code = run_bench(args, found, config, agent_config)
     raise typer.Exit(code)

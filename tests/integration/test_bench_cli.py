@@ -54,7 +54,7 @@ def test_full_mini_suite_gives_every_verdict_and_the_reports(fixtures: Path, cpu
     # one result file per candidate, beside the JSONL
     assert len(list((run_dir / "evals").rglob("*.json"))) == len(rows(run_dir)) == 13  # 10 candidates, 3 problem verdicts
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and "0 evaluation(s) to go" in again.stdout
+    assert again.returncode == 0 and "10 evaluation(s) already finished, 0 to go" in again.stdout
     assert len(rows(run_dir)) == 13
 
 
