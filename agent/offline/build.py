@@ -194,7 +194,7 @@ class _Builder:
             args.append(e)
         name, params = c.op, tuple(c.params.get("p", ()))
         if name == "pow" and isinstance(args[1], Const):
-            name, params, args = ("square", (), args[:1]) if args[1].value == 2.0 else ("powc", (args[1].value,), args[:1])
+            return _const_pow(args[0], args[1].value), where
         return Op(name, tuple(args), params), where
 
     def _batch_norm_eval(self, c: Canon, shape: tuple[int, ...]) -> tuple[Expr, tuple[int, ...]]:
@@ -270,6 +270,21 @@ class _Builder:
         if not self.leaves:
             raise Unfusable("no tensor input")
         return g
+
+
+def _const_pow(x: Expr, e: float) -> Expr:
+    """x ** e: small integer powers as products (powf is slow and no more exact), 0.5 as sqrt."""
+    if e == 2.0:
+        return Op("square", (x,))
+    if e == 3.0:
+        return Op("mul", (Op("square", (x,)), x))
+    if e == 4.0:
+        return Op("square", (Op("square", (x,)),))
+    if e == 1.0:
+        return x
+    if e == 0.5:
+        return Op("sqrt", (x,))
+    return Op("powc", (x,), (e,))
 
 
 def build_group(nodes: list[torch.fx.Node], sink: torch.fx.Node,

@@ -158,7 +158,8 @@ def _globals_block(glb: dict[str, Any], launchers: dict[str, str]) -> list[str]:
     return lines
 
 
-def render(problem_source: str, traced: Traced, fused: list[Fused], params: list[KernelParams]) -> str:
+def render(problem_source: str, traced: Traced, fused: list[Fused], params: list[KernelParams],
+           problem_id: str = "") -> str:
     """The whole candidate source."""
     names = [f"kv_fused_{k}" for k in range(len(fused))]
     kernels = [PRELUDE] + [s for fz, n, p in zip(fused, names, params, strict=True) for s in kernel_source(fz, n, p)]
@@ -170,7 +171,7 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
     cls = ["class ModelNew(Model):", '    """The traced forward with fused CUDA kernels in place of element-wise and '
            'row ops."""', "", "    " + header, *("    " + g for g in guards), *("    " + ln for ln in body)]
     desc = "; ".join(fz.group.describe() for fz in fused)
-    parts = [f'"""kevolve offline candidate: {len(fused)} fused kernel(s) ({desc})."""', encode(params),
+    parts = [f'"""kevolve offline candidate: {len(fused)} fused kernel(s) ({desc})."""', encode(params, problem_id),
              "import cupy as cp", "import torch", _strip_problem(problem_source),
              "_KV_SRC = r'''" + "\n".join(kernels) + "'''", _RUNTIME, *launchers,
              "\n".join(_globals_block(glb, {})), "\n".join(cls)]

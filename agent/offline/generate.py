@@ -39,7 +39,7 @@ class Plan:
     def source(self, params: list[KernelParams] | None = None) -> str:
         """A candidate source for these parameters (the defaults when None)."""
         ps = self.legalize(params if params is not None else self.defaults())
-        return render(self.problem.source, self.traced, self.fused, ps)
+        return render(self.problem.source, self.traced, self.fused, ps, self.problem.id)
 
 
 def plan(problem: Problem) -> Plan:

@@ -92,18 +92,21 @@ def crossover(a: KernelParams, b: KernelParams, group: Group, rng: random.Random
     return legal(KernelParams(**vals), group)
 
 
-def encode(params: list[KernelParams]) -> str:
+def encode(params: list[KernelParams], problem_id: str = "") -> str:
     """The marker line carried in a generated source."""
-    return MARK + json.dumps({"groups": [asdict(p) for p in params]}, separators=(",", ":"))
+    return MARK + json.dumps({"problem": problem_id, "groups": [asdict(p) for p in params]}, separators=(",", ":"))
 
 
-def decode(source: str) -> list[KernelParams] | None:
-    """The parameters a generated source was made with, or None if it is not an offline candidate."""
+def decode(source: str, problem_id: str | None = None) -> list[KernelParams] | None:
+    """The parameters a generated source was made with (for `problem_id`, when given), or None if it is
+    not an offline candidate (of that problem)."""
     m = _MARK_RE.search(source)
     if m is None:
         return None
     try:
         data = json.loads(m.group(1))
+        if problem_id is not None and data.get("problem") != problem_id:
+            return None
         return [KernelParams(**g) for g in data["groups"]]
     except (ValueError, TypeError, KeyError):
         return None

@@ -1,0 +1,117 @@
+"""Offline proposer: parameter space, the evolutionary search, and the agent loop driving it."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from kevolve.agent.config import EvolutionConfig, LLMConfig, OptimizeConfig, StopConfig
+from kevolve.agent.llm.base import Message
+from kevolve.agent.llm.scripted import ScriptedLLM
+from kevolve.agent.offline.generate import plan
+from kevolve.agent.offline.proposer import OfflineLLM, SeededLLM
+from kevolve.agent.offline.search import search
+from kevolve.agent.offline.space import KernelParams, decode, default_params, encode, legal, mutate
+from kevolve.agent.run import OptimizeError, run_optimize
+from kevolve.kernelbench.problem import load_problem
+from kevolve.records import Candidate, Evaluation, Outcome, TimingStats
+from kevolve.sandbox.config import SandboxConfig
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
+
+
+def _timing(ms: float) -> TimingStats:
+    return TimingStats(median_ms=ms, mean_ms=ms, min_ms=ms, max_ms=ms, iqr_ms=0.0, trials=10, method="fake")
+
+
+def fake_verdict(source: str, problem_id: str, cand_id: str = "c") -> Evaluation:
+    """ok, faster the closer the first kernel's block is to 1024 (eager is 1 ms)."""
+    params = decode(source)
+    assert params is not None
+    ms = 1.0 / (1.0 + params[0].block / 256)
+    return Evaluation(candidate_id=cand_id, problem_id=problem_id, outcome=Outcome.OK, reason="ok",
+                      timing=_timing(ms), ref_timing=_timing(1.0))
+
+
+class FakeSandbox:
+    def __init__(self) -> None:
+        self.sources: list[str] = []
+
+    def evaluate(self, problem, candidate: Candidate, config) -> Evaluation:  # noqa: ANN001
+        self.sources.append(candidate.source)
+        return fake_verdict(candidate.source, problem.id, candidate.id)
+
+
+def test_mutation_changes_settings_and_stays_legal():
+    g = plan(load_problem(FIXTURES / "chain_scalars.py")).fused[0].group  # 7*37*3 elements: not a multiple of 2
+    rng = random.Random(0)
+    p = legal(default_params(g), g)
+    assert p.vec == 1
+    seen = {p}
+    for _ in range(30):
+        p = mutate(p, g, rng)
+        assert p.vec == 1 and p.block in (64, 128, 256, 512, 1024)
+        seen.add(p)
+    assert len(seen) > 5
+
+
+def test_parameters_round_trip_through_the_source_marker():
+    ps = [KernelParams(block=512, vec=2), KernelParams(strategy="warp")]
+    line = encode(ps, "abc")
+    assert decode("x = 1\n" + line + "\n", "abc") == ps
+    assert decode(line, "other-problem") is None
+    assert decode("no marker here") is None
+
+
+def test_search_improves_on_the_defaults():
+    p = plan(load_problem(FIXTURES / "linear_gelu_softmax.py"))
+    res = search(p, lambda src: fake_verdict(src, p.problem.id), budget=12, seed=3)
+    assert len(res.trials) == 12
+    first, best = res.trials[0], res.best
+    assert best is not None and best.fitness > first.fitness
+    assert len({repr(t.params) for t in res.trials}) == 12  # never the same parameters twice
+
+
+def test_search_stops_when_the_defaults_fail():
+    p = plan(load_problem(FIXTURES / "rmsnorm.py"))
+    bad = Evaluation(candidate_id="c", problem_id=p.problem.id, outcome=Outcome.INCORRECT, reason="incorrect: x")
+    res = search(p, lambda src: bad, budget=5)
+    assert len(res.trials) == 1 and res.best is None
+
+
+def _config(tmp_path, n: int) -> OptimizeConfig:
+    return OptimizeConfig(llm=LLMConfig(provider="scripted", model="offline"), runs_dir=tmp_path, archive=False,
+                          sandbox=SandboxConfig(device="cpu", seed=1),
+                          evolution=EvolutionConfig(islands=1, jobs_per_generation=2, concurrency=1, seed=5),
+                          stop=StopConfig(max_candidates=n, patience=10))
+
+
+def test_agent_loop_tunes_offline_candidates(tmp_path):
+    problem = load_problem(FIXTURES / "conv_relu_bias.py")
+    sandbox = FakeSandbox()
+    result = run_optimize(problem, _config(tmp_path, 10), llm=OfflineLLM(problem, seed=1), sandbox=sandbox,
+                          retriever=None)
+    blocks = [decode(s)[0].block for s in sandbox.sources]
+    assert len(sandbox.sources) == result.evaluated >= 8  # a proposal that repeats an earlier one is not evaluated
+    assert blocks[0] == default_params(plan(problem).fused[0].group).block
+    assert max(blocks) > blocks[0]  # mutations of the parents' parameters found larger blocks
+    assert result.speedup is not None and result.speedup > 1.0 + blocks[0] / 256
+
+
+def test_offline_proposer_stops_the_run_with_the_trace_verdict(tmp_path):
+    problem = load_problem(FIXTURES / "only_matmul.py")
+    with pytest.raises(OptimizeError, match="nothing_to_fuse"):
+        run_optimize(problem, _config(tmp_path, 2), llm=OfflineLLM(problem), sandbox=FakeSandbox(), retriever=None)
+
+
+def test_seeded_llm_answers_the_first_translation_offline():
+    problem = load_problem(FIXTURES / "conv_relu_bias.py")
+    llm = SeededLLM(ScriptedLLM([], default="from the llm"), OfflineLLM(problem), seeds=1)
+    msgs = [Message(role="user", content="translate this")]
+    first = llm.complete(msgs, sample="0:g0-j0")
+    second = llm.complete(msgs, sample="0:g0-j1")
+    later = llm.complete(msgs, sample="0:g1-j0")
+    assert "class ModelNew(Model)" in first.text and first.model == "offline"
+    assert second.text == later.text == "from the llm"
