@@ -26,6 +26,8 @@ def optimize_cmd(
                                                     "vllm:MODEL, ollama:MODEL, compatible:MODEL (with --base-url); "
                                                     "--resume keeps the run's own")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="server URL for OpenAI-compatible servers")] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="no LLM: generated fused CUDA kernels, tuned by "
+                                                            "the same loop (needs --device cuda)")] = False,
     budget: Annotated[Optional[str], typer.Option(help="N candidates, $X dollars and/or a duration (30m), comma-separated")] = None,
     budget_usd: Annotated[Optional[float], typer.Option(min=0, help="stop once the LLM spend reaches this")] = None,
     max_candidates: Annotated[Optional[int], typer.Option(min=1, help="stop after this many evaluations")] = None,
@@ -80,6 +82,13 @@ def optimize_cmd(
             llm, base_url = prior[0], base_url or prior[1]
         dev = device or _default_device()
         _check_device(dev)
+        from kevolve.agent.offline.proposer import OFFLINE_SPEC, OFFLINE_URL, proposer_for
+
+        offline = offline or llm == OFFLINE_SPEC
+        if offline:
+            llm, base_url, no_cache = OFFLINE_SPEC, OFFLINE_URL, True
+            if not dev.startswith("cuda"):
+                raise SettingsError("--offline generates CUDA kernels: it needs --device cuda")
         config = build_config(llm=llm or "openai:gpt-4o", base_url=base_url, env=os.environ, device=dev, runs_dir=runs_dir,
                               llm_cache=not no_cache, llm_cache_dir=llm_cache, archive=not no_archive, stop=stop,
                               parallel_evaluations=parallel_evaluations,
@@ -99,7 +108,8 @@ def optimize_cmd(
         typer.echo(f"run {run.run_id}: {run.path}", err=True)
 
     try:
-        result = run_optimize(problem, config, resume=resume, on_start=announce)
+        proposer = proposer_for(problem, config, offline=offline, runs_dir=runs_dir, resume=resume)
+        result = run_optimize(problem, config, resume=resume, on_start=announce, llm=proposer)
     except OptimizeError as e:
         _fail(str(e), code=2 if isinstance(e, UsageError) else 1)
     except KeyboardInterrupt:

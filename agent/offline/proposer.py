@@ -101,3 +101,34 @@ class SeededLLM:
             except NonRetryableLLMError as e:  # nothing to fuse / untraceable: the LLM translates instead
                 log.info("no offline seed: %s", e)
         return self.llm.complete(messages, **opts)
+
+
+OFFLINE_SPEC, OFFLINE_URL = "compatible:offline", "http://offline"
+"""How an offline run's config names its proposer (the config needs an LLM slot; nothing is called)."""
+
+
+def proposer_for(problem: Problem | None, config: object, *, offline: bool, runs_dir: object = None,
+                 resume: str | None = None, seeds: int = 1) -> LLM | None:
+    """The proposer an entry point passes to `run_optimize`: the OfflineLLM for offline runs (a resumed
+    one reads its problem from the run folder), a SeededLLM for LLM runs on CUDA whose module traces,
+    else None (run_optimize makes the configured LLM itself)."""
+    from kevolve.agent.llm import make_llm
+    from kevolve.agent.rundir import RunFolder
+
+    if problem is None and resume is not None:
+        run = RunFolder.find(runs_dir, resume)  # type: ignore[arg-type]
+        problem = run.problem() if run is not None else None
+    if problem is None:
+        return None
+    seed = config.evolution.seed  # type: ignore[attr-defined]
+    if offline:
+        return OfflineLLM(problem, seed=seed)
+    if not config.sandbox.is_cuda or seeds <= 0:  # type: ignore[attr-defined]
+        return None  # generated kernels are CUDA: no use as seeds of a CPU run
+    off = OfflineLLM(problem, seed=seed)
+    try:
+        off.plan()
+        llm = make_llm(config.llm)  # type: ignore[attr-defined]
+    except NonRetryableLLMError:
+        return None  # untraceable (the LLM starts alone) or a bad LLM setting (run_optimize reports it)
+    return SeededLLM(llm, off, seeds)

@@ -115,3 +115,28 @@ def test_seeded_llm_answers_the_first_translation_offline():
     later = llm.complete(msgs, sample="0:g1-j0")
     assert "class ModelNew(Model)" in first.text and first.model == "offline"
     assert second.text == later.text == "from the llm"
+
+
+def _cuda_config(tmp_path, provider: str = "compatible") -> OptimizeConfig:
+    return OptimizeConfig(llm=LLMConfig(provider=provider, model="m", base_url="http://127.0.0.1:9/v1"),
+                          runs_dir=tmp_path, sandbox=SandboxConfig(device="cuda", seed=1))
+
+
+def test_entry_points_get_offline_seeds_only_for_traceable_cuda_runs(tmp_path):
+    from kevolve.agent.offline.proposer import proposer_for
+
+    fusable, library = load_problem(FIXTURES / "conv_relu_bias.py"), load_problem(FIXTURES / "only_matmul.py")
+    assert isinstance(proposer_for(fusable, _config(tmp_path, 2), offline=True), OfflineLLM)
+    assert isinstance(proposer_for(fusable, _cuda_config(tmp_path), offline=False), SeededLLM)
+    assert proposer_for(library, _cuda_config(tmp_path), offline=False) is None  # nothing to seed with
+    assert proposer_for(fusable, _config(tmp_path, 2), offline=False) is None  # a CPU run: CUDA seeds are useless
+
+
+def test_cli_offline_refuses_a_cpu_device():
+    from typer.testing import CliRunner
+
+    from kevolve.cli import app
+
+    res = CliRunner().invoke(app, ["optimize", str(FIXTURES / "conv_relu_bias.py"), "--offline", "--device", "cpu"])
+    assert res.exit_code == 2
+    assert "--offline generates CUDA kernels" in res.output
