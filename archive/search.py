@@ -21,6 +21,7 @@ from kevolve.archive.text import condense, problem_text
 RRF_K = 60
 WEIGHTS = {"kernel": 1.0, "problem": 1.0, "keyword": 1.0}
 TOP_PROBLEMS = 20
+PER_PROBLEM = 5
 MAX_K = 100
 
 
@@ -31,11 +32,14 @@ def query_text(query: str) -> str:
 
 
 def _problem_ranked(conn: Connection, problem_pks: list[int], allowed: tuple[str, dict], n: int) -> list[int]:
+    """Kernels of the nearest problems: problem by problem, fastest first, at most PER_PROBLEM of each."""
     if not problem_pks:
         return []
-    sql = text(f"SELECT c.pk, c.problem_pk, coalesce(c.best_speedup, 0) FROM candidates c "
-               f"WHERE c.problem_pk IN :probs AND c.pk IN ({allowed[0]})").bindparams(bindparam("probs", expanding=True))
-    rows = conn.execute(sql, {"probs": problem_pks, **allowed[1]}).all()
+    sql = text(f"SELECT pk, problem_pk, s FROM (SELECT c.pk, c.problem_pk, coalesce(c.best_speedup, 0) AS s, "
+               f"row_number() OVER (PARTITION BY c.problem_pk ORDER BY c.best_speedup DESC, c.pk) AS r "
+               f"FROM candidates c WHERE c.problem_pk IN :probs AND c.pk IN ({allowed[0]})) ranked "
+               f"WHERE r <= :per").bindparams(bindparam("probs", expanding=True))
+    rows = conn.execute(sql, {"probs": problem_pks, "per": PER_PROBLEM, **allowed[1]}).all()
     order = {pk: i for i, pk in enumerate(problem_pks)}
     rows.sort(key=lambda r: (order[r[1]], -r[2], r[0]))
     return [r[0] for r in rows[:n]]

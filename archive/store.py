@@ -190,7 +190,7 @@ class Archive:
             vec = kvec.get(c.id)
             if vec is None:
                 vec = self.embedder.embed([kernel_text(split_problem_name(p.name)[1], tg, c.source)])[0]
-            doc = keyword_doc(p.name, split_problem_name(p.name)[1], e.kernel_name, tg, p.source, c.source)
+            doc = keyword_doc(p.name, split_problem_name(p.name)[1], e.kernel_name, tg, c.source)
             self.index.add_kernel(conn, cand_pk, doc, vec)
         else:
             row = conn.execute(select(CandidateRow.pk, CandidateRow.best_outcome, CandidateRow.best_speedup)

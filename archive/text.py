@@ -40,9 +40,12 @@ def kernel_text(op_name: str, tags: tuple[str, ...], source: str) -> str:
     return f"{op_name.replace('_', ' ')}. techniques: {tag_words}. {condense(source)}"
 
 
-def keyword_doc(problem_name: str, op_name: str, kernel_name: str, tags: tuple[str, ...],
-                problem_source: str, kernel_source: str) -> str:
-    """The full-text document of a kernel: names, tags (with and without underscores) and both sources."""
+def keyword_doc(problem_name: str, op_name: str, kernel_name: str, tags: tuple[str, ...], kernel_source: str) -> str:
+    """The full-text document of a kernel: names, tags (with and without underscores) and the kernel's code.
+
+    The problem's code stays out: every kernel of a problem would match its words alike, which makes
+    keyword search slower and no sharper; problem similarity is the problem-vector list's job.
+    """
     tag_words = " ".join(f"{t} {t.replace('_', ' ')}" for t in tags)
     head = f"{problem_name} {op_name.replace('_', ' ')} {kernel_name} {tag_words}"
-    return f"{head}\n{condense(problem_source)[:4000]}\n{condense(kernel_source)}"[:MAX_DOC_CHARS]
+    return f"{head}\n{condense(kernel_source)}"[:MAX_DOC_CHARS]

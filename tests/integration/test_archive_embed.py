@@ -48,3 +48,17 @@ def test_weights_that_are_not_the_pinned_ones_are_refused(tmp_path: Path) -> Non
         f.write(b"\x00\x01\x02\x03")
     with pytest.raises(EmbeddingError, match="not the pinned"):
         MiniLM(path=d).embed(["x"])
+
+
+def test_archive_with_minilm_retrieves_kernels_of_the_same_op(minilm: MiniLM, tmp_path: Path) -> None:
+    from kevolve.archive import retrieve
+    from kevolve.archive.store import Archive
+    from kevolve.archive.synthetic import OPS, entries, problem_source
+
+    arch = Archive(f"sqlite:///{tmp_path / 'a.db'}", embedder=minilm)
+    arch.put_many(list(entries(48, n_problems=12, seed=51)))
+    for op in ("Softmax", "Conv2d", "Matmul"):
+        hits = retrieve(problem_source(op, OPS[op]).replace("# problem", "# a new problem"), k=2, archive=arch)
+        assert hits and hits[0].op_name == op, (op, [h.op_name for h in hits])
+    hits = arch.search("tensor core wmma matrix fragments", k=3)
+    assert "tensor_cores" in hits[0].techniques
