@@ -60,7 +60,9 @@ def test_full_mini_suite_gives_every_verdict_and_the_reports(fixtures: Path, cpu
 
 def test_kill_9_mid_run_loses_at_most_the_evaluation_in_flight(fixtures: Path, cpu_config, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    cmd = bench(fixtures, cpu_config.cache_dir, run_dir, "--level", "1", "--problems", "2")
+    # with the compile pool and warm workers on the second core: the spares outlive the kill and exit alone
+    cmd = bench(fixtures, cpu_config.cache_dir, run_dir, "--level", "1", "--problems", "2",
+                "--compile-workers", "1", "--warm-workers", "2")
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     jsonl = run_dir / "results.jsonl"
     deadline = time.monotonic() + 600
