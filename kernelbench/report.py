@@ -76,10 +76,9 @@ def _svg_hist(speedups: list[float], title: str) -> str:
     """Histogram of log2 speedups (bins of half a power of two), as an inline SVG."""
     if not speedups:
         return f"<p>{html.escape(title)}: no correct candidates.</p>"
-    lo = math.floor(min(math.log2(s) for s in speedups) * 2) / 2
-    hi = math.ceil(max(math.log2(s) for s in speedups) * 2) / 2
-    if hi <= lo:
-        hi = lo + 0.5
+    # always span 0.5x..2x at least, so that a lone bar does not fill the plot and 1x is on the axis
+    lo = min(-1.0, math.floor(min(math.log2(s) for s in speedups) * 2) / 2)
+    hi = max(1.0, math.ceil(max(math.log2(s) for s in speedups) * 2) / 2)
     nb = int(round((hi - lo) / 0.5))
     counts = [0] * nb
     for s in speedups:
@@ -94,8 +93,13 @@ def _svg_hist(speedups: list[float], title: str) -> str:
         color = "#2a9d8f" if lo + (i + 0.5) * 0.5 > 0 else "#e76f51"
         bars.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bw - 2:.1f}" height="{bh:.1f}" fill="{color}">'
                     f"<title>{2 ** (lo + i * 0.5):.2f}x–{2 ** (lo + (i + 1) * 0.5):.2f}x: {c}</title></rect>")
+        if c:
+            bars.append(f'<text x="{x + bw / 2 - 4:.1f}" y="{y - 3:.1f}" font-size="10">{c}</text>')
         if i % max(1, nb // 8) == 0:
             bars.append(f'<text x="{x:.1f}" y="{h - pad + 14}" font-size="10">{2 ** (lo + i * 0.5):.2g}x</text>')
+    one = pad + (0 - lo) / 0.5 * bw
+    bars.append(f'<line x1="{one:.1f}" y1="{pad - 10}" x2="{one:.1f}" y2="{h - pad}" stroke="#333" '
+                f'stroke-dasharray="4 3"><title>1x</title></line>')
     return (f'<figure><svg width="{w}" height="{h}" role="img" aria-label="{html.escape(title)}">'
             f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="#333"/>{"".join(bars)}'
             f"</svg><figcaption>{html.escape(title)} (log scale; green = faster than baseline)</figcaption></figure>")
