@@ -78,7 +78,10 @@ def bwrap_argv(scratch: Path, writable: tuple[Path, ...] = (), pids_limit: int =
     for path in writable:
         path.mkdir(parents=True, exist_ok=True)
         argv += ["--bind", str(path), str(path)]
-    argv += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
+    argv += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch)]
+    # The root that bwrap builds (a tmpfs holding the mount points) becomes read-only too: else
+    # a worker running as root could write to e.g. /root or the checkout's parent in it.
+    argv += ["--remount-ro", "/", "--"]
     return [*_pids_prefix(scratch, pids_limit), *argv]
 
 

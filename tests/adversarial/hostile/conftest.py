@@ -1,0 +1,75 @@
+"""Sandboxes for the hostile-candidate tests: local workers under bubblewrap, and Docker workers.
+
+On CI (CI=true) both backends must run: a missing bwrap or Docker engine fails the tests instead
+of skipping them (.ci/run installs and starts both).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent.parent.parent / "fixtures"
+BACKENDS = ("bwrap", "docker")
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run this backend: {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def bwrap_box():  # noqa: ANN201
+    from kevolve.sandbox.bwrap import probe
+    from kevolve.sandbox.local import LocalSandbox
+
+    works, why = probe()
+    if not works:
+        _unavailable(why)
+    return LocalSandbox()
+
+
+@pytest.fixture(scope="session")
+def docker_box() -> Iterator[object]:
+    from kevolve.sandbox.docker_backend import DockerPool, DockerUnavailable, docker_client
+    from kevolve.sandbox.docker_image import ensure_local
+    from kevolve.sandbox.local import LocalSandbox
+
+    try:
+        client = docker_client()
+    except DockerUnavailable as e:
+        _unavailable(str(e))
+    ensure_local("kevolve-eval:test", client)
+    pool = DockerPool(size=1, client=client)
+    yield LocalSandbox(workers=pool)
+    pool.close()
+
+
+@pytest.fixture
+def hostile_config(cpu_config):  # noqa: ANN001, ANN201
+    """Python-only candidates (allow_torch_only): the hostility here is not about kernels."""
+    return cpu_config.model_copy(update=dict(allow_torch_only=True, image="kevolve-eval:test",
+                                             isolation="bwrap", memory_limit_gb=4.0, scratch_limit_gb=1.0))
+
+
+@pytest.fixture(params=BACKENDS)
+def evaluate(request, hostile_config) -> Callable[..., object]:  # noqa: ANN001
+    """evaluate(source, **config_overrides) -> Evaluation on the relu problem, on one backend."""
+    from kevolve.kernelbench.problem import load_problem
+    from kevolve.records import Candidate
+    from kevolve.sandbox.config import Backend
+
+    box = request.getfixturevalue(f"{request.param}_box")
+    base = hostile_config.model_copy(update={"backend": Backend.DOCKER if request.param == "docker" else Backend.LOCAL})
+    prob = load_problem(FIXTURES / "problems" / "relu.py")
+
+    def run(source: str, **overrides: object):  # noqa: ANN202
+        box.reference(prob, base)  # under the normal limits, whatever the overrides
+        return box.evaluate(prob, Candidate.from_source(source, prob.id), base.model_copy(update=overrides))
+
+    run.backend = request.param  # type: ignore[attr-defined]
+    return run

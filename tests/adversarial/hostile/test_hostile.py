@@ -1,0 +1,121 @@
+"""Hostile candidates are contained on both backends, each with its own reason, and the next works.
+
+Every `*.py` here (besides the tests) is a Python-only candidate whose docstring names what it
+tries. Each test evaluates it through the real sandbox (bubblewrap-confined local workers, or
+Docker containers) and then evaluates an honest candidate, which must still be accepted.
+"""
+
+from __future__ import annotations
+
+import ast
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from kevolve.records import Outcome
+
+HERE = Path(__file__).parent
+REPO = HERE.parent.parent.parent
+
+
+def source(name: str, **fill: object) -> str:
+    text = (HERE / f"{name}.py").read_text()
+    for key, value in fill.items():
+        text = text.replace(f"__{key.upper()}__", repr(value))
+    return text
+
+
+def assert_next_evaluation_works(evaluate) -> None:  # noqa: ANN001
+    after = evaluate(source("honest"))
+    assert after.ok, f"after a hostile candidate: {after.reason}"
+
+
+def test_candidate_cannot_read_secrets_outside_scratch(evaluate, tmp_path) -> None:  # noqa: ANN001
+    secrets = [tmp_path / "archive.db", REPO / ".pytest_cache" / "hostile-run-folder-secret"]
+    for s in secrets:
+        s.write_text("sk-secret")
+    home = [str(p) for p in sorted(Path.home().iterdir()) if p.is_file()][:3]
+    try:
+        ev = evaluate(source("reads_secrets", targets=[str(s) for s in secrets] + home))
+    finally:
+        secrets[1].unlink()
+    assert ev.ok, ev.reason  # wrong results if any file was readable
+
+
+def test_candidate_cannot_write_outside_scratch(evaluate, tmp_path) -> None:  # noqa: ANN001
+    # (/tmp is not a target: each worker has a private one, gone with it.)
+    targets = [tmp_path / "pwned", REPO / "pwned-by-candidate", Path("/usr/lib/pwned-by-candidate"),
+               Path.home() / "pwned-by-candidate"]
+    ev = evaluate(source("writes_outside_scratch", targets=[str(t) for t in targets]))
+    leaked = [t for t in targets if t.exists()]
+    for t in leaked:
+        t.unlink()
+    assert not leaked, leaked
+    assert ev.ok, ev.reason
+
+
+def test_candidate_cannot_reach_a_listener_on_the_host(evaluate) -> None:  # noqa: ANN001
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    seen: list[bytes] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            seen.append(conn.recv(64))
+            conn.close()
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        ev = evaluate(source("opens_socket", port=server.getsockname()[1]))
+    finally:
+        stop.set()
+        t.join()
+        server.close()
+    assert not seen, seen
+    assert ev.ok, ev.reason
+
+
+def test_fork_bomb_hits_the_process_limit(evaluate) -> None:  # noqa: ANN001
+    # A small process limit: the local RSS watch sums every process's resident (shared) pages,
+    # so with hundreds of forks the memory limit would fire first and hide this one's reason.
+    ev = evaluate(source("fork_bomb"), pids_limit=32, memory_limit_gb=16.0)
+    assert (ev.outcome, ev.reason_code) == (Outcome.RUNTIME_ERROR, "runtime_error"), ev.reason
+    assert "Resource temporarily unavailable" in ev.reason
+    assert_next_evaluation_works(evaluate)
+
+
+def test_filling_the_disk_stops_at_the_scratch_limit(evaluate) -> None:  # noqa: ANN001
+    ev = evaluate(source("fills_disk"), scratch_limit_gb=0.25)
+    assert (ev.outcome, ev.reason_code) == (Outcome.CRASHED, "disk_limit"), ev.reason
+    assert "during correctness" in ev.reason
+    assert_next_evaluation_works(evaluate)
+
+
+def test_allocating_all_memory_stops_at_the_memory_limit(evaluate) -> None:  # noqa: ANN001
+    ev = evaluate(source("allocates_all_memory"), memory_limit_gb=2.0)
+    assert (ev.outcome, ev.reason_code) == (Outcome.CRASHED, "memory_limit"), ev.reason
+    assert_next_evaluation_works(evaluate)
+
+
+def test_spinning_forever_is_killed_from_outside_at_the_timeout(evaluate) -> None:  # noqa: ANN001
+    ev = evaluate(source("spins_forever"), timeout_s=45)
+    assert (ev.outcome, ev.reason_code) == (Outcome.TIMEOUT, "timeout"), ev.reason
+    assert "during correctness" in ev.reason
+    assert_next_evaluation_works(evaluate)
+
+
+def test_every_hostile_file_is_documented_and_tested() -> None:
+    names = {p.stem for p in HERE.glob("*.py") if not p.name.startswith(("test_", "conftest"))}
+    text = Path(__file__).read_text()
+    for name in names - {"honest"}:
+        assert f'source("{name}"' in text, name
+        doc = ast.get_docstring(ast.parse((HERE / f"{name}.py").read_text())) or ""
+        assert doc.startswith("Hostile") and "Expected" in doc, name
