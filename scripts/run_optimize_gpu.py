@@ -4,7 +4,7 @@
 
 For each problem the scripted "LLM" answers like the CPU acceptance test does, built from the
 project's CUDA solution for that problem (scripts/kernelbench_level1_solutions):
-  translate  -> a compile error (an #error in the CUDA source) and a wrong kernel (output + 0.5)
+  translate  -> a compile error (a missing header) and a wrong kernel (output + 0.5)
   repair     -> a correct but slow kernel (the fast kernel launched 4 times per forward)
   mutate / crossover -> the fast kernel
 so that every run has to repair, evolve and pick the fast one, through the real graph, checkpointer
@@ -33,8 +33,9 @@ def variants(fast: str) -> dict[str, str]:
     """The scripted replies' sources, all derived from one correct fast solution."""
     if "#include <torch/extension.h>" not in fast:
         raise SystemExit("solution has no '#include <torch/extension.h>' to break")
+    # A header that does not exist (a common LLM slip): nvcc stops at once, before the torch headers.
     broken = fast.replace("#include <torch/extension.h>",
-                          '#include <torch/extension.h>\n#error "scripted compile error: missing kernel body"', 1)
+                          "#include <kevolve_scripted_missing_header.cuh>\n#include <torch/extension.h>", 1)
     wrap = "\n\n_KvFast = ModelNew\n\n\nclass ModelNew(_KvFast):\n    def forward(self, *args):\n{body}"
     wrong = fast + wrap.format(body="        return super().forward(*args) + 0.5\n")
     slow = fast + wrap.format(body="        for _ in range(3):\n            super().forward(*args)\n"
