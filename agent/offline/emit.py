@@ -58,6 +58,10 @@ def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
     from dataclasses import replace
 
     g = fz.group
+    if g.kind == "gemm":
+        from kevolve.agent.offline.gemm import gemm_kernel
+
+        return [gemm_kernel(name, g.gemm, p)]  # type: ignore[arg-type]
     if g.is_pointwise:
         out = [pointwise_kernel(name, g, p)]
         if p.vec > 1:
@@ -69,6 +73,10 @@ def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
 def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     """Python launcher of group `k`: contiguous inputs, output allocation, grid, launch."""
     g = fz.group
+    if g.kind == "gemm":
+        from kevolve.agent.offline.gemm import gemm_launcher
+
+        return gemm_launcher(fz, k, name, p)
     args = [f"a{i}" for i in range(len(g.leaves))]
     lines = [f"def _kv_launch_{k}({', '.join(args)}):", f'    """{g.describe()}"""']
     lines += [f"    {a} = {a}.contiguous()" for a in args]

@@ -47,6 +47,11 @@ def plan(problem: Problem) -> Plan:
     traced = trace_problem(problem)
     fused = partition(traced.gm)
     if not fused:
+        from kevolve.agent.offline.gemm import find_gemm
+
+        gemm = find_gemm(traced.gm)
+        fused = [gemm] if gemm is not None else []
+    if not fused:
         ops = sorted({str(n.target) for n in traced.gm.graph.nodes if n.op.startswith("call")})
         raise NothingToFuse(f"nothing_to_fuse: only library / unsupported ops ({', '.join(ops)[:120]}); "
                             "the offline proposer keeps those in PyTorch and needs at least one op to fuse")

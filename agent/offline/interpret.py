@@ -32,6 +32,11 @@ def _reduce(combine: str, t: torch.Tensor, dims: list[int]) -> torch.Tensor:
 
 def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
     """The group's output for these leaf tensors (same order as `group.leaves`)."""
+    if group.kind == "gemm":
+        s = group.gemm
+        a = leaves[0].reshape(s.batch if s.a_batched else 1, s.m, s.k)  # type: ignore[union-attr]
+        b = leaves[1].reshape(s.batch if s.b_batched else 1, s.k, s.n)  # type: ignore[union-attr]
+        return torch.matmul(a, b).reshape(group.out_shape)
     views = [torch.as_strided(t.contiguous().reshape(-1), group.shape, spec.strides)
              for t, spec in zip(leaves, group.leaves, strict=True)]
     stats: list[torch.Tensor] = []

@@ -77,6 +77,10 @@ class Group:
     out_scope: str
     out_shape: tuple[int, ...]
     nodes: list[str] = field(default_factory=list)
+    kind: str = "fused"
+    """'fused' (element-wise / row kernel) or 'gemm' (a generated matrix product, see gemm.py)"""
+    gemm: object = None
+    """the product's GemmShape when kind is 'gemm'"""
 
     @property
     def kept_dims(self) -> tuple[int, ...]:
@@ -96,10 +100,12 @@ class Group:
 
     @property
     def is_pointwise(self) -> bool:
-        return not self.reductions and self.out_scope == ELEM
+        return self.kind == "fused" and not self.reductions and self.out_scope == ELEM
 
     def describe(self) -> str:
         """One line for logs and source headers."""
+        if self.kind == "gemm":
+            return f"gemm {self.gemm}"
         kind = "pointwise" if self.is_pointwise else f"row[{len(self.reductions)} reductions, out={self.out_scope}]"
         return f"{kind} shape={list(self.shape)} reduce={list(self.reduce_dims)} ops={len(self.nodes)}"
 

@@ -16,7 +16,8 @@ from kevolve.sandbox.static_checks import custom_kernel_names
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
 FUSABLE = ["chain_scalars", "conv_relu_bias", "linear_gelu_softmax", "conv_groupnorm", "gemm_batchnorm",
-           "layernorm_3d", "rmsnorm", "reductions", "logsumexp_chain", "mse_loss", "instnorm_logsoftmax"]
+           "layernorm_3d", "rmsnorm", "reductions", "logsumexp_chain", "mse_loss", "instnorm_logsoftmax",
+           "only_matmul", "bmm"]
 
 
 def _problem(name: str):
@@ -79,9 +80,14 @@ def test_softmax_and_groupnorm_become_row_kernels():
     assert gn.shape == (3, 4, 3, 7, 7) and gn.reduce_dims == (2, 3, 4)
 
 
-def test_module_with_only_library_calls_has_nothing_to_fuse():
+def test_module_with_only_a_convolution_has_nothing_to_fuse():
     with pytest.raises(NothingToFuse, match="nothing_to_fuse"):
-        plan(_problem("only_matmul"))
+        plan(_problem("only_conv"))
+
+
+def test_a_bare_matrix_product_becomes_a_generated_gemm():
+    g = plan(_problem("bmm")).fused[0].group
+    assert g.kind == "gemm" and (g.gemm.batch, g.gemm.m, g.gemm.n, g.gemm.k) == (3, 70, 65, 33)
 
 
 def test_untraceable_module_gives_a_trace_verdict():
