@@ -23,9 +23,9 @@ def _evaluate(ctx: Context, problem: Problem, trial: Trial) -> tuple[Evaluation,
     if prior is not None and prior.outcome is not Outcome.INFRA_ERROR:
         return prior, True
     ctx.run.save_source(trial.candidate.id, trial.candidate.source)
+    log.info("%s evaluating %s (%s)", trial.job.id, trial.candidate.id, trial.job.operator.value)
     for attempt in range(INFRA_RETRIES + 1):
         with ctx.eval_slots:
-            log.info("%s evaluating %s (%s)", trial.job.id, trial.candidate.id, trial.job.operator.value)
             ev = ctx.sandbox.evaluate(problem, trial.candidate, ctx.config.sandbox)
         if ev.outcome is not Outcome.INFRA_ERROR:
             break
