@@ -188,3 +188,22 @@ def test_proposals_run_concurrently_but_evaluations_never_overlap(tmp_path) -> N
     llm, sandbox = SlowLLM(SCRIPT), CountingSandbox()
     run_optimize(PROBLEM, config(tmp_path), llm=llm, sandbox=sandbox)
     assert llm.peak == 2 and sandbox.peak == 1
+
+
+def test_infrastructure_errors_are_retried_not_scored(tmp_path) -> None:
+    class Flaky(FakeSandbox):
+        def __init__(self) -> None:
+            super().__init__()
+            self.failures = 2
+
+        def evaluate(self, problem, candidate, config):  # noqa: ANN001, ANN201
+            if self.failures:
+                self.failures -= 1
+                return Evaluation(candidate_id=candidate.id, problem_id=problem.id, outcome=Outcome.INFRA_ERROR,
+                                  reason="infra_error: worker failed to start")
+            return super().evaluate(problem, candidate, config)
+
+    sandbox = Flaky()
+    r = run_optimize(PROBLEM, config(tmp_path), llm=ScriptedLLM(SCRIPT), sandbox=sandbox)
+    assert sandbox.failures == 0 and r.speedup == pytest.approx(4.0)
+    assert "infra_error" not in r.outcomes
