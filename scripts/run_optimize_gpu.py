@@ -83,8 +83,9 @@ def run_one(number: int, kernelbench: Path, work: Path, device: str, solutions: 
         index[problem.id] = run.run_id
         index_path.write_text(json.dumps(index, indent=1))
 
-    if prior and (work / "runs" / prior / "result.json").exists():
-        result = json.loads((work / "runs" / prior / "result.json").read_text())
+    done = work / "runs" / str(prior) / "result.json"
+    if prior and done.exists() and not json.loads(done.read_text())["stop_reason"].startswith("llm_error"):
+        result = json.loads(done.read_text())
         result["resumed"] = "finished earlier"
         return result
     r = run_optimize(None if prior else problem, config, llm=llm, resume=prior, on_start=remember)
