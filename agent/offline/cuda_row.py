@@ -14,7 +14,8 @@ from kevolve.agent.offline.space import KernelParams
 
 
 def _loop_bounds(p: KernelParams) -> tuple[str, str]:
-    return {"block": ("threadIdx.x", str(p.block)), "warp": ("lane", "32"), "thread": ("0", "1")}[p.strategy]
+    return {"block": ("threadIdx.x", str(p.block)), "warp": ("lane", "32"), "thread": ("0", "1"),
+            "split": ("kbeg + threadIdx.x", str(p.block))}[p.strategy]
 
 
 def _row_leaf(group: Group, li: int) -> bool:
@@ -27,13 +28,15 @@ class _RowWriter:
         self.lines: list[str] = []
         self.stats: dict[int, str] = {}
         self.row_vals = {li: f"rl{li}" for li in range(len(group.leaves)) if _row_leaf(group, li)}
+        self.k_range = _loop_bounds(p)
+        self.k_end = f"{group.row_len}u"
 
     def koff(self, strides: tuple[int, ...]) -> str:
         return offset(self.g.shape, strides, self.g.reduce_dims, "k", self.idx)
 
     def loop(self, e: Expr, tag: str, body_end: list[str]) -> list[str]:
         """A loop over the row's elements evaluating `e` (as variable returned in body) then body_end."""
-        start, step = _loop_bounds(self.p)
+        start, step = self.k_range
         leaf = dict(self.row_vals)
         loads = []
         for li in _leaves_in(e):
@@ -45,7 +48,7 @@ class _RowWriter:
         body = loads + em.lines + [x.replace("$v", res) for x in body_end]
         inner = "\n      ".join(body)
         unroll = f"#pragma unroll {self.p.unroll}\n    " if self.p.unroll > 1 else ""
-        return [f"{unroll}for ({self.idx} k = {start}; k < {self.g.row_len}u; k += {step}) {{\n      {inner}\n    }}"]
+        return [f"{unroll}for ({self.idx} k = {start}; k < {self.k_end}; k += {step}) {{\n      {inner}\n    }}"]
 
     def reduction(self, j: int) -> None:
         red = self.g.reductions[j]
@@ -61,12 +64,8 @@ class _RowWriter:
         f = f"kv_{red.combine}"
         if self.p.strategy == "warp":
             self.lines.append(f"KV_WARP_REDUCE({f}, {acc});")
-        elif self.p.strategy == "block":
-            nw = self.p.block // 32
-            self.lines += [f"KV_WARP_REDUCE({f}, {acc});", f"if (lane == 0) kv_red[warp] = {acc};", "__syncthreads();",
-                           f"if (warp == 0) {{ {acc} = lane < {nw} ? kv_red[lane] : {ident}; "
-                           f"KV_WARP_REDUCE({f}, {acc}); if (lane == 0) kv_red[32] = {acc}; }}",
-                           "__syncthreads();", f"{acc} = kv_red[32];", "__syncthreads();"]
+        elif self.p.strategy in ("block", "split"):
+            self.lines += block_combine(f, acc, ident, self.p.block)
         self.stats[j] = acc
 
     def output(self) -> None:
@@ -77,7 +76,8 @@ class _RowWriter:
             return
         em = _Emitter(self.row_vals, self.stats, "o_")
         res = em(g.out)
-        first = {"block": "threadIdx.x == 0", "warp": "lane == 0", "thread": "true"}[self.p.strategy]
+        first = {"block": "threadIdx.x == 0", "warp": "lane == 0", "thread": "true",
+                 "split": "threadIdx.x == 0"}[self.p.strategy]
         self.lines += em.lines + [f"if ({first}) out[r] = {res};"]
 
     def kernel(self, name: str) -> str:
@@ -109,6 +109,15 @@ class _RowWriter:
   }}
 }}
 """
+
+
+def block_combine(f: str, acc: str, ident: str, block: int) -> list[str]:
+    """Lines that combine `acc` over the block; every thread ends with the result in `acc`."""
+    nw = block // 32
+    return [f"KV_WARP_REDUCE({f}, {acc});", f"if (lane == 0) kv_red[warp] = {acc};", "__syncthreads();",
+            f"if (warp == 0) {{ {acc} = lane < {nw} ? kv_red[lane] : {ident}; "
+            f"KV_WARP_REDUCE({f}, {acc}); if (lane == 0) kv_red[32] = {acc}; }}",
+            "__syncthreads();", f"{acc} = kv_red[32];", "__syncthreads();"]
 
 
 def row_kernel(name: str, group: Group, p: KernelParams) -> str:

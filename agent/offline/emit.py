@@ -62,6 +62,10 @@ def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
         from kevolve.agent.offline.gemm import gemm_kernel
 
         return [gemm_kernel(name, g.gemm, p)]  # type: ignore[arg-type]
+    if p.strategy == "split" and not g.is_pointwise:
+        from kevolve.agent.offline.cuda_split import split_kernels
+
+        return split_kernels(name, g, p)
     if g.is_pointwise:
         out = [pointwise_kernel(name, g, p)]
         if p.vec > 1:
@@ -77,6 +81,10 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
         from kevolve.agent.offline.gemm import gemm_launcher
 
         return gemm_launcher(fz, k, name, p)
+    if p.strategy == "split" and not g.is_pointwise:
+        from kevolve.agent.offline.cuda_split import split_launcher
+
+        return split_launcher(g, k, name, p)
     args = [f"a{i}" for i in range(len(g.leaves))]
     lines = [f"def _kv_launch_{k}({', '.join(args)}):", f'    """{g.describe()}"""']
     lines += [f"    {a} = {a}.contiguous()" for a in args]

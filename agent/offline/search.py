@@ -66,6 +66,20 @@ def children(plan: Plan, parents: list[list[KernelParams]], n: int, rng: random.
     return out
 
 
+def _split_first(plan: Plan, best: list[KernelParams], seen: set[str]) -> list[list[KernelParams]]:
+    """Row groups with fewer rows than SMs leave most of the GPU idle: try splitting their rows first."""
+    from dataclasses import replace
+
+    from kevolve.agent.offline.cuda_split import SMS
+
+    child = [replace(p, strategy="split") if not f.group.is_pointwise and f.group.kind == "fused" and
+             f.group.rows < SMS and f.group.row_len >= 4 * p.block else p for p, f in zip(best, plan.fused, strict=True)]
+    if child == best or repr(child) in seen:
+        return []
+    seen.add(repr(child))
+    return [child]
+
+
 def search(plan: Plan, evaluate: Callable[[str], Evaluation], budget: int = 6, population: int = 3,
            time_limit_s: float | None = None, seed: int = 0) -> SearchResult:
     """Evaluate the defaults, then evolve until `budget` candidates or `time_limit_s` are spent."""
@@ -85,7 +99,7 @@ def search(plan: Plan, evaluate: Callable[[str], Evaluation], budget: int = 6, p
             ok = sorted((t for t in result.trials if t.evaluation.ok), key=lambda t: t.fitness, reverse=True)
             if not ok:
                 break  # the defaults failed: mutating parameters rarely fixes a wrong kernel
-            queue = children(plan, [t.params for t in ok[:population]], 2, rng, seen)
+            queue = _split_first(plan, ok[0].params, seen) + children(plan, [t.params for t in ok[:population]], 2, rng, seen)
             if not queue:
                 break
         params = queue.pop(0)

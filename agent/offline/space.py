@@ -18,7 +18,7 @@ BLOCKS = (64, 128, 256, 512, 1024)
 VECS = (1, 2, 4)
 ILPS = (1, 2, 4)
 WAVES = (2, 4, 8, 16, 32)
-STRATEGIES = ("block", "warp", "thread")
+STRATEGIES = ("block", "warp", "thread", "split")
 UNROLLS = (1, 2, 4)
 MARK = "# kevolve-offline: "
 _MARK_RE = re.compile(r"^# kevolve-offline: (\{.*\})\s*$", re.M)
@@ -37,7 +37,7 @@ class KernelParams:
     waves: int = 8
     """grid size cap, in blocks per SM (grid-stride loops cover the rest)"""
     strategy: str = "block"
-    """row kernels: a block, a warp or a thread per row"""
+    """row kernels: a block, a warp or a thread per row, or several blocks per row ('split')"""
     unroll: int = 1
     """row kernels: unroll factor of the per-row loops"""
 
@@ -65,7 +65,7 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
     if group.is_pointwise:
         vec = p.vec if group.numel % p.vec == 0 else 1
         return replace(p, vec=vec, strategy="block", unroll=1)
-    if p.strategy == "warp" and p.block < 64:
+    if p.strategy in ("warp", "split") and p.block < 64:
         p = replace(p, block=64)
     return replace(p, vec=1, ilp=1)
 

@@ -93,3 +93,18 @@ def test_a_bare_matrix_product_becomes_a_generated_gemm():
 def test_untraceable_module_gives_a_trace_verdict():
     with pytest.raises(TraceError, match="trace_failed: torch.fx cannot trace"):
         plan(_problem("untraceable"))
+
+
+@pytest.mark.parametrize("name", ["layernorm_3d", "mse_loss", "conv_groupnorm", "logsumexp_chain", "reductions"])
+def test_split_row_kernels_compile_with_nvrtc(name):
+    from dataclasses import replace
+
+    from kevolve.sandbox.compile import nvrtc_compile
+
+    p = plan(_problem(name))
+    src = p.source([replace(x, strategy="split") for x in p.defaults()])
+    cuda = re.search(r"_KV_SRC = r'''(.*?)'''", src, re.S).group(1)
+    assert "_s0(" in cuda
+    ok, log = nvrtc_compile(cuda, arch="compute_90")
+    assert ok, log
+    compile(src, name, "exec")

@@ -74,6 +74,12 @@ def test_search_improves_on_the_defaults():
     assert len({repr(t.params) for t in res.trials}) == 12  # never the same parameters twice
 
 
+def test_search_tries_split_rows_first_when_rows_are_few():
+    p = plan(load_problem(FIXTURES / "mse_loss.py"))  # one row: the whole tensor
+    res = search(p, lambda src: fake_verdict(src, p.problem.id), budget=2)
+    assert [t.params[0].strategy for t in res.trials] == ["block", "split"]
+
+
 def test_search_stops_when_the_defaults_fail():
     p = plan(load_problem(FIXTURES / "rmsnorm.py"))
     bad = Evaluation(candidate_id="c", problem_id=p.problem.id, outcome=Outcome.INCORRECT, reason="incorrect: x")
