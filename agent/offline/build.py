@@ -11,9 +11,20 @@ from typing import Any
 
 import torch
 import torch.fx
-
 from kevolve.agent.offline.canon import ALIAS, COMPOSITE, PW, REDUCE, Canon, ParamRef
-from kevolve.agent.offline.ir import ELEM, ROW, Const, Expr, Group, Leaf, LeafSpec, Op, Reduction, Stat, scope_of
+from kevolve.agent.offline.ir import (
+    ELEM,
+    ROW,
+    Const,
+    Expr,
+    Group,
+    Leaf,
+    LeafSpec,
+    Op,
+    Reduction,
+    Stat,
+    scope_of,
+)
 from kevolve.agent.offline.trace import node_dtype, node_shape
 
 
@@ -201,7 +212,7 @@ class _Builder:
         """(x - running_mean) / sqrt(running_var + eps) * weight + bias, per channel (dim 1)."""
         if shape != self.S:
             raise Unfusable("batch norm inside a group of another shape")
-        x, lay = self.value(c.inputs[0], shape, self._full(len(shape)))
+        x, _ = self.value(c.inputs[0], shape, self._full(len(shape)))
         rm, rv, w, b = (self.channel_leaf(r) for r in c.inputs[1:])
         if rm is None or rv is None:
             raise Unfusable("batch norm without running stats")

@@ -10,10 +10,9 @@ from typing import Any
 
 import torch
 import torch.fx
-import torch.nn as nn
 import torch.nn.functional as F
-
 from kevolve.agent.offline.ops import OPS
+from torch import nn
 
 PW, REDUCE, COMPOSITE, ALIAS = "pw", "reduce", "composite", "alias"
 
@@ -86,7 +85,7 @@ def canonicalize(node: torch.fx.Node, gm: torch.fx.GraphModule) -> Canon | None:
     return None
 
 
-def _function(node: torch.fx.Node) -> Canon | None:  # noqa: C901 — one table lookup per spelling
+def _function(node: torch.fx.Node) -> Canon | None:
     t, a = node.target, node.args
     if t in _BINARY and len(a) == 2 and not node.kwargs and all(_is_tensor_or_num(v) for v in a):
         if t is torch.div and node.kwargs.get("rounding_mode"):
@@ -149,7 +148,7 @@ def _method(node: torch.fx.Node) -> Canon | None:
     return None
 
 
-def _module_call(node: torch.fx.Node, mod: nn.Module) -> Canon | None:  # noqa: C901
+def _module_call(node: torch.fx.Node, mod: nn.Module) -> Canon | None:
     x = node.args[0] if node.args else None
     if len(node.args) != 1 or node.kwargs:
         return None

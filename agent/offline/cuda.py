@@ -8,8 +8,17 @@ from __future__ import annotations
 
 import math
 
-from kevolve.agent.offline.ir import ELEM, Const, Expr, Group, Leaf, Op, Stat, contiguous_strides, walk
-from kevolve.agent.offline.ops import COMBINE, cuda_call, cuda_float
+from kevolve.agent.offline.ir import (
+    Const,
+    Expr,
+    Group,
+    Leaf,
+    Op,
+    Stat,
+    contiguous_strides,
+    walk,
+)
+from kevolve.agent.offline.ops import cuda_call, cuda_float
 from kevolve.agent.offline.space import KernelParams
 
 PRELUDE = r"""

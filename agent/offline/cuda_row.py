@@ -7,8 +7,19 @@ per thread, so long rows keep fp32 accuracy close to PyTorch's own tree reductio
 
 from __future__ import annotations
 
-from kevolve.agent.offline.cuda import _Emitter, _idx_type, _leaves_in, _signature, offset
-from kevolve.agent.offline.ir import ELEM, Expr, Group, contiguous_strides, scope_of, walk, Leaf
+from kevolve.agent.offline.cuda import (
+    _Emitter,
+    _idx_type,
+    _leaves_in,
+    _signature,
+    offset,
+)
+from kevolve.agent.offline.ir import (
+    ELEM,
+    Expr,
+    Group,
+    contiguous_strides,
+)
 from kevolve.agent.offline.ops import COMBINE
 from kevolve.agent.offline.space import KernelParams
 
@@ -115,8 +126,8 @@ def block_combine(f: str, acc: str, ident: str, block: int) -> list[str]:
     """Lines that combine `acc` over the block; every thread ends with the result in `acc`."""
     nw = block // 32
     return [f"KV_WARP_REDUCE({f}, {acc});", f"if (lane == 0) kv_red[warp] = {acc};", "__syncthreads();",
-            f"if (warp == 0) {{ {acc} = lane < {nw} ? kv_red[lane] : {ident}; "
-            f"KV_WARP_REDUCE({f}, {acc}); if (lane == 0) kv_red[32] = {acc}; }}",
+            (f"if (warp == 0) {{ {acc} = lane < {nw} ? kv_red[lane] : {ident}; "
+             f"KV_WARP_REDUCE({f}, {acc}); if (lane == 0) kv_red[32] = {acc}; }}"),
             "__syncthreads();", f"{acc} = kv_red[32];", "__syncthreads();"]
 
 

@@ -45,8 +45,8 @@ def _kernel(name: str, group: Group, p: KernelParams, stage: int) -> str:
         comb = group.reductions[i].combine
         ident = COMBINE[comb][0]
         lines += [f"float acc{i} = {ident};",
-                  f"for (int t = threadIdx.x; t < {n_chunks}; t += {p.block}) "
-                  f"acc{i} = kv_{comb}(acc{i}, part[{i * group.rows * n_chunks}u + r * {n_chunks}u + t]);",
+                  (f"for (int t = threadIdx.x; t < {n_chunks}; t += {p.block}) "
+                   f"acc{i} = kv_{comb}(acc{i}, part[{i * group.rows * n_chunks}u + r * {n_chunks}u + t]);"),
                   *block_combine(f"kv_{comb}", f"acc{i}", ident, p.block)]
         w.stats[i] = f"acc{i}"
     w.lines = []

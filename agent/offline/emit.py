@@ -17,13 +17,12 @@ from typing import Any
 
 import torch
 import torch.fx
-
 from kevolve.agent.offline.canon import ParamRef
 from kevolve.agent.offline.cuda import PRELUDE, pointwise_kernel
 from kevolve.agent.offline.cuda_row import row_grid, row_kernel
 from kevolve.agent.offline.partition import Fused
 from kevolve.agent.offline.space import KernelParams, encode
-from kevolve.agent.offline.trace import TraceError, Traced
+from kevolve.agent.offline.trace import Traced, TraceError
 
 _RUNTIME = '''
 _KV_MOD = None
@@ -184,8 +183,8 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
     fwd_lines = [ln for ln in fwd.strip("\n").splitlines()]
     header, body = fwd_lines[0], fwd_lines[1:]
     guards = _guards(traced, fused, header)
-    cls = ["class ModelNew(Model):", '    """The traced forward with fused CUDA kernels in place of element-wise and '
-           'row ops."""', "", "    " + header, *("    " + g for g in guards), *("    " + ln for ln in body)]
+    doc = '    """The traced forward with fused CUDA kernels in place of element-wise and row ops."""'
+    cls = ["class ModelNew(Model):", doc, "", "    " + header, *("    " + g for g in guards), *("    " + ln for ln in body)]
     desc = "; ".join(fz.group.describe() for fz in fused)
     parts = [f'"""kevolve offline candidate: {len(fused)} fused kernel(s) ({desc})."""', encode(params, problem_id),
              "import cupy as cp", "import torch", _strip_problem(problem_source),

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.fx
-
 from kevolve.agent.offline.ir import Group, Leaf, LeafSpec
 from kevolve.agent.offline.partition import Fused
 from kevolve.agent.offline.space import KernelParams

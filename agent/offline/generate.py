@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from kevolve.agent.offline.emit import render
 from kevolve.agent.offline.partition import Fused, partition
 from kevolve.agent.offline.space import KernelParams, default_params, legal
-from kevolve.agent.offline.trace import TraceError, Traced, trace_problem
+from kevolve.agent.offline.trace import Traced, TraceError, trace_problem
+
 from kevolve.records import Problem
 
 log = logging.getLogger(__name__)

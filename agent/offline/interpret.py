@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.fx
-
 from kevolve.agent.offline.ir import Const, Expr, Group, Leaf, Op, Stat
 from kevolve.agent.offline.ops import torch_call
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch.fx
-
 from kevolve.agent.offline.build import Unfusable, build_group
 from kevolve.agent.offline.canon import Canon, canonicalize
 from kevolve.agent.offline.ir import Group

@@ -16,6 +16,7 @@ from kevolve.agent.llm.base import LLM, Completion, Message, NonRetryableLLMErro
 from kevolve.agent.offline.generate import Plan, plan
 from kevolve.agent.offline.space import MARK, KernelParams, crossover, decode, mutate
 from kevolve.agent.offline.trace import TraceError
+
 from kevolve.records import Problem
 
 log = logging.getLogger(__name__)

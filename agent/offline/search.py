@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from kevolve.agent.offline.generate import Plan
 from kevolve.agent.offline.space import KernelParams, crossover, mutate
+
 from kevolve.records import Evaluation
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ WAVES = (2, 4, 8, 16, 32)
 STRATEGIES = ("block", "warp", "thread", "split")
 UNROLLS = (1, 2, 4)
 MARK = "# kevolve-offline: "
-_MARK_RE = re.compile(r"^# kevolve-offline: (\{.*\})\s*$", re.M)
+_MARK_RE = re.compile(r"^# kevolve-offline: (\{.*\})\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
