@@ -28,12 +28,12 @@ URL_VARS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL", "com
 
 
 def llm_config(spec: str, base_url: str | None, env: Mapping[str, str], cache_dir: Path | None) -> LLMConfig:
-    """'openai:gpt-4o', 'anthropic:claude-sonnet-4-5', 'vllm:Qwen/Qwen2.5-Coder-32B' … with the key
+    """'openai:gpt-4o', 'anthropic:claude-sonnet-4-6', 'vllm:Qwen/Qwen2.5-Coder-32B' … with the key
     from the vendor's usual environment variable."""
     provider, sep, model = spec.partition(":")
     provider = provider.strip().lower()
     if not sep or not model.strip():
-        raise SettingsError(f"--llm {spec!r}: expected PROVIDER:MODEL, e.g. openai:gpt-4o or anthropic:claude-sonnet-4-5")
+        raise SettingsError(f"--llm {spec!r}: expected PROVIDER:MODEL, e.g. openai:gpt-4o or anthropic:claude-sonnet-4-6")
     if provider in LOCAL_SERVERS:
         base_url = base_url or env.get(URL_VARS["compatible"]) or LOCAL_SERVERS[provider]
         provider = "compatible"

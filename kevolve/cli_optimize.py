@@ -22,7 +22,7 @@ def _fail(msg: str, code: int = 2) -> None:
 def optimize_cmd(
     module: Annotated[Optional[str], typer.Argument(
         help="KernelBench file, or path.py:ClassName / package.module:ClassName with --init and --input")] = None,
-    llm: Annotated[Optional[str], typer.Option(help="PROVIDER:MODEL — openai:gpt-4o (default), anthropic:claude-sonnet-4-5, "
+    llm: Annotated[Optional[str], typer.Option(help="PROVIDER:MODEL — openai:gpt-4o (default), anthropic:claude-sonnet-4-6, "
                                                     "vllm:MODEL, ollama:MODEL, compatible:MODEL (with --base-url); "
                                                     "--resume keeps the run's own")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="server URL for OpenAI-compatible servers")] = None,

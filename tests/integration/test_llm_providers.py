@@ -15,7 +15,7 @@ MSGS = [Message(role="system", content="You write kernels."), Message(role="user
 
 def cfg(server: FakeLLMServer, provider: str, **kw: object) -> LLMConfig:
     url = server.anthropic_url if provider == "anthropic" else server.openai_url
-    base = dict(provider=provider, model="gpt-4o" if provider != "anthropic" else "claude-sonnet-4-5",
+    base = dict(provider=provider, model="gpt-4o" if provider != "anthropic" else "claude-sonnet-4-6",
                 base_url=url, api_key=SecretStr("sk-test"), timeout_s=2.0, max_retries=3, backoff_s=0.01,
                 max_backoff_s=0.05)
     base.update(kw)

@@ -104,7 +104,7 @@ def test_kill_9_mid_run_then_resume_anthropic(server, tmp_path) -> None:
     cache_env, cache_args = caches(tmp_path)
     env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": server.anthropic_url, **cache_env}
     runs = tmp_path / "runs"
-    args = ["--llm", "anthropic:claude-sonnet-4-5", "--runs-dir", str(runs), "--concurrency", "1", *cache_args,
+    args = ["--llm", "anthropic:claude-sonnet-4-6", "--runs-dir", str(runs), "--concurrency", "1", *cache_args,
             *COMMON]
     first = optimize([str(PROBLEM), *args], env)
     deadline = time.monotonic() + 900

@@ -28,7 +28,7 @@ def test_graph_prints_mermaid() -> None:
     (["{relu}", "--llm", "gpt-4o"], "PROVIDER:MODEL"),
     (["{relu}", "--llm", "nope:model"], "unknown provider"),
     (["{relu}", "--llm", "openai:gpt-4o"], "OPENAI_API_KEY"),
-    (["{relu}", "--llm", "anthropic:claude-sonnet-4-5"], "ANTHROPIC_API_KEY"),
+    (["{relu}", "--llm", "anthropic:claude-sonnet-4-6"], "ANTHROPIC_API_KEY"),
     (["{relu}", "--llm", "compatible:m"], "--base-url"),
     (["{missing}", "--llm", "vllm:m"], "no such file"),
     (["{relu}:Model", "--llm", "vllm:m", "--input", "float32(3)"], "--input"),
