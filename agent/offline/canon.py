@@ -122,6 +122,8 @@ def _function(node: torch.fx.Node) -> Canon | None:
     if t is F.group_norm:
         return Canon(COMPOSITE, "group_norm", [a[0], _get(node, 2, "weight"), _get(node, 3, "bias")],
                      {"groups": int(_get(node, 1, "num_groups")), "eps": float(_get(node, 4, "eps", 1e-5))})
+    if t in _ADAPTIVE_AVG and _all_ones(_get(node, 1, "output_size")):
+        return _global_avg(a[0], _ADAPTIVE_AVG[t])
     if t is F.dropout and (not _get(node, 2, "training", True) or float(_get(node, 1, "p", 0.5)) == 0.0):
         return Canon(ALIAS, "dropout", [a[0]])
     return None
@@ -185,9 +187,26 @@ def _module_call(node: torch.fx.Node, mod: nn.Module) -> Canon | None:
                      {"eps": mod.eps})
     if isinstance(mod, nn.Dropout) and (mod.p == 0.0 or not mod.training):
         return Canon(ALIAS, "dropout", [x])
+    for cls, nd in _ADAPTIVE_AVG_MOD.items():
+        if isinstance(mod, cls) and _all_ones(mod.output_size):
+            return _global_avg(x, nd)
     if isinstance(mod, nn.Identity):
         return Canon(ALIAS, "identity", [x])
     return None
+
+
+_ADAPTIVE_AVG = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2, F.adaptive_avg_pool3d: 3}
+_ADAPTIVE_AVG_MOD = {nn.AdaptiveAvgPool1d: 1, nn.AdaptiveAvgPool2d: 2, nn.AdaptiveAvgPool3d: 3}
+
+
+def _all_ones(size: Any) -> bool:
+    sizes = size if isinstance(size, (tuple, list)) else (size,)
+    return all(s == 1 for s in sizes)
+
+
+def _global_avg(x: Any, nd: int) -> Canon:
+    """Adaptive average pooling to size 1 is a mean over the last `nd` dims, kept as size 1."""
+    return Canon(REDUCE, "mean", [x], {"dim": tuple(range(-nd, 0)), "keepdim": True})
 
 
 class ParamRef:

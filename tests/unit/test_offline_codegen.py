@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from kevolve.agent.offline.generate import NothingToFuse, plan
 from kevolve.agent.offline.interpret import run_plan
 from kevolve.agent.offline.trace import TraceError, load_namespace
@@ -17,7 +16,7 @@ from kevolve.sandbox.static_checks import custom_kernel_names
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
 FUSABLE = ["chain_scalars", "conv_relu_bias", "linear_gelu_softmax", "conv_groupnorm", "gemm_batchnorm",
            "layernorm_3d", "rmsnorm", "reductions", "logsumexp_chain", "mse_loss", "instnorm_logsoftmax",
-           "only_matmul", "bmm"]
+           "only_matmul", "bmm", "gelu_global_pool"]
 
 
 def _problem(name: str):
@@ -52,7 +51,7 @@ def test_every_generated_kernel_compiles_with_nvrtc(name):
     from kevolve.sandbox.compile import nvrtc_compile
 
     src = plan(_problem(name)).source()
-    cuda = re.search(r"_KV_SRC = r'''(.*?)'''", src, re.S).group(1)
+    cuda = re.search(r"_KV_SRC = r'''(.*?)'''", src, re.DOTALL).group(1)
     ok, log = nvrtc_compile(cuda, arch="compute_90")
     assert ok, log
     compile(src, name, "exec")
@@ -103,7 +102,7 @@ def test_split_row_kernels_compile_with_nvrtc(name):
 
     p = plan(_problem(name))
     src = p.source([replace(x, strategy="split") for x in p.defaults()])
-    cuda = re.search(r"_KV_SRC = r'''(.*?)'''", src, re.S).group(1)
+    cuda = re.search(r"_KV_SRC = r'''(.*?)'''", src, re.DOTALL).group(1)
     assert "_s0(" in cuda
     ok, log = nvrtc_compile(cuda, arch="compute_90")
     assert ok, log
