@@ -98,6 +98,7 @@ class _Session:
         at_return = [t.detach().clone() for t in y]  # stream-ordered: sees only finished work
         h.sync(self.device)
         time.sleep(0.005)
+        integrity.settle_threads(threads, 0.5)
         # Copies (on the CPU .cpu() would alias): a candidate that reuses its output buffer on
         # the next call must not rewrite what this call returned.
         final = [t.detach().to("cpu", copy=True) for t in y]

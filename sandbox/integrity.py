@@ -20,7 +20,7 @@ from kevolve.sandbox.protocol import OutputSpec
 
 _SENSITIVE: list[tuple[Any, str]] = [
     (time, "perf_counter"), (time, "perf_counter_ns"), (time, "time"), (time, "monotonic"),
-    (time, "process_time"), (sys, "setprofile"), (sys, "settrace"), (threading, "Thread"),
+    (time, "process_time"), (time, "sleep"), (sys, "setprofile"), (sys, "settrace"), (threading, "Thread"),
     (torch, "allclose"), (torch, "isclose"), (torch, "equal"), (torch, "manual_seed"),
     (torch, "randn"), (torch, "rand"), (torch, "randint"), (torch, "empty"), (torch, "zeros"),
     (torch.testing, "assert_close"), (torch.Tensor, "__eq__"), (torch.Tensor, "clone"),
@@ -120,3 +120,18 @@ def output_problems(outputs: list[Any], device: torch.device) -> str | None:
 
 def live_threads() -> set[int]:
     return {t.ident for t in threading.enumerate() if t.is_alive() and t.ident is not None}
+
+
+_monotonic = time.monotonic  # taken before candidate code runs
+
+
+def settle_threads(before: set[int], limit_s: float) -> None:
+    """Give threads started since `before` up to `limit_s` to end.
+
+    A thread that finishes the output a moment after forward returns then shows as a changed
+    output (async_output) whatever the scheduler did; one still running after this is a
+    background_thread.
+    """
+    deadline = _monotonic() + limit_s
+    while live_threads() - before and _monotonic() < deadline:
+        time.sleep(0.002)

@@ -1,7 +1,7 @@
 """Hack: hand the real work to a thread that finishes well after forward returns.
 
-Like thread_finishes_output_soon, but slower than any fixed grace period a harness might wait, so
-the output looks unchanged at first; the thread is still alive. Mirrors work hidden from the timed
+Like thread_finishes_output_soon, but slower than the grace period the harness gives new threads,
+so the output looks unchanged; the thread is still alive. Mirrors work hidden from the timed
 region (KernelBench's side-stream exploit). Expected: rejected, background_thread.
 """
 import threading
@@ -19,7 +19,7 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x)
 
         def finish():
-            time.sleep(0.5)
+            time.sleep(3.0)
             torch.clamp(x, min=0.0, out=y)
 
         threading.Thread(target=finish, daemon=True).start()
