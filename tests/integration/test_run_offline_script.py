@@ -58,3 +58,15 @@ def test_cpu_run_writes_results_and_resumes(tmp_path, capsys):
     (out / "L2_1.json").write_text(json.dumps(first | {"status": "solved", "speedup": 1.5, "speedup_vs_compile": 1.2}))
     assert s.main(args) == 0  # finished problems are skipped: the edited result stands
     assert "| 2 | 2 | 1 | 50% | 1 | 1.50x | 1.20x |" in capsys.readouterr().out
+
+
+def test_results_travel_in_a_bundle(tmp_path):
+    s = _script()
+    out, again = tmp_path / "out", tmp_path / "again"
+    out.mkdir()
+    (out / "L1_3.json").write_text(json.dumps({"level": 1, "status": "failed", "reason": "incorrect: x"}))
+    (out / "L1_3.best.py").write_text("x = 1\n")
+    s.pack(out, tmp_path / "b" / "results.tgz")
+    again.mkdir()
+    s.unpack(tmp_path / "b" / "results.tgz", again)
+    assert sorted(p.name for p in again.iterdir()) == ["L1_3.best.py", "L1_3.json"]
