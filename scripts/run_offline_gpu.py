@@ -181,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         log.info("[%d/%d] %s", i + 1, len(chosen), sp.key)
         row = run_problem(sp, args, sandbox, config)
         dest.write_text(json.dumps(row, indent=1))
+        if args.bundle:  # after every problem: a command killed at its time limit keeps what it finished
+            pack(out, Path(args.bundle))
         log.info("%s: %s %s", sp.key, row["status"],
                  f"{row['speedup']:.2f}x eager, {row.get('speedup_vs_compile') or 0:.2f}x compile"
                  if row["status"] == "solved" else row.get("reason", "")[:160])
