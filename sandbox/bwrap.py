@@ -98,8 +98,11 @@ def _pids_prefix(scratch: Path, limit: int) -> list[str]:
         try:
             cg.mkdir(exist_ok=True)
             (cg / "pids.max").write_text(str(limit))
-            # The shell joins the cgroup, then becomes bwrap: every descendant inherits it.
-            return ["/bin/sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh"]
+            # The shell joins the cgroup, then becomes bwrap: every descendant inherits it. It
+            # re-creates the cgroup first: another sandbox's _reap_cgroups may have removed it,
+            # still empty, between this mkdir and the shell starting (seen on a loaded machine).
+            join = f'mkdir -p {cg} && echo {limit} > {cg}/pids.max && echo $$ > {cg}/cgroup.procs'
+            return ["/bin/sh", "-c", f'{join} && exec "$@"', "sh"]
         except OSError as e:
             log.warning("cannot use the pids cgroup %s: %s", cg, e)
     return ["prlimit", f"--nproc={limit}", "--"] if shutil.which("prlimit") else []
