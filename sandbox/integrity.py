@@ -34,6 +34,17 @@ _SENSITIVE: list[tuple[Any, str]] = [
 ]
 
 
+# Importing torch._dynamo (2.3 s of a worker's 5 s start-up, so not done eagerly) rebinds
+# torch.manual_seed to `torch._disable_dynamo(torch.manual_seed)`. That exact wrapper of the exact
+# original is PyTorch's doing, not the candidate's.
+_DISABLE_DYNAMO_CODE = torch._disable_dynamo(lambda: None).__code__
+
+
+def _dynamo_rewrap(now: Any, orig: Any) -> bool:
+    return (getattr(now, "__code__", None) is _DISABLE_DYNAMO_CODE
+            and orig in (c.cell_contents for c in (now.__closure__ or ())))
+
+
 def _raw(owner: Any, attr: str) -> Any:
     d = getattr(owner, "__dict__", None)
     if isinstance(owner, type) and d is not None and attr in d:
@@ -64,7 +75,8 @@ class Guards:
     def tampered(self) -> list[str]:
         bad = []
         for owner, attr, orig in self._items:
-            if _raw(owner, attr) is not orig:
+            now = _raw(owner, attr)
+            if now is not orig and not _dynamo_rewrap(now, orig):
                 name = getattr(owner, "__name__", type(owner).__name__)
                 bad.append(f"{name}.{attr}")
         bad += [f"{getattr(f, '__qualname__', f)}.__code__" for f, c in self._codes if f.__code__ is not c]

@@ -14,7 +14,6 @@ from pathlib import Path
 
 def main() -> None:
     import torch
-    import torch._dynamo  # noqa: F401 - rebinds torch.manual_seed on import; do it before the snapshot
     import torch.utils.cpp_extension  # noqa: F401
 
     from kevolve.sandbox import candidate, harness, integrity, profile, reference, timing
