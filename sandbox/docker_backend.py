@@ -11,6 +11,7 @@ a local worker, so nothing a candidate leaves behind reaches the next one.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import shutil
@@ -204,6 +205,7 @@ class DockerPool:
         self._lock = threading.Lock()
         self.replaced = 0  # warm containers that died before use and were replaced
         self.start_s: list[float] = []  # time from create to handing out, per container
+        atexit.register(self.close)  # spares wait on their pipe forever: never leave them behind
 
     @property
     def client(self) -> Any:

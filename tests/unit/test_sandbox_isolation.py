@@ -59,3 +59,13 @@ def test_container_env_carries_nothing_from_the_host(monkeypatch) -> None:  # no
     assert "OPENAI_API_KEY" not in env and "SOME_HOST_VAR" not in env
     assert env["HOME"] == "/scratch" and env["CUDA_VISIBLE_DEVICES"] == "0"
     assert env["PATH"].startswith("/usr/local/bin")
+
+
+def test_eval_rejects_an_unknown_sandbox_backend_in_one_line(fixtures) -> None:  # noqa: ANN001
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "kevolve.cli", "eval", str(fixtures / "problems" / "relu.py"),
+                        str(fixtures / "solutions" / "relu_cpp.py"), "--device", "cpu", "--sandbox", "vm"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--sandbox" in r.stderr and "Traceback" not in r.stderr
