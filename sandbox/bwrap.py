@@ -73,6 +73,7 @@ def bwrap_argv(scratch: Path, writable: tuple[Path, ...] = (), pids_limit: int =
     for path in _python_dirs() + _source_dirs():
         argv += ["--ro-bind", path, path]
     if device.startswith("cuda"):
+        argv += ["--ro-bind-try", "/sys", "/sys"]  # the driver reads PCI topology from sysfs
         argv += [a for d in sorted(set(_DEV_NVIDIA) | {str(p) for p in Path("/dev").glob("nvidia[0-9]*")})
                  for a in ("--dev-bind-try", d, d)]
     for path in writable:
@@ -131,22 +132,27 @@ class BwrapLauncher:
 
 
 @functools.cache
-def probe() -> tuple[bool, str]:
-    """(works, why): whether bubblewrap can confine a worker on this machine."""
+def probe(device: str = "cpu") -> tuple[bool, str]:
+    """(works, why): whether bubblewrap can confine a worker for this kind of device here.
+
+    For a GPU the probe creates a CUDA context inside the sandbox (once per process), so that a
+    driver needing something the sandbox hides makes `auto` fall back instead of failing every job.
+    """
     if shutil.which("bwrap") is None:
         return False, "bwrap not found (install bubblewrap)"
     scratch = Path(os.environ.get("TMPDIR", "/tmp"))
-    argv = [*bwrap_argv(scratch), sys.executable, "-c", "import kevolve.sandbox.protocol"]
+    code = "import kevolve.sandbox.protocol"
+    if device.startswith("cuda"):
+        code = "import torch; torch.empty(1, device='cuda'); torch.cuda.synchronize()"
+    argv = [*bwrap_argv(scratch, device=device), sys.executable, "-c", code]
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
     except (OSError, subprocess.TimeoutExpired) as e:
         return False, f"bwrap failed to start: {e}"
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or ["?"])[-1][:200]
         return False, f"bwrap cannot create namespaces here: {last}"
     return True, "bwrap: no network, read-only system, private scratch and /tmp"
-
-
 
 
 class IsolationUnavailable(RuntimeError):
@@ -159,7 +165,7 @@ def local_launcher(config: SandboxConfig) -> Launcher | None:
 
     if config.isolation is Isolation.NONE:
         return None
-    works, why = probe()
+    works, why = probe("cuda" if config.device.startswith("cuda") else "cpu")
     if not works:
         if config.isolation is Isolation.BWRAP:
             raise IsolationUnavailable(f"--isolation bwrap: {why}")
