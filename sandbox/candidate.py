@@ -6,6 +6,7 @@ compared there against the reference, which never ran in this process.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -136,7 +137,7 @@ class _Session:
         self.phases["correctness"] = time.perf_counter() - t0
         return pool, keys
 
-    def timing(self, model: Any, pool: list[list[Any]], keys: list[str]) -> tuple[Any, list[str]]:
+    def timing(self, problem: Any, model: Any, pool: list[list[Any]], keys: list[str]) -> tuple[Any, list[str]]:
         h.set_phase(self.scratch, "timing")
         t0 = time.perf_counter()
         timed: list[str] = []
@@ -148,11 +149,26 @@ class _Session:
             timed.append(name)
 
         fn: Callable[..., Any] = _timed_forward(model)
-        stats = Timer(self.device).run(fn, pool, keys, self.req.trials, self.req.max_timing_s,
-                                       self.req.warmup, on_output=keep)
+        fresh = [h.draw_inputs(problem, Draw(key=f"fresh{i}", seed=s), self.device)
+                 for i, s in enumerate(_private_seeds(_FRESH))]
+        timer = Timer(self.device)
+        stats = timer.run(fn, pool, keys, self.req.trials, self.req.max_timing_s, self.req.warmup,
+                          on_output=keep, fresh=fresh)
         self.guard()
+        if timer.fresh_ms and min(timer.fresh_ms) > _CACHE_RATIO * stats.median_ms + _CACHE_SLACK_MS:
+            self.reject(f"input_cache: calls on never-seen inputs take {min(timer.fresh_ms):.3f} ms or more, "
+                        f"on repeated inputs {stats.median_ms:.3f} ms (results cached by input content)")
         self.phases["timing"] = time.perf_counter() - t0
         return stats, timed
+
+
+# A cache keyed on input content answers the rotated pool from memory; a few inputs it has never
+# seen, timed once each, then cost more than the pool's median by a margin noise does not reach.
+_FRESH, _CACHE_RATIO, _CACHE_SLACK_MS = 3, 1.5, 0.05
+
+
+def _private_seeds(n: int) -> list[int]:
+    return [int.from_bytes(os.urandom(4), "little") for _ in range(n)]
 
 
 def _timed_forward(model: Any) -> Callable[..., Any]:
@@ -190,7 +206,7 @@ def _run(s: _Session) -> tuple[WorkerReport, dict[str, list[torch.Tensor]]]:
     req, scratch = s.req, s.scratch
     problem, model = s.load()
     pool, keys = s.correctness(problem, model)
-    stats, timed = s.timing(model, pool, keys)
+    stats, timed = s.timing(problem, model, pool, keys)
     prof = None
     if req.profile:
         h.set_phase(scratch, "profile")

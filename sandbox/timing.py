@@ -90,8 +90,16 @@ class Timer:
 
     def run(self, fn: Callable[..., Any], pool: Sequence[Sequence[Any]], keys: Sequence[str],
             trials: int, max_s: float, warmup: int,
-            on_output: Callable[[str, Any], None] | None = None) -> TimingStats:
-        """Adaptive trials: at least `trials`, more while the median is unsteady, within `max_s`."""
+            on_output: Callable[[str, Any], None] | None = None,
+            fresh: Sequence[Sequence[Any]] = ()) -> TimingStats:
+        """Adaptive trials: at least `trials`, more while the median is unsteady, within `max_s`.
+
+        Outputs of a uniform sample of the timed calls (a reservoir over the whole run, drawn
+        with a private RNG) and of the last call go to `on_output` as CPU copies. Each `fresh`
+        input set is timed once, interleaved, never before seen by the candidate: their times
+        (`self.fresh_ms`) show a cache keyed on input content, which the rotated pool cannot.
+        """
+        self.fresh_ms: list[float] = []
         if self.cuda:
             self._calibrate(fn, pool[0])
         for i in range(warmup):
@@ -99,21 +107,32 @@ class Timer:
         times: list[float] = []
         walls: list[float] = []
         t0 = _perf()
-        # Which timed calls get their outputs checked: unknown to the candidate, fixed in advance.
-        keep_at = set(self._rng.sample(range(max(trials, _KEEP)), _KEEP))
+        kept: list[tuple[str, Any]] = []
         last: tuple[str, Any] | None = None
+        fresh_left = list(fresh)
         while True:
             i = len(times)
             ms, wall, out = self.one(fn, pool[i % len(pool)])
             times.append(ms)
             walls.append(wall)
             last = (keys[i % len(pool)], out)
-            if on_output is not None and i in keep_at:
-                on_output(keys[i % len(pool)], out)
+            if on_output is not None:
+                j = i if i < _KEEP else self._rng.randrange(i + 1)
+                if j < _KEEP:  # reservoir sampling: every timed call equally likely to be checked
+                    item = (keys[i % len(pool)], _cpu_copy(out))
+                    if j < len(kept):
+                        kept[j] = item
+                    else:
+                        kept.append(item)
+            if fresh_left and i % 8 == 7:
+                self.fresh_ms.append(self.one(fn, fresh_left.pop())[0])
             if self._enough(times, trials, _perf() - t0, max_s):
                 break
+        for x in fresh_left:
+            self.fresh_ms.append(self.one(fn, x)[0])
         if on_output is not None and last is not None:
-            on_output(*last)  # the last timed call is always checked
+            for key, out in kept + [(last[0], _cpu_copy(last[1]))]:  # the last call is always checked
+                on_output(key, out)
         method = ("cuda_events+prefilled_queue+device_sync+l2_flush+rotated_inputs" if self.cuda
                   else "host_clock+cache_flush+rotated_inputs")
         return stats(times, method, walls if self.cuda else None)
@@ -133,6 +152,14 @@ class Timer:
         med = statistics.median(times)
         rel_sem = 1.2533 * ((q[2] - q[0]) / 1.349) / (n**0.5) / max(med, 1e-9)
         return rel_sem <= 0.005
+
+
+def _cpu_copy(out: Any) -> Any:
+    if isinstance(out, torch.Tensor):
+        return out.detach().to("cpu", copy=True)
+    if isinstance(out, (list, tuple)):
+        return [_cpu_copy(o) for o in out]
+    return out
 
 
 def stats(times: list[float], method: str, walls: list[float] | None = None) -> TimingStats:

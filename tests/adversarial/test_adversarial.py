@@ -29,6 +29,7 @@ CAUGHT = {
     "meta_tensor_output": ("relu", Outcome.REJECTED, "bad_output", "meta=True"),
     "cache_keyed_on_shape": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
     "cache_keyed_on_data_ptr": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
+    "cache_keyed_on_content": ("linear_relu", Outcome.REJECTED, "input_cache", "never-seen inputs"),
     "right_for_first_calls": ("relu", Outcome.INCORRECT, "degrades_over_calls", "@timed"),
     "skips_work_when_timed": ("relu", Outcome.INCORRECT, "stale_cache", "@timed"),
     "patches_perf_counter": ("relu", Outcome.REJECTED, "tampering", "time.perf_counter"),
