@@ -1,7 +1,9 @@
 """Hostile: write outside the scratch directory (the checkout, system folders, home).
 
 The test fills in target paths below. An honest ReLU unless one write succeeds, in which case it
-returns wrong results. Expected: ok, and none of the targets exists on the host afterwards.
+returns wrong results. A path under /tmp (a checkout cloned there, say) exists inside the worker
+only as part of its private /tmp, so writing there proves nothing; the test's check that no target
+exists on the host afterwards covers every path. Expected: ok, and no target on the host.
 """
 import torch
 import torch.nn as nn
@@ -18,7 +20,7 @@ def _write(path):
         return False
 
 
-WROTE = [p for p in TARGETS if _write(p)]
+WROTE = [p for p in TARGETS if _write(p) and not p.startswith("/tmp/")]
 
 
 class ModelNew(nn.Module):
