@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from kevolve.sandbox.isolation import WorkerProcess, scrubbed_env
@@ -85,32 +84,13 @@ def _prepare(scratch: Path) -> tuple[object, object, list[object], list[str]]:
 
 
 def _time(req: WorkerRequest, model: object, pool: list, keys: list[str], scratch: Path) -> object:
-    import torch
-
     from kevolve.sandbox import harness as h
     from kevolve.sandbox.protocol import WorkerReport
-    from kevolve.sandbox.timing import Timer
+    from kevolve.sandbox.reference import time_baselines
 
     device = h.device_of(req.device)
-    timer = Timer(device)
     phases: dict[str, float] = {}
-    h.set_phase(scratch, "timing")
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        timing = timer.run(model, pool, keys, req.trials, req.max_timing_s, req.warmup)
-    phases["reference_timing"] = time.perf_counter() - t0
-    compile_timing, log = None, ""
-    if req.time_compile:
-        h.set_phase(scratch, "compile_baseline")
-        t0 = time.perf_counter()
-        try:
-            compiled = torch.compile(model)
-            with torch.no_grad():
-                compiled(*pool[0])
-                compile_timing = timer.run(compiled, pool, keys, req.trials, req.max_timing_s, req.warmup)
-        except Exception as e:  # noqa: BLE001 - torch.compile failing is data
-            log = f"torch.compile baseline unavailable: {h.one_line(e)}"
-        phases["compile_baseline"] = time.perf_counter() - t0
+    timing, compile_timing, log = time_baselines(req, model, pool, keys, phases, scratch)
     return WorkerReport(status="done", device_name=h.device_name(device), versions=h.versions(), timing=timing,
                         compile_timing=compile_timing, phase_s=phases, log_tail=log)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from kevolve.records import TimingStats
 from kevolve.sandbox import harness as h
 from kevolve.sandbox.correctness import rel_errors
 from kevolve.sandbox.profile import profile_call
@@ -84,6 +85,38 @@ def _work(model: Any, x: list[Any]) -> tuple[int | None, int | None]:
     return nbytes or None, flops or None
 
 
+def time_baselines(req: WorkerRequest, model: Any, pool: list[list[Any]], keys: list[str],
+                   phases: dict[str, float], scratch: Path | None = None,
+                   ) -> tuple[TimingStats, TimingStats | None, str]:
+    """Eager, and torch.compile when asked, timed exactly as candidates are.
+
+    Returns (eager, compile or None, log line); fills `phases`. torch.compile failing is data (the
+    log says why), not a problem error.
+    """
+    device = h.device_of(req.device)
+    timer = Timer(device)
+    if scratch is not None:
+        h.set_phase(scratch, "timing")
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        timing = timer.run(model, pool, keys, req.trials, req.max_timing_s, req.warmup)
+    phases["reference_timing"] = time.perf_counter() - t0
+    compile_timing, log = None, ""
+    if req.time_compile:
+        if scratch is not None:
+            h.set_phase(scratch, "compile_baseline")
+        t0 = time.perf_counter()
+        try:
+            compiled = torch.compile(model)
+            with torch.no_grad():
+                compiled(*pool[0])
+                compile_timing = timer.run(compiled, pool, keys, req.trials, req.max_timing_s, req.warmup)
+        except Exception as e:  # noqa: BLE001
+            log = f"torch.compile baseline unavailable: {h.one_line(e)}"
+        phases["compile_baseline"] = time.perf_counter() - t0
+    return timing, compile_timing, log
+
+
 def run(req: WorkerRequest, scratch: Path) -> tuple[WorkerReport, dict[str, list[torch.Tensor]]]:
     device = h.device_of(req.device)
     phases: dict[str, float] = {}
@@ -126,22 +159,7 @@ def run(req: WorkerRequest, scratch: Path) -> tuple[WorkerReport, dict[str, list
             pool.append(x)
             keys.append(d.key)
     phases["reference_outputs"] = time.perf_counter() - t0
-    timer = Timer(device)
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        timing = timer.run(model, pool, keys, req.trials, req.max_timing_s, req.warmup)
-    phases["reference_timing"] = time.perf_counter() - t0
-    compile_timing, log = None, ""
-    if req.time_compile:
-        t0 = time.perf_counter()
-        try:
-            compiled = torch.compile(model)
-            with torch.no_grad():
-                compiled(*pool[0])
-                compile_timing = timer.run(compiled, pool, keys, req.trials, req.max_timing_s, req.warmup)
-        except Exception as e:  # noqa: BLE001 - torch.compile failing is data, not a problem error
-            log = f"torch.compile baseline unavailable: {h.one_line(e)}"
-        phases["compile_baseline"] = time.perf_counter() - t0
+    timing, compile_timing, log = time_baselines(req, model, pool, keys, phases)
     with torch.no_grad():
         prof = profile_call(model, pool[0], device, (), set()).profile if req.profile else None
         min_bytes, flops = _work(model, pool[0])
