@@ -35,6 +35,7 @@ def assert_next_evaluation_works(evaluate) -> None:  # noqa: ANN001
 def test_candidate_cannot_read_secrets_outside_scratch(evaluate, tmp_path) -> None:  # noqa: ANN001
     secrets = [tmp_path / "archive.db", REPO / ".pytest_cache" / "hostile-run-folder-secret"]
     for s in secrets:
+        s.parent.mkdir(parents=True, exist_ok=True)  # a fresh clone has no .pytest_cache yet
         s.write_text("sk-secret")
     home = [str(p) for p in sorted(Path.home().iterdir()) if p.is_file()][:3]
     try:
