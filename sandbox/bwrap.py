@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -109,11 +110,18 @@ def _pids_prefix(scratch: Path, limit: int) -> list[str]:
     return ["prlimit", f"--nproc={limit}", "--"] if shutil.which("prlimit") else []
 
 
-def _reap_cgroups() -> None:
-    """Remove the empty cgroups of finished workers (rmdir fails on a live one, which is fine)."""
+def _reap_cgroups(min_age_s: float = 120.0) -> None:
+    """Remove the empty cgroups of finished workers (rmdir fails on a live one, which is fine).
+
+    Only those older than `min_age_s`: a cgroup made a moment ago is empty until its worker's shell
+    joins it, and removing it then made that worker fail to start (seen: the reference worker's
+    start-up reaped the candidate worker's cgroup, which had been created first).
+    """
+    now = time.time()
     for d in _PIDS_CGROUP.glob("kevolve-*"):
         try:
-            d.rmdir()
+            if now - d.stat().st_mtime >= min_age_s:
+                d.rmdir()
         except OSError:
             pass
 

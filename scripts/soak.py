@@ -49,7 +49,7 @@ KINDS: dict[str, tuple[str, str, int, dict]] = {
     "wrong": ("incorrect", "incorrect", 2, {}),
     "segfaults": ("crashed", "signal", 2, {}),
     "exits": ("crashed", "exit", 2, {}),
-    "fork_bomb": ("runtime_error", "runtime_error", 1, {"pids_limit": 32, "memory_limit_gb": 16.0}),
+    "fork_bomb": ("runtime_error", "runtime_error", 1, {}),  # default pids limit (512)
     "fills_disk": ("crashed", "disk_limit", 1, {"scratch_limit_gb": 0.25}),
     "allocates_all_memory": ("crashed", "memory_limit", 1, {"memory_limit_gb": 2.0}),
     "spins_forever": ("timeout", "timeout", 1, {"timeout_s": 20.0}),

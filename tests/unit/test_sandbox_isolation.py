@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,40 @@ def test_eval_rejects_an_unknown_sandbox_backend_in_one_line(fixtures) -> None: 
                         str(fixtures / "solutions" / "relu_cpp.py"), "--device", "cpu", "--sandbox", "vm"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--sandbox" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_reaping_spares_a_pids_cgroup_made_a_moment_ago(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import time
+
+    from kevolve.sandbox import bwrap
+
+    monkeypatch.setattr(bwrap, "_PIDS_CGROUP", tmp_path)
+    young, old = tmp_path / "kevolve-young", tmp_path / "kevolve-old"
+    young.mkdir(), old.mkdir()
+    os.utime(old, (time.time() - 600, time.time() - 600))
+    bwrap._reap_cgroups()
+    assert young.is_dir() and not old.exists()
+
+
+def test_memory_watch_counts_forked_copy_on_write_pages_once() -> None:
+    """20 forks of a process holding 200 MB: 4 GB by RSS, about 200 MB really (PSS)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from kevolve.sandbox.isolation import _over_memory, _rss_bytes
+
+    code = ("import os, time\nbuf = bytearray(200 * 2**20)\nfor i in range(0, len(buf), 4096): buf[i] = 1\n"
+            "for _ in range(20):\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n"
+            "print('ready', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        time.sleep(0.3)
+        assert _rss_bytes(proc.pid) > 3 * 2**30  # what the old watch compared with the limit
+        assert not _over_memory(proc.pid, 2**30)
+        assert _over_memory(proc.pid, 100 * 2**20)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
