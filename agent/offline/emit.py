@@ -61,6 +61,10 @@ def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
         from kevolve.agent.offline.gemm import gemm_kernel
 
         return [gemm_kernel(name, g.gemm, p)]  # type: ignore[arg-type]
+    if g.kind != "fused":
+        from kevolve.agent.offline.direct import registry
+
+        return [registry()[g.kind].kernel(name, g, p)]
     if p.strategy == "split" and not g.is_pointwise:
         from kevolve.agent.offline.cuda_split import split_kernels
 
@@ -80,6 +84,10 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
         from kevolve.agent.offline.gemm import gemm_launcher
 
         return gemm_launcher(fz, k, name, p)
+    if g.kind != "fused":
+        from kevolve.agent.offline.direct import direct_launcher
+
+        return direct_launcher(fz, k, name, p)
     if p.strategy == "split" and not g.is_pointwise:
         from kevolve.agent.offline.cuda_split import split_launcher
 

@@ -53,6 +53,10 @@ def plan(problem: Problem) -> Plan:
         gemm = find_gemm(traced.gm)
         fused = [gemm] if gemm is not None else []
     if not fused:
+        from kevolve.agent.offline.direct import direct_groups
+
+        fused = direct_groups(traced.gm)
+    if not fused:
         ops = sorted({str(n.target) for n in traced.gm.graph.nodes if n.op.startswith("call")})
         raise NothingToFuse(f"nothing_to_fuse: only library / unsupported ops ({', '.join(ops)[:120]}); "
                             "the offline proposer keeps those in PyTorch and needs at least one op to fuse")

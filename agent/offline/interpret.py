@@ -36,6 +36,10 @@ def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
         a = leaves[0].reshape(s.batch if s.a_batched else 1, s.m, s.k)  # type: ignore[union-attr]
         b = leaves[1].reshape(s.batch if s.b_batched else 1, s.k, s.n)  # type: ignore[union-attr]
         return torch.matmul(a, b).reshape(group.out_shape)
+    if group.kind != "fused":
+        from kevolve.agent.offline.direct import registry
+
+        return registry()[group.kind].twin(group, leaves)
     views = [torch.as_strided(t.contiguous().reshape(-1), group.shape, spec.strides)
              for t, spec in zip(leaves, group.leaves, strict=True)]
     stats: list[torch.Tensor] = []

@@ -78,9 +78,14 @@ class Group:
     out_shape: tuple[int, ...]
     nodes: list[str] = field(default_factory=list)
     kind: str = "fused"
-    """'fused' (element-wise / row kernel) or 'gemm' (a generated matrix product, see gemm.py)"""
+    """'fused' (element-wise / row kernel), 'gemm' (a generated matrix product, see gemm.py) or a direct
+    kernel's kind ('conv', 'pool', 'scan', 'argreduce': see direct.py)"""
     gemm: object = None
     """the product's GemmShape when kind is 'gemm'"""
+    spec: object = None
+    """a direct kernel's spec (its kind's frozen dataclass of sizes and settings)"""
+    out_dtype: str = "float32"
+    """'float32', or 'int64' for index outputs (argmax / argmin)"""
 
     @property
     def kept_dims(self) -> tuple[int, ...]:
@@ -106,6 +111,8 @@ class Group:
         """One line for logs and source headers."""
         if self.kind == "gemm":
             return f"gemm {self.gemm}"
+        if self.kind != "fused":
+            return f"{self.kind} {self.spec}"
         kind = "pointwise" if self.is_pointwise else f"row[{len(self.reductions)} reductions, out={self.out_scope}]"
         return f"{kind} shape={list(self.shape)} reduce={list(self.reduce_dims)} ops={len(self.nodes)}"
 

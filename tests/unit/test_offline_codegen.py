@@ -16,7 +16,7 @@ from kevolve.sandbox.static_checks import custom_kernel_names
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
 FUSABLE = ["chain_scalars", "conv_relu_bias", "linear_gelu_softmax", "conv_groupnorm", "gemm_batchnorm",
            "layernorm_3d", "rmsnorm", "reductions", "logsumexp_chain", "mse_loss", "instnorm_logsoftmax",
-           "only_matmul", "bmm", "gelu_global_pool"]
+           "only_matmul", "bmm", "gelu_global_pool", "only_conv"]
 
 
 def _problem(name: str):
@@ -79,9 +79,14 @@ def test_softmax_and_groupnorm_become_row_kernels():
     assert gn.shape == (3, 4, 3, 7, 7) and gn.reduce_dims == (2, 3, 4)
 
 
-def test_module_with_only_a_convolution_has_nothing_to_fuse():
+def test_module_with_only_a_convolution_gets_a_direct_conv_kernel():
+    g = plan(_problem("only_conv")).fused[0].group
+    assert g.kind == "conv" and g.spec.kernel == (3, 3) and not g.spec.transposed
+
+
+def test_module_with_only_attention_has_nothing_to_fuse():
     with pytest.raises(NothingToFuse, match="nothing_to_fuse"):
-        plan(_problem("only_conv"))
+        plan(_problem("only_attention"))
 
 
 def test_a_bare_matrix_product_becomes_a_generated_gemm():

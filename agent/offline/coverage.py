@@ -1,0 +1,159 @@
+"""CPU coverage of the offline proposer: for a problem, does it get a candidate that can be right?
+
+Without a GPU, "covered" means: the problem traces, partitions and renders into a candidate (at its
+real shapes); the IR computes what the module computes (`interpret.py` against the module's eager
+output on the CPU, on sizes shrunk by `shrink.py` so this takes seconds); and every generated kernel
+compiles with NVRTC for compute_90, under the default parameters and under every strategy a row
+kernel can take. It says nothing about speed, and a GPU run can still find a kernel wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+log = logging.getLogger(__name__)
+
+STRATEGIES = ("block", "warp", "thread", "split")
+
+
+class Verdict(StrEnum):
+    COVERED = "covered"
+    NO_CANDIDATE = "no_candidate"
+    """tracing failed or nothing to generate a kernel for"""
+    IR_MISMATCH = "ir_mismatch"
+    """the IR run with torch twins differs from the module's output"""
+    COMPILE_ERROR = "compile_error"
+    """a generated kernel does not compile with NVRTC"""
+    CHECK_FAILED = "check_failed"
+    """the check itself could not run (shrinking, the reference on the CPU, a bug of the generator)"""
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """One problem's coverage verdict."""
+
+    verdict: Verdict
+    reason: str = ""
+    """one line; empty when covered"""
+    groups: tuple[str, ...] = ()
+    """the generated kernels, one description each"""
+    max_err: float | None = None
+    """largest absolute difference between the IR's and the module's output (shrunk sizes)"""
+    sources: int = 0
+    """candidate sources compiled (defaults plus strategy variants)"""
+    seconds: float = 0.0
+
+
+def _cuda(src: str) -> str:
+    m = re.search(r"_KV_SRC = r'''(.*?)'''", src, re.DOTALL)
+    assert m is not None, "a generated source always carries _KV_SRC"
+    return m.group(1)
+
+
+def variants(p: object) -> list[str]:
+    """The candidate sources to compile: defaults, then each row strategy for every row group."""
+    from kevolve.agent.offline.generate import Plan
+
+    assert isinstance(p, Plan)
+    out = [p.source()]
+    rows = [not f.group.is_pointwise and f.group.kind == "fused" for f in p.fused]
+    if any(rows):
+        for s in STRATEGIES:
+            ps = [replace(x, strategy=s) if r else x for x, r in zip(p.defaults(), rows, strict=True)]
+            out.append(p.source(ps))
+    return list(dict.fromkeys(out))
+
+
+def compile_all(sources: list[str]) -> str:
+    """'' when every kernel of every source compiles (and the Python parses), else the first error."""
+    from kevolve.sandbox.compile import nvrtc_compile
+
+    for src in sources:
+        try:
+            compile(src, "<candidate>", "exec")
+        except SyntaxError as e:
+            return f"python: {e}"
+        ok, text = nvrtc_compile(_cuda(src), arch="compute_90")
+        if not ok:
+            first = next((ln for ln in text.splitlines() if "error" in ln), text.strip()[:200])
+            return f"nvrtc: {first.strip()[:200]}"
+    return ""
+
+
+def _reference(problem: object, seed: int = 0) -> tuple[object, list[object]]:
+    import torch
+    from kevolve.agent.offline.trace import load_namespace
+
+    ns = load_namespace(problem)  # type: ignore[arg-type]
+    torch.manual_seed(seed)
+    model = ns["Model"](*ns["get_init_inputs"]()).eval()
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+            m.running_mean.normal_()  # running stats that are not 0 / 1 check the formula
+            m.running_var.uniform_(0.5, 2.0)
+    torch.manual_seed(seed + 1)
+    return model, list(ns["get_inputs"]())
+
+
+def ir_error(problem: object) -> tuple[str, float | None]:
+    """('' or why not, max abs error) of the IR against the module, at the problem's own sizes."""
+    import torch
+    from kevolve.agent.offline.generate import plan
+    from kevolve.agent.offline.interpret import run_plan
+
+    p = plan(problem)  # type: ignore[arg-type]
+    model, inputs = _reference(problem)
+    with torch.no_grad():
+        want = model(*inputs)
+        got = run_plan(p, model, inputs)  # type: ignore[arg-type]
+    if not isinstance(want, torch.Tensor) or not isinstance(got, torch.Tensor):
+        return "the module does not return one tensor", None
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"output {tuple(got.shape)} {got.dtype} != module's {tuple(want.shape)} {want.dtype}", None
+    if not want.is_floating_point():
+        bad = int((got != want).sum())
+        return (f"{bad} of {want.numel()} integer outputs differ" if bad else ""), float(bad)
+    err = (got - want).abs()
+    finite = torch.isfinite(want)
+    if not torch.equal(torch.isfinite(got), finite):
+        return "non-finite values where the module has finite ones (or the reverse)", None
+    tol = 1e-4 + 1e-4 * want.abs()
+    worst = float(err[finite].max()) if finite.any() else 0.0
+    if bool((err[finite] > tol[finite]).any()):
+        return f"max abs error {worst:.3g} over rtol=atol=1e-4", worst
+    return "", worst
+
+
+def check(problem: object, shrunk: object | None = None) -> Coverage:
+    """The coverage verdict of one problem; `shrunk` is the same problem at smaller sizes (the IR
+    check runs on it; the problem itself is checked when None)."""
+    from kevolve.agent.offline.generate import plan
+    from kevolve.agent.offline.trace import TraceError
+
+    t0 = time.monotonic()
+    try:
+        p = plan(problem)  # type: ignore[arg-type]
+    except TraceError as e:
+        return Coverage(Verdict.NO_CANDIDATE, str(e)[:300], seconds=time.monotonic() - t0)
+    groups = tuple(f.group.describe() for f in p.fused)
+    try:
+        sources = variants(p)
+    except Exception as e:  # noqa: BLE001 — a generator bug is a verdict here, reported with its type
+        return Coverage(Verdict.CHECK_FAILED, f"render: {type(e).__name__}: {e}"[:300], groups)
+    why = compile_all(sources)
+    if why:
+        return Coverage(Verdict.COMPILE_ERROR, why, groups, sources=len(sources), seconds=time.monotonic() - t0)
+    try:
+        why, err = ir_error(shrunk if shrunk is not None else problem)
+    except TraceError as e:
+        why, err = f"at shrunk sizes: {e}", None
+    except Exception as e:  # noqa: BLE001
+        first = (str(e).splitlines() or [""])[0]
+        return Coverage(Verdict.CHECK_FAILED, f"ir check: {type(e).__name__}: {first}"[:300], groups,
+                        sources=len(sources), seconds=time.monotonic() - t0)
+    verdict = Verdict.IR_MISMATCH if why else Verdict.COVERED
+    return Coverage(verdict, why[:300], groups, err, len(sources), time.monotonic() - t0)

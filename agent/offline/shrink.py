@@ -1,0 +1,134 @@
+"""Smaller shapes for a problem, so its IR can be checked against the module on the CPU in seconds.
+
+KernelBench problems set their sizes as top-level integers (`batch_size = 4096`, `dim = 393216`,
+`input_shape = (32768,)`) that `get_inputs()` / `get_init_inputs()` read when called. `shrink`
+halves the largest of them, one at a time, until the inputs, parameters and the convolutions' and
+products' work fit a budget; a halving that breaks the module (a group count no longer divides the
+channels, a kernel larger than its input) is undone and that size is left alone. Only the sizes
+change: the module, its ops and their order are the problem's own.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import math
+import types
+from dataclasses import dataclass
+from typing import Any
+
+MIN_SIZE = 8
+"""sizes are never halved below this (kernel sizes, strides, dims and group counts are smaller and stay)"""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How small is small enough."""
+
+    elements: int = 1 << 20
+    """input and parameter elements, together"""
+    flops: float = 2e8
+    """convolution and matrix-product FLOPs of one forward (FlopCounterMode's count)"""
+
+
+@dataclass(frozen=True)
+class _Size:
+    """One shrinkable integer: statement `stmt` of the module, element `index` when it is a tuple."""
+
+    stmt: int
+    name: str
+    index: int | None
+
+
+def _sizes(tree: ast.Module, ns: dict[str, Any]) -> dict[_Size, int]:
+    out: dict[_Size, int] = {}
+    for i, st in enumerate(tree.body):
+        if not isinstance(st, ast.Assign) or not all(isinstance(t, ast.Name) for t in st.targets):
+            continue
+        name = st.targets[0].id  # type: ignore[attr-defined]
+        v = ns.get(name)
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 2 * MIN_SIZE:
+            out[_Size(i, name, None)] = v
+        elif isinstance(v, tuple) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            out.update({_Size(i, name, j): x for j, x in enumerate(v) if x >= 2 * MIN_SIZE})
+    return out
+
+
+def with_sizes(source: str, sizes: dict[_Size, int]) -> str:
+    """`source` with each chosen size's assignment replaced by its new value."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    by_stmt: dict[int, dict[_Size, int]] = {}
+    for s, v in sizes.items():
+        by_stmt.setdefault(s.stmt, {})[s] = v
+    for i in sorted(by_stmt, reverse=True):
+        st = tree.body[i]
+        names = [t.id for t in st.targets]  # type: ignore[attr-defined]
+        vals = by_stmt[i]
+        if any(s.index is not None for s in vals):
+            ns: dict[str, Any] = {}
+            exec(compile(ast.Module([st], []), "<size>", "exec"), _fresh(source, i), ns)  # noqa: S102
+            cur = list(ns.get(names[0], ()))
+            for s, v in vals.items():
+                cur[s.index] = v  # type: ignore[index]
+            value = repr(tuple(cur))
+        else:
+            value = repr(next(iter(vals.values())))
+        lines[st.lineno - 1:st.end_lineno] = [" = ".join(names) + f" = {value}"]  # type: ignore[operator]
+    return "\n".join(lines) + "\n"
+
+
+def _fresh(source: str, upto: int) -> dict[str, Any]:
+    """The module namespace after its first `upto` top-level statements (to re-evaluate one)."""
+    tree = ast.parse(source)
+    ns: dict[str, Any] = {}
+    exec(compile(ast.Module(tree.body[:upto], []), "<size>", "exec"), ns)  # noqa: S102
+    return ns
+
+
+def cost(source: str) -> tuple[int, float]:
+    """(input + parameter elements, FLOPs) of one forward, measured on fake tensors (nothing allocated)."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)  # failed trials are expected
+
+    mod = types.ModuleType("kevolve_shrink")
+    exec(compile(source, "<problem>", "exec"), mod.__dict__)  # noqa: S102 — the user's own problem
+    ns = mod.__dict__
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        model = ns["Model"](*ns["get_init_inputs"]()).eval()
+        inputs = list(ns["get_inputs"]())
+        counter = FlopCounterMode(display=False)
+        with counter, torch.no_grad():
+            model(*inputs)
+    elems = sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
+    elems += sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers())
+    return elems, float(counter.get_total_flops())
+
+
+def shrink(source: str, budget: Budget = Budget(), max_steps: int = 80) -> str:
+    """A version of the problem source with sizes small enough for `budget` (the source itself if it is)."""
+    tree = ast.parse(source)
+    ns: dict[str, Any] = {}
+    exec(compile(source, "<problem>", "exec"), ns)  # noqa: S102
+    sizes = _sizes(tree, ns)
+    frozen: set[_Size] = set()
+    elems, flops = cost(source)
+    for _ in range(max_steps):
+        if elems <= budget.elements and flops <= budget.flops:
+            break
+        free = [s for s, v in sizes.items() if s not in frozen and v >= 2 * MIN_SIZE]
+        if not free:
+            break
+        pick = max(free, key=lambda s: (sizes[s], -s.stmt))
+        trial = dict(sizes)
+        trial[pick] = max(MIN_SIZE, math.ceil(sizes[pick] / 2))
+        try:
+            e2, f2 = cost(with_sizes(source, trial))
+        except Exception:  # noqa: BLE001 — this size cannot shrink (constraint of the module); keep it
+            frozen.add(pick)
+            continue
+        sizes, elems, flops = trial, e2, f2
+    return with_sizes(source, sizes)
