@@ -26,7 +26,7 @@ from pathlib import Path
 log = logging.getLogger("offline_coverage")
 
 
-def _child(path: str, level: int, conn) -> None:  # noqa: ANN001
+def _child(path: str, level: int, conn) -> None:
     from kevolve.agent.offline.coverage import Coverage, Verdict, check
     from kevolve.agent.offline.shrink import shrink
     from kevolve.kernelbench.problem import load_problem, problem_from_source
@@ -91,7 +91,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     import torch  # noqa: F401 — imported once here, so each forked child starts with it loaded
-
     from kevolve.kernelbench.suite import load_suite
 
     levels = [int(x) for x in args.levels.split(",")]

@@ -42,6 +42,7 @@ _METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow":
                   "minimum": "minimum", "__add__": "add", "__mul__": "mul"}
 _MODULE_UNARY = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
                  nn.Softsign: "softsign", nn.Hardsigmoid: "hardsigmoid", nn.Hardswish: "hardswish", nn.SELU: "selu"}
+_LOSS_NONE = {F.smooth_l1_loss: "smooth_l1", F.huber_loss: "huber", F.mse_loss: "sqdiff", F.l1_loss: "absdiff"}
 _REDUCE_FN = {torch.sum: "sum", torch.mean: "mean", torch.amax: "max", torch.amin: "min", torch.prod: "prod"}
 _REDUCE_METHOD = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "prod": "prod"}
 
@@ -124,6 +125,10 @@ def _function(node: torch.fx.Node) -> Canon | None:
                      {"groups": int(_get(node, 1, "num_groups")), "eps": float(_get(node, 4, "eps", 1e-5))})
     if t in _ADAPTIVE_AVG and _all_ones(_get(node, 1, "output_size")):
         return _global_avg(a[0], _ADAPTIVE_AVG[t])
+    if t in _LOSS_NONE and node.kwargs.get("reduction") == "none" and len(a) == 2:
+        op = _LOSS_NONE[t]
+        p = {"smooth_l1": ("beta", 1.0), "huber": ("delta", 1.0)}.get(op)
+        return Canon(PW, op, list(a), {"p": (float(node.kwargs.get(p[0], p[1])),)} if p else {})
     if t is F.dropout and (not _get(node, 2, "training", True) or float(_get(node, 1, "p", 0.5)) == 0.0):
         return Canon(ALIAS, "dropout", [a[0]])
     return None

@@ -116,7 +116,7 @@ def kernel(name: str, g: Group, p: KernelParams) -> str:
                  f"  const float* xc = in0 + ((unsigned long long)n * {s.cin} + g * {icg} + c) * {in_sp}ull;",
                  f"  const float* wc = in1 + ((unsigned long long)oc * {icg} + c) * {kvol}ull;"]
     body += ["  " + ln for ln in _window(s, p)] + ["}"]
-    body.append(f"out[i] = acc + __ldg(in2 + oc);" if s.bias else "out[i] = acc;")
+    body.append("out[i] = acc + __ldg(in2 + oc);" if s.bias else "out[i] = acc;")
     return f"{signature(name, g, p)} {{\n{grid_stride(g, p, body, idx)}\n}}\n"
 
 

@@ -68,6 +68,19 @@ def variants(p: object) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def together(sources: list[str]) -> str:
+    """The CUDA of several candidate sources as one program (kernels renamed apart), so that one
+    NVRTC call compiles them all."""
+    from kevolve.agent.offline.cuda import PRELUDE
+
+    parts = [PRELUDE]
+    for i, src in enumerate(sources):
+        cuda = _cuda(src)
+        assert PRELUDE in cuda, "generated CUDA starts with the prelude"
+        parts.append(cuda.replace(PRELUDE, "").replace("kv_fused_", f"kv_v{i}_"))
+    return "\n".join(parts)
+
+
 def compile_all(sources: list[str]) -> str:
     """'' when every kernel of every source compiles (and the Python parses), else the first error."""
     from kevolve.sandbox.compile import nvrtc_compile
@@ -77,10 +90,10 @@ def compile_all(sources: list[str]) -> str:
             compile(src, "<candidate>", "exec")
         except SyntaxError as e:
             return f"python: {e}"
-        ok, text = nvrtc_compile(_cuda(src), arch="compute_90")
-        if not ok:
-            first = next((ln for ln in text.splitlines() if "error" in ln), text.strip()[:200])
-            return f"nvrtc: {first.strip()[:200]}"
+    ok, text = nvrtc_compile(together(sources), arch="compute_90")
+    if not ok:
+        first = next((ln for ln in text.splitlines() if "error" in ln), text.strip()[:200])
+        return f"nvrtc: {first.strip()[:200]}"
     return ""
 
 

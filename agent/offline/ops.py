@@ -73,6 +73,13 @@ OPS: dict[str, OpDef] = {
     "clamp_max": OpDef(1, "fminf({0}, {p0})", lambda x, hi: torch.clamp(x, max=hi)),
     "softplus": OpDef(1, "({0} * {p0} > {p1} ? {0} : log1pf(expf({0} * {p0})) / {p0})", _softplus),
     "powc": OpDef(1, "powf({0}, {p0})", lambda x, e: torch.pow(x, e)),
+    # per-element losses (reduction='none'); their mean / sum is the group's reduction
+    "smooth_l1": OpDef(2, "(fabsf({0} - {1}) < {p0} ? 0.5f * ({0} - {1}) * ({0} - {1}) / {p0} : fabsf({0} - {1}) - 0.5f * {p0})",
+                       lambda a, b, beta: torch.nn.functional.smooth_l1_loss(a, b, reduction="none", beta=beta)),
+    "huber": OpDef(2, "(fabsf({0} - {1}) < {p0} ? 0.5f * ({0} - {1}) * ({0} - {1}) : {p0} * (fabsf({0} - {1}) - 0.5f * {p0}))",
+                   lambda a, b, delta: torch.nn.functional.huber_loss(a, b, reduction="none", delta=delta)),
+    "sqdiff": OpDef(2, "(({0} - {1}) * ({0} - {1}))", lambda a, b: torch.nn.functional.mse_loss(a, b, reduction="none")),
+    "absdiff": OpDef(2, "fabsf({0} - {1})", lambda a, b: torch.nn.functional.l1_loss(a, b, reduction="none")),
 }
 
 COMBINE = {"sum": ("0.0f", "({0} + {1})"), "max": ("-INFINITY", "fmaxf({0}, {1})"),

@@ -64,6 +64,9 @@ def trace_problem(problem: Problem) -> Traced:
     except Exception as e:  # noqa: BLE001
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise TraceError(f"trace_failed: torch.fx cannot trace Model.forward ({type(e).__name__}: {first[:160]})") from None
+    from kevolve.agent.offline.decompose import decompose
+
+    decompose(gm)  # loss calls into fusible ops, before shapes are propagated
     try:
         with mode:
             inputs = list(ns["get_inputs"]())
