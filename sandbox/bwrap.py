@@ -1,7 +1,8 @@
 """Local worker confinement with bubblewrap (`bwrap`).
 
 The worker sees a read-only view of the system directories, the Python installation and kevolve's
-own source, a writable scratch directory and build cache, a small private /tmp, and nothing else:
+own source, a writable scratch directory (its private build directory at /kevolve-build inside it),
+a read-only view of the shared build cache, a small private /tmp, and nothing else:
 no home directory, no archive database or run folders, no /var, no network (its own empty network
 namespace), its own PID/IPC/UTS namespaces, no capabilities and a process limit. It is killed when
 its parent dies.
@@ -65,7 +66,10 @@ def _bind_system(argv: list[str]) -> None:
         argv += ["--ro-bind-try", path, path]
 
 
-def bwrap_argv(scratch: Path, writable: tuple[Path, ...] = (), pids_limit: int = 512,
+BUILD_PATH = "/kevolve-build"  # the worker's private build directory, at one path in every sandbox
+
+
+def bwrap_argv(scratch: Path, readable: tuple[Path, ...] = (), pids_limit: int = 512,
                device: str = "cpu") -> list[str]:
     """bubblewrap's own arguments (up to and including `--`) for one worker in `scratch`."""
     argv = ["bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
@@ -77,10 +81,12 @@ def bwrap_argv(scratch: Path, writable: tuple[Path, ...] = (), pids_limit: int =
         argv += ["--ro-bind-try", "/sys", "/sys"]  # the driver reads PCI topology from sysfs
         argv += [a for d in sorted(set(_DEV_NVIDIA) | {str(p) for p in Path("/dev").glob("nvidia[0-9]*")})
                  for a in ("--dev-bind-try", d, d)]
-    for path in writable:
+    for path in readable:  # the shared build cache: read-only, see compile.promote
         path.mkdir(parents=True, exist_ok=True)
-        argv += ["--bind", str(path), str(path)]
-    argv += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch)]
+        argv += ["--ro-bind", str(path), str(path)]
+    (scratch / "build").mkdir(exist_ok=True)
+    argv += ["--bind", str(scratch), str(scratch), "--bind", str(scratch / "build"), BUILD_PATH,
+             "--chdir", str(scratch)]
     # The root that bwrap builds (a tmpfs holding the mount points) becomes read-only too: else
     # a worker running as root could write to e.g. /root or the checkout's parent in it.
     argv += ["--remount-ro", "/", "--"]
@@ -130,13 +136,18 @@ def _reap_cgroups(min_age_s: float = 120.0) -> None:
 class BwrapLauncher:
     """A WorkerProcess launcher that runs the worker under bubblewrap."""
 
-    writable: tuple[Path, ...] = ()
+    cache: Path | None = None
     pids_limit: int = 512
     device: str = "cpu"
     shell_exit_codes: bool = True  # bwrap exits 128+N when the worker dies by signal N
 
     def argv(self, worker_argv: list[str], scratch: Path) -> list[str]:
-        return [*bwrap_argv(scratch, self.writable, self.pids_limit, self.device), *worker_argv]
+        cache = (self.cache,) if self.cache else ()
+        return [*bwrap_argv(scratch, cache, self.pids_limit, self.device), *worker_argv]
+
+    @property
+    def build_path(self) -> str:
+        return BUILD_PATH
 
 
 @functools.cache
@@ -179,7 +190,7 @@ def local_launcher(config: SandboxConfig) -> Launcher | None:
             raise IsolationUnavailable(f"--isolation bwrap: {why}")
         _warn_once(why)
         return None
-    return BwrapLauncher((config.cache_dir.resolve(),), config.pids_limit, config.device)
+    return BwrapLauncher(config.cache_dir.resolve(), config.pids_limit, config.device)
 
 
 @functools.cache

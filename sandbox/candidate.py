@@ -71,7 +71,8 @@ class _Session:
 
     def load(self) -> tuple[Any, Any]:
         h.set_phase(self.scratch, "compile")
-        build.install_build_hooks(Path(self.req.cache_dir))
+        build.install_build_hooks(Path(self.req.cache_dir), Path(self.req.build_dir) if self.req.build_dir else None,
+                                  build.build_scope(self.req.candidate_source))
         t0 = time.perf_counter()
         try:
             cand = h.load_module(self.req.candidate_source, "kevolve_candidate", self.scratch)

@@ -1,8 +1,8 @@
 """Docker backend: the same worker inside a locked-down container, one container per job.
 
 A container has no network, a read-only root filesystem, a small tmpfs /tmp, the host's scratch
-directory bind-mounted at /scratch (watched for size from outside), a separate build cache at
-/cache, a non-root user, no capabilities, memory (no swap), pids and CPU limits, and, for a GPU
+directory bind-mounted at /scratch (watched for size from outside), the build cache read-only at
+/cache (builds go to /scratch/build; the host promotes them, see compile.promote), a non-root user, no capabilities, memory (no swap), pids and CPU limits, and, for a GPU
 device, only that GPU. The evaluation timeout is enforced from outside: the host kills the
 container. `DockerPool` keeps warm containers (torch already imported) ready, checks each one's
 health before handing it out and replaces any that died; a container serves exactly one job, like
@@ -42,7 +42,7 @@ class DockerUnavailable(RuntimeError):
 def container_env(device: str) -> dict[str, str]:
     """The worker's environment inside the container: the local one's safe keys, nothing from the host."""
     env = {k: v for k, v in scrubbed_env(device, Path("/scratch")).items() if k in _ENV_KEEP}
-    env.update(PATH="/usr/local/bin:/usr/bin:/bin", CUPY_CACHE_DIR="/cache/cupy")
+    env.update(PATH="/usr/local/bin:/usr/bin:/bin", CUPY_CACHE_DIR="/scratch/cupy")
     if device.startswith("cuda"):
         env["CUDA_VISIBLE_DEVICES"] = "0"  # the one GPU passed in is device 0 inside
     return env
@@ -66,6 +66,7 @@ class ContainerWorker(WorkerProcess):
         self.container: Any = None
         self.started_at = 0.0
         self.cache = config.cache_dir.resolve() / "docker"
+        self.build_path, self.host_cache = "/scratch/build", self.cache  # the cache is mounted read-only
 
     def start(self) -> ContainerWorker:
         from docker.types import DeviceRequest
@@ -89,7 +90,7 @@ class ContainerWorker(WorkerProcess):
             environment=container_env(cfg.device), network_mode="none", read_only=True,
             tmpfs={"/tmp": "size=256m,mode=1777"},
             volumes={str(self.scratch): {"bind": "/scratch", "mode": "rw"},
-                     str(self.cache): {"bind": "/cache", "mode": "rw"}},
+                     str(self.cache): {"bind": "/cache", "mode": "ro"}},
             mem_limit=mem, memswap_limit=mem, pids_limit=cfg.pids_limit, nano_cpus=int(cfg.cpus * 1e9),
             cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True, ipc_mode="private",
             device_requests=gpus, labels={_LABEL: "1"}, shm_size=64 * 2**20,
@@ -117,6 +118,7 @@ class ContainerWorker(WorkerProcess):
         """Hand the job over through the pipe and wait; the host kills the container at the deadline."""
         if self.container is None:
             self.start()
+        request = self._with_build_dir(request)
         req = request.model_copy(update={"cache_dir": "/cache"})
         (self.scratch / "request.json").write_text(req.model_dump_json())
         t0 = time.monotonic()
@@ -146,8 +148,10 @@ class ContainerWorker(WorkerProcess):
         code = state.get("ExitCode")
         if isinstance(code, int) and code > 128 and (code - 128) in signal.Signals._value2member_map_:
             code = 128 - code  # tini reports a death by signal N as 128+N
+        report = self._read_report()
+        self._promote_builds(request, report)
         return WorkerExit(
-            report=self._read_report(), returncode=code, timed_out=timed_out,
+            report=report, returncode=code, timed_out=timed_out,
             memory_exceeded=bool(state.get("OOMKilled")), elapsed_s=time.monotonic() - t0,
             log_tail=self._logs(), phase=self._phase(), disk_exceeded=over_disk.is_set(),
         )

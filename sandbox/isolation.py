@@ -166,6 +166,10 @@ class WorkerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.launcher = launcher
         self.scratch_limit = int(scratch_limit_gb * 2**30) if scratch_limit_gb else None
+        # Where the worker builds extensions when the shared cache is read-only to it (its scratch's
+        # build/ as the worker sees it), and the host cache those builds are promoted into.
+        self.build_path: str | None = getattr(launcher, "build_path", None)
+        self.host_cache: Path | None = getattr(launcher, "cache", None)
 
     def start(self) -> WorkerProcess:
         env = scrubbed_env(self.device, self.scratch)
@@ -192,6 +196,7 @@ class WorkerProcess:
         if self.proc is None:
             self.start()
         assert self.proc is not None and self.proc.stdin is not None
+        request = self._with_build_dir(request)
         req_path = self.scratch / "request.json"
         req_path.write_text(request.model_dump_json())
         self._await_ready(_STARTUP_LIMIT_S)  # start-up is not the job's time: a loaded machine imports slowly
@@ -235,12 +240,24 @@ class WorkerProcess:
         code = self.proc.returncode
         if self.launcher is not None and self.launcher.shell_exit_codes and code is not None and code > 128:
             code = 128 - code
+        report = self._read_report()
+        self._promote_builds(request, report)
         return WorkerExit(
-            report=self._read_report(), returncode=code, timed_out=timed_out,
+            report=report, returncode=code, timed_out=timed_out,
             memory_exceeded=over_memory.is_set(), elapsed_s=time.monotonic() - t0,
             log_tail=_tail(self.scratch / "worker.log"), phase=self._phase(),
             disk_exceeded=over_disk.is_set(),
         )
+
+    def _with_build_dir(self, request: WorkerRequest) -> WorkerRequest:
+        return request.model_copy(update={"build_dir": self.build_path}) if self.build_path else request
+
+    def _promote_builds(self, request: WorkerRequest, report: WorkerReport | None) -> None:
+        """A candidate that finished (whatever its verdict) leaves its builds to the same source later."""
+        if self.build_path and self.host_cache and report is not None and request.task == "candidate":
+            from kevolve.sandbox.compile import build_scope, promote
+
+            promote(self.scratch / "build", self.host_cache, build_scope(request.candidate_source))
 
     def _await_ready(self, limit_s: float) -> None:
         """Wait (bounded) until the worker says it is waiting for its job, or has died."""

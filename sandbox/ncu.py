@@ -103,7 +103,7 @@ def _target() -> None:
 
     problem_path, solution_path, device_name, seed, cache = sys.argv[1:6]
     scratch = Path.cwd()
-    build.install_build_hooks(Path(cache))
+    build.install_build_hooks(Path(cache), None, build.build_scope(Path(solution_path).read_text()))
     problem = h.load_module(Path(problem_path).read_text(), "kevolve_problem", scratch)
     cand = h.load_module(Path(solution_path).read_text(), "kevolve_candidate", scratch)
     device = h.device_of(device_name)

@@ -41,6 +41,7 @@ class WorkerRequest(Record):
     profile: bool = True
     ncu: bool = False
     cache_dir: str
+    build_dir: str | None = Field(default=None, description="private build dir when the cache is read-only")
     custom_kernel_names: tuple[str, ...] = ()
 
 

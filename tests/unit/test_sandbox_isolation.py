@@ -24,17 +24,18 @@ def test_scratch_overflow_is_crashed_with_disk_limit_reason() -> None:
     assert outcome is Outcome.CRASHED and reason.startswith("disk_limit:") and "during correctness" in reason
 
 
-def test_bwrap_argv_binds_only_scratch_and_the_cache_writable(tmp_path) -> None:  # noqa: ANN001
-    from kevolve.sandbox.bwrap import bwrap_argv
+def test_bwrap_argv_binds_only_scratch_writable_and_the_cache_read_only(tmp_path) -> None:  # noqa: ANN001
+    from kevolve.sandbox.bwrap import BUILD_PATH, bwrap_argv
 
     scratch, cache = tmp_path / "scratch", tmp_path / "cache"
     scratch.mkdir()
     argv = bwrap_argv(scratch, (cache,))
     i = argv.index("bwrap")
     assert "--unshare-all" in argv and "--share-net" not in argv and argv[-1] == "--"
-    writable = {argv[j + 1] for j in range(i, len(argv) - 1) if argv[j] == "--bind"}
-    assert writable == {str(scratch), str(cache)}
+    writable = {(argv[j + 1], argv[j + 2]) for j in range(i, len(argv) - 2) if argv[j] == "--bind"}
+    assert writable == {(str(scratch), str(scratch)), (str(scratch / "build"), BUILD_PATH)}
     ro = {argv[j + 1] for j in range(i, len(argv) - 1) if argv[j] == "--ro-bind"}
+    assert str(cache) in ro
     assert str(Path.home()) not in ro and "/" not in ro and "/var" not in ro
 
 

@@ -1,0 +1,62 @@
+"""Under bubblewrap the build cache is read-only to candidates; builds reach it through the host.
+
+A C++ (load_inline) candidate builds in its private build directory; the host promotes the build
+under the candidate's scope; the same source evaluated again imports it without building; a hostile
+candidate that tries to overwrite that module or plant one for another scope changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from testpaths import FIXTURES
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_builds_are_promoted_reused_and_cannot_be_poisoned(tmp_path, cpu_config) -> None:  # noqa: ANN001
+    from kevolve.kernelbench.problem import load_problem
+    from kevolve.records import Candidate
+    from kevolve.sandbox.bwrap import probe
+    from kevolve.sandbox.compile import build_scope
+    from kevolve.sandbox.local import LocalSandbox
+
+    works, why = probe()
+    if not works:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run bubblewrap: {why}")
+        pytest.skip(why)
+    cache, scratch_root = tmp_path / "cache", tmp_path / "scratch"
+    scratch_root.mkdir()
+    cfg = cpu_config.model_copy(update={"cache_dir": cache, "isolation": "bwrap"})
+    box = LocalSandbox(scratch_root=scratch_root, keep_scratch=True)
+    prob = load_problem(FIXTURES / "problems" / "relu.py")
+    source = (FIXTURES / "solutions" / "relu_cpp.py").read_text()
+    scope = build_scope(source)
+
+    first = box.evaluate(prob, Candidate.from_source(source, prob.id), cfg)
+    assert first.ok, first.reason
+    modules = list((cache / "extensions" / scope).glob("*/*.so"))
+    assert len(modules) == 1, "the build was not promoted into the cache under its scope"
+    before = _digest(modules[0])
+
+    hostile = (FIXTURES.parent / "adversarial" / "hostile" / "writes_outside_scratch.py").read_text()
+    targets = [str(modules[0]), str(cache / "extensions" / build_scope("another") / "planted.so"),
+               str(cache / "extensions" / "planted")]
+    bad = box.evaluate(prob, Candidate.from_source(hostile.replace("__TARGETS__", repr(targets)), prob.id),
+                       cfg.model_copy(update={"allow_torch_only": True}))
+    assert bad.ok, bad.reason
+    assert _digest(modules[0]) == before
+    assert [p.name for p in (cache / "extensions").iterdir()] == [scope]
+
+    again = box.evaluate(prob, Candidate.from_source(source, prob.id), cfg)
+    assert again.ok, again.reason
+    private = [d for d in scratch_root.iterdir() if (d / "build" / "extensions" / scope).is_dir()]
+    built_twice = [d for d in private if any((d / "build" / "extensions" / scope).iterdir())]
+    assert len(built_twice) == 1, "the second evaluation built again instead of importing the cached module"

@@ -1,0 +1,43 @@
+"""The shared build cache: a candidate's builds reach it only through the host, under its own scope."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kevolve.sandbox.compile import build_scope, promote
+
+
+def _built(root: Path, scope: str, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / "extensions" / scope / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+def test_promote_copies_only_the_candidates_own_scope(tmp_path) -> None:  # noqa: ANN001
+    scope, other = build_scope("candidate A"), build_scope("candidate B")
+    built = _built(tmp_path / "build", scope, {"ext_1/ext_1.so": "A's module", "ext_1/build.ninja": "x"})
+    _built(built, other, {"ext_2/ext_2.so": "planted for B"})  # a candidate writing B's scope
+    cache = tmp_path / "cache"
+    assert promote(built, cache, scope)
+    assert (cache / "extensions" / scope / "ext_1" / "ext_1.so").read_text() == "A's module"
+    assert not (cache / "extensions" / other).exists()
+
+
+def test_promote_never_replaces_an_existing_scope_and_drops_symlinks(tmp_path) -> None:  # noqa: ANN001
+    scope = build_scope("candidate A")
+    cache = tmp_path / "cache"
+    first = _built(tmp_path / "b1", scope, {"ext/ext.so": "first"})
+    os.symlink("/etc/passwd", first / "extensions" / scope / "ext" / "leak")
+    assert promote(first, cache, scope)
+    assert not (cache / "extensions" / scope / "ext" / "leak").exists()
+    second = _built(tmp_path / "b2", scope, {"ext/ext.so": "second"})
+    assert not promote(second, cache, scope)
+    assert (cache / "extensions" / scope / "ext" / "ext.so").read_text() == "first"
+    assert [p.name for p in (cache / "extensions").iterdir()] == [scope]  # no temp copies left
+
+
+def test_scope_is_the_whole_source() -> None:
+    assert build_scope("x = 1\n") != build_scope("x = 1\n# same kernel, other text\n")
