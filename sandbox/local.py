@@ -74,9 +74,13 @@ class LocalSandbox:
             self._cleanup(worker)
         ev = verdict.assemble(problem, candidate, config, ref, done, outputs, t0)
         if config.ncu and ev.ok:
-            from kevolve.sandbox import ncu
+            if _ncu_would_escape(config):
+                log.warning("--ncu skipped: Nsight Compute re-runs the candidate outside the sandbox, "
+                            "and this configuration asks for one (--sandbox docker / --isolation bwrap)")
+            else:
+                from kevolve.sandbox import ncu
 
-            ev = ncu.attach(ev, problem, candidate, config, ref.seed)
+                ev = ncu.attach(ev, problem, candidate, config, ref.seed)
         return ev
 
     def reference(self, problem: Problem, config: SandboxConfig) -> Reference:
@@ -117,6 +121,14 @@ class LocalSandbox:
     def _cleanup(self, worker: WorkerProcess) -> None:
         if not self.keep_scratch:
             shutil.rmtree(worker.scratch, ignore_errors=True)
+
+
+def _ncu_would_escape(config: SandboxConfig) -> bool:
+    """ncu runs the candidate once more as a plain host process (it cannot inject through bwrap's
+    network namespace or into a container): only where no sandbox was asked for by name."""
+    from kevolve.sandbox.config import Backend, Isolation
+
+    return config.backend is Backend.DOCKER or config.isolation is Isolation.BWRAP
 
 
 def _load_outputs(scratch: Path) -> dict[str, object]:

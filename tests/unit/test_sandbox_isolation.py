@@ -108,3 +108,13 @@ def test_memory_watch_counts_forked_copy_on_write_pages_once() -> None:
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def test_ncu_is_not_run_outside_a_sandbox_that_was_asked_for_by_name() -> None:
+    from kevolve.sandbox.config import Backend
+    from kevolve.sandbox.local import _ncu_would_escape
+
+    base = SandboxConfig(device="cuda", ncu=True)
+    assert _ncu_would_escape(base.model_copy(update={"backend": Backend.DOCKER}))
+    assert _ncu_would_escape(base.model_copy(update={"isolation": Isolation.BWRAP}))
+    assert not _ncu_would_escape(base.model_copy(update={"isolation": Isolation.AUTO}))
