@@ -141,6 +141,14 @@ class _Builder:
             self.leaf_refs.append(ref)
         return Leaf(self.leaves.index(spec))
 
+    def scalar_leaf(self, ref: torch.fx.Node) -> Leaf:
+        """A Python number given to forward, read like a broadcast 0-d tensor."""
+        spec = LeafSpec(name=ref.name, strides=(0,) * len(self.L), scalar=True)
+        if spec not in self.leaves:
+            self.leaves.append(spec)
+            self.leaf_refs.append(ref)
+        return Leaf(self.leaves.index(spec))
+
     def channel_leaf(self, ref: Any) -> Expr | None:
         """A per-channel (dim 1) parameter of a norm layer, or None."""
         if ref is None:
@@ -158,6 +166,8 @@ class _Builder:
             return Const(float(v)), ()
         if isinstance(v, torch.fx.Node) and v in self.members:
             return self.expr(v)
+        if isinstance(v, torch.fx.Node) and "tensor_meta" not in v.meta and v.meta.get("type") in (float, int):
+            return self.scalar_leaf(v), ()
         if isinstance(v, torch.fx.Node):
             shape = node_shape(v)
             if shape is None or node_dtype(v) != torch.float32:
@@ -278,7 +288,7 @@ class _Builder:
                   out_scope=scope, out_shape=shape, nodes=[n.name for n in self.nodes])
         if scope == ROW and (scope_of(out, g) != ROW or math.prod(shape) != g.rows):
             raise Unfusable("row output depends on elements")
-        if not self.leaves:
+        if all(leaf.scalar for leaf in self.leaves):
             raise Unfusable("no tensor input")
         return g
 

@@ -78,15 +78,17 @@ def split_kernels(name: str, group: Group, p: KernelParams) -> list[str]:
 
 def split_launcher(group: Group, k: int, name: str, p: KernelParams) -> str:
     """Python launcher: partials buffer, then the stage kernels in order on the current stream."""
+    from kevolve.agent.offline.emit import leaf_prologue
+
     args = [f"a{i}" for i in range(len(group.leaves))]
     n = chunks(group, p)
     parts = max(1, len(group.reductions) * group.rows * n)
     stages = len(group.reductions) + 1
     last_grid = n if group.out_scope == ELEM else 1
     lines = [f"def _kv_launch_{k}({', '.join(args)}):", f'    """{group.describe()} (rows split in {n})"""']
-    lines += [f"    {a} = {a}.contiguous()" for a in args]
-    lines += [f"    out = torch.empty({tuple(group.out_shape)!r}, device=a0.device, dtype=torch.float32)",
-              f"    part = torch.empty({parts}, device=a0.device, dtype=torch.float32)",
+    lines += leaf_prologue(group)
+    lines += [f"    out = torch.empty({tuple(group.out_shape)!r}, device=dev, dtype=torch.float32)",
+              f"    part = torch.empty({parts}, device=dev, dtype=torch.float32)",
               "    with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):",
               f"        ptrs = tuple(cp.asarray(t.detach()) for t in ({', '.join(args)}, out, part))"]
     for j in range(stages):

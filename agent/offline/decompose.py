@@ -1,6 +1,6 @@
 """Rewrite loss functions in a traced graph into the ops the partitioner fuses.
 
-A loss is a per-element (or per-row) formula followed by a mean or a sum; spelled as one torch call
+Runs on the shape-propagated graph (the caller propagates again afterwards). A loss is a per-element (or per-row) formula followed by a mean or a sum; spelled as one torch call
 (`F.smooth_l1_loss`, `nn.TripletMarginLoss`, `F.cross_entropy` …) it is opaque to the partitioner.
 This pass replaces each such call, before shapes are propagated, by the same computation in plain
 ops: element-wise losses become `mean(F.<loss>(a, b, reduction='none'))` (one row kernel); the
@@ -12,12 +12,14 @@ The CPU coverage check compares the rewritten graph's IR with the module's own o
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
 import torch
 import torch.fx
 import torch.nn.functional as F
+from kevolve.agent.offline.trace import node_shape
 from torch import nn
 
 _ELEMWISE = {F.smooth_l1_loss: "smooth_l1", F.huber_loss: "huber", F.mse_loss: "mse", F.l1_loss: "l1"}
@@ -37,8 +39,12 @@ def _named(node: torch.fx.Node, names: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _call(node: torch.fx.Node, gm: torch.fx.GraphModule) -> tuple[str, dict[str, Any]] | None:
-    """(loss kind, its arguments) for a loss call node, else None."""
+    """(kind, its arguments) for a call node this pass rewrites, else None."""
     if node.op == "call_function":
+        if node.target is torch.einsum and len(node.args) == 3 and isinstance(node.args[0], str) and not node.kwargs:
+            return "einsum", {"equation": node.args[0], "a": node.args[1], "b": node.args[2]}
+        if node.target is F.scaled_dot_product_attention:
+            return "sdpa", _named(node, ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale"))
         if node.target in _ELEMWISE:
             kind = _ELEMWISE[node.target]  # type: ignore[index]
             return kind, _named(node, _ELEM_ARGS[kind])
@@ -116,6 +122,40 @@ def _cross_entropy(g: torch.fx.Graph, a: dict[str, Any]) -> torch.fx.Node | None
     return g.call_function(operator.truediv, (total, g.call_function(torch.sum, (w,))))
 
 
+def _einsum(g: torch.fx.Graph, a: dict[str, Any]) -> torch.fx.Node | None:
+    """A two-operand einsum that is a matrix product: '...l,lk->...k' (any leading letters on the
+    left) or 'bij,bjk->bik' (batched), as torch.matmul (cuBLAS, or the generated GEMM when alone)."""
+    eq = a["equation"].replace(" ", "")
+    if "->" not in eq or "." in eq or eq.count(",") != 1:
+        return None
+    lhs, out = eq.split("->")
+    x, y = lhs.split(",")
+    if len(set(x)) != len(x) or len(set(y)) != len(y) or len(y) not in (2, 3):
+        return None
+    if len(y) == 2 and x[-1] == y[0] and out == x[:-1] + y[1] and y[1] not in x:
+        return g.call_function(torch.matmul, (a["a"], a["b"]))
+    if len(y) == 3 and len(x) == 3 and x[0] == y[0] and x[2] == y[1] and out == x[:2] + y[2] and y[2] not in x:
+        return g.call_function(torch.matmul, (a["a"], a["b"]))
+    return None
+
+
+def _attention(g: torch.fx.Graph, a: dict[str, Any]) -> torch.fx.Node | None:
+    """softmax(q @ k^T * scale) @ v for attention without mask, dropout or causality (fp32 math)."""
+    if a.get("attn_mask") is not None or float(a.get("dropout_p", 0.0) or 0.0) != 0.0 or a.get("is_causal", False):
+        return None
+    q, k, v = a["query"], a["key"], a["value"]
+    scale = a.get("scale")
+    shape = node_shape(q) if isinstance(q, torch.fx.Node) else None
+    if scale is None and shape:
+        scale = 1.0 / math.sqrt(shape[-1])  # torch's default; the candidate's guard pins the shapes
+    if not isinstance(scale, (int, float)):
+        return None
+    scores = g.call_function(torch.matmul, (q, g.call_method("transpose", (k, -2, -1))))
+    scaled = g.call_function(operator.mul, (scores, float(scale)))
+    attn = g.call_function(torch.softmax, (scaled,), {"dim": -1})
+    return g.call_function(torch.matmul, (attn, v))
+
+
 def decompose(gm: torch.fx.GraphModule) -> int:
     """Rewrite the loss calls of `gm` in place; returns how many were rewritten."""
     done = 0
@@ -125,7 +165,11 @@ def decompose(gm: torch.fx.GraphModule) -> int:
             continue
         kind, args = found
         with gm.graph.inserting_before(node):
-            if kind == "triplet":
+            if kind == "einsum":
+                new = _einsum(gm.graph, args)
+            elif kind == "sdpa":
+                new = _attention(gm.graph, args)
+            elif kind == "triplet":
                 new = _triplet(gm.graph, args)
             elif kind == "cross_entropy":
                 new = _cross_entropy(gm.graph, args)

@@ -20,6 +20,7 @@ import torch.fx
 from kevolve.agent.offline.canon import ParamRef
 from kevolve.agent.offline.cuda import PRELUDE, pointwise_kernel
 from kevolve.agent.offline.cuda_row import row_grid, row_kernel
+from kevolve.agent.offline.ir import Group
 from kevolve.agent.offline.partition import Fused
 from kevolve.agent.offline.space import KernelParams, encode
 from kevolve.agent.offline.trace import Traced, TraceError
@@ -77,6 +78,16 @@ def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
     return [row_kernel(name, g, p)]
 
 
+def leaf_prologue(g: Group) -> list[str]:
+    """Launcher lines: tensors made contiguous, Python numbers made 0-d fp32 tensors, `dev` set."""
+    first = next(i for i, leaf in enumerate(g.leaves) if not leaf.scalar)
+    lines = [f"    a{i} = a{i}.contiguous()" for i, leaf in enumerate(g.leaves) if not leaf.scalar]
+    lines.append(f"    dev = a{first}.device")
+    lines += [f"    a{i} = torch.full((), float(a{i}), device=dev, dtype=torch.float32)"
+              for i, leaf in enumerate(g.leaves) if leaf.scalar]
+    return lines
+
+
 def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     """Python launcher of group `k`: contiguous inputs, output allocation, grid, launch."""
     g = fz.group
@@ -93,19 +104,18 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
 
         return split_launcher(g, k, name, p)
     args = [f"a{i}" for i in range(len(g.leaves))]
-    lines = [f"def _kv_launch_{k}({', '.join(args)}):", f'    """{g.describe()}"""']
-    lines += [f"    {a} = {a}.contiguous()" for a in args]
-    lines.append(f"    out = torch.empty({tuple(g.out_shape)!r}, device=a0.device, dtype=torch.float32)")
+    lines = [f"def _kv_launch_{k}({', '.join(args)}):", f'    """{g.describe()}"""', *leaf_prologue(g)]
+    lines.append(f"    out = torch.empty({tuple(g.out_shape)!r}, device=dev, dtype=torch.float32)")
     if g.is_pointwise:
         need = -(-g.numel // (p.vec * p.block * p.ilp))
-        lines.append(f"    grid = max(1, min({need}, _kv_sms(a0.device) * {p.waves}))")
+        lines.append(f"    grid = max(1, min({need}, _kv_sms(dev) * {p.waves}))")
         if p.vec > 1:
             lines += [f"    if any(t.data_ptr() % {4 * p.vec} for t in ({', '.join(args)}, out)):",
-                      f"        grid1 = max(1, min({-(-g.numel // (p.block * p.ilp))}, _kv_sms(a0.device) * {p.waves}))",
+                      f"        grid1 = max(1, min({-(-g.numel // (p.block * p.ilp))}, _kv_sms(dev) * {p.waves}))",
                       f"        _kv_launch({name + '_v1'!r}, grid1, {p.block}, ({', '.join(args)}, out))",
                       "        return out"]
     else:
-        lines.append(f"    grid = max(1, min({row_grid(g, p)}, _kv_sms(a0.device) * {p.waves}))")
+        lines.append(f"    grid = max(1, min({row_grid(g, p)}, _kv_sms(dev) * {p.waves}))")
     lines += [f"    _kv_launch({name!r}, grid, {p.block}, ({', '.join(args)}, out))", "    return out"]
     return "\n".join(lines) + "\n"
 

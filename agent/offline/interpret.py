@@ -40,7 +40,7 @@ def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
         from kevolve.agent.offline.direct import registry
 
         return registry()[group.kind].twin(group, leaves)
-    views = [torch.as_strided(t.contiguous().reshape(-1), group.shape, spec.strides)
+    views = [torch.as_strided(torch.as_tensor(t, dtype=torch.float32).contiguous().reshape(-1), group.shape, spec.strides)
              for t, spec in zip(leaves, group.leaves, strict=True)]
     stats: list[torch.Tensor] = []
     memo: dict[Expr, torch.Tensor] = {}

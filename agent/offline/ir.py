@@ -63,6 +63,8 @@ class LeafSpec:
 
     name: str
     strides: tuple[int, ...]
+    scalar: bool = False
+    """a Python number passed to forward (strides all 0): the launcher makes it a 0-d fp32 tensor"""
 
 
 @dataclass

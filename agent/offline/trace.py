@@ -66,11 +66,12 @@ def trace_problem(problem: Problem) -> Traced:
         raise TraceError(f"trace_failed: torch.fx cannot trace Model.forward ({type(e).__name__}: {first[:160]})") from None
     from kevolve.agent.offline.decompose import decompose
 
-    decompose(gm)  # loss calls into fusible ops, before shapes are propagated
     try:
         with mode:
             inputs = list(ns["get_inputs"]())
         ShapeProp(gm).propagate(*inputs)
+        if decompose(gm):  # losses, einsum, attention into fusible ops: their new nodes need shapes too
+            ShapeProp(gm).propagate(*inputs)
     except Exception as e:  # noqa: BLE001
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise TraceError(f"trace_failed: shape propagation failed ({type(e).__name__}: {first[:160]})") from None

@@ -47,7 +47,7 @@ def test_cpu_run_writes_results_and_resumes(tmp_path, capsys):
     suite = tmp_path / "suite" / "level2"
     suite.mkdir(parents=True)
     shutil.copy(FIXTURES / "conv_relu_bias.py", suite / "1_Conv_ReLU_Bias.py")
-    shutil.copy(FIXTURES / "only_attention.py", suite / "2_Attention.py")
+    shutil.copy(FIXTURES / "only_sort.py", suite / "2_Sort.py")
     out = tmp_path / "out"
     args = ["--suite", str(tmp_path / "suite"), "--levels", "2", "--out", str(out), "--device", "cpu",
             "--budget", "1", "--timeout", "120", "--cache-dir", str(tmp_path / "cache")]

@@ -84,9 +84,9 @@ def test_module_with_only_a_convolution_gets_a_direct_conv_kernel():
     assert g.kind == "conv" and g.spec.kernel == (3, 3) and not g.spec.transposed
 
 
-def test_module_with_only_attention_has_nothing_to_fuse():
+def test_module_with_only_a_sort_has_nothing_to_fuse():
     with pytest.raises(NothingToFuse, match="nothing_to_fuse"):
-        plan(_problem("only_attention"))
+        plan(_problem("only_sort"))
 
 
 def test_a_bare_matrix_product_becomes_a_generated_gemm():

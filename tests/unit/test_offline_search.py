@@ -107,7 +107,7 @@ def test_agent_loop_tunes_offline_candidates(tmp_path):
 
 
 def test_offline_proposer_stops_the_run_with_the_trace_verdict(tmp_path):
-    problem = load_problem(FIXTURES / "only_attention.py")
+    problem = load_problem(FIXTURES / "only_sort.py")
     with pytest.raises(OptimizeError, match="nothing_to_fuse"):
         run_optimize(problem, _config(tmp_path, 2), llm=OfflineLLM(problem), sandbox=FakeSandbox(), retriever=None)
 
@@ -131,7 +131,7 @@ def _cuda_config(tmp_path, provider: str = "compatible") -> OptimizeConfig:
 def test_entry_points_get_offline_seeds_only_for_traceable_cuda_runs(tmp_path):
     from kevolve.agent.offline.proposer import proposer_for
 
-    fusable, library = load_problem(FIXTURES / "conv_relu_bias.py"), load_problem(FIXTURES / "only_attention.py")
+    fusable, library = load_problem(FIXTURES / "conv_relu_bias.py"), load_problem(FIXTURES / "only_sort.py")
     assert isinstance(proposer_for(fusable, _config(tmp_path, 2), offline=True), OfflineLLM)
     assert isinstance(proposer_for(fusable, _cuda_config(tmp_path), offline=False), SeededLLM)
     assert proposer_for(library, _cuda_config(tmp_path), offline=False) is None  # nothing to seed with
