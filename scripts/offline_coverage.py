@@ -20,8 +20,10 @@ import multiprocessing as mp
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("offline_coverage")
 
@@ -45,24 +47,53 @@ def _child(path: str, level: int, conn) -> None:
     conn.close()
 
 
-def run_one(path: str, level: int, timeout: float) -> dict:
-    """The coverage record of one problem file, checked in a forked child (killed after `timeout` s)."""
-    ctx = mp.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    t0 = time.monotonic()
-    proc = ctx.Process(target=_child, args=(path, level, send), daemon=True)
-    proc.start()
-    send.close()
-    got = recv.recv() if recv.poll(timeout) else None
-    proc.join(5)
-    if proc.is_alive():
-        proc.kill()
-        proc.join()
-    if got is None:
-        why = f"timed out after {timeout:.0f} s" if proc.exitcode in (None, -9) else f"child died (exit {proc.exitcode})"
-        got = {"verdict": "check_failed", "reason": why, "groups": [], "max_err": None, "sources": 0}
-    got["seconds"] = round(time.monotonic() - t0, 2)
-    return got
+class Child:
+    """One problem being checked in a forked child process."""
+
+    def __init__(self, path: str, level: int) -> None:
+        ctx = mp.get_context("fork")
+        self.recv, send = ctx.Pipe(duplex=False)
+        self.t0 = time.monotonic()
+        self.proc = ctx.Process(target=_child, args=(path, level, send), daemon=True)
+        self.proc.start()
+        send.close()
+
+    def result(self, timeout: float) -> dict | None:
+        """The coverage record once the child has answered, died or run past `timeout`; else None."""
+        got = self.recv.recv() if self.recv.poll(0) else None
+        late = time.monotonic() - self.t0 > timeout
+        if got is None and self.proc.is_alive() and not late:
+            return None
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        if got is None:
+            why = f"timed out after {timeout:.0f} s" if late else f"child died (exit {self.proc.exitcode})"
+            got = {"verdict": "check_failed", "reason": why, "groups": [], "max_err": None, "sources": 0}
+        got["seconds"] = round(time.monotonic() - self.t0, 2)
+        return got
+
+
+def run_all(suite: list, timeout: float, jobs: int) -> Iterator[tuple[Any, dict]]:
+    """Coverage records in suite order, `jobs` children at a time."""
+    pending, running, done = list(suite), {}, {}
+    order = [sp.key for sp in suite]
+    while pending or running:
+        while pending and len(running) < jobs:
+            sp = pending.pop(0)
+            if sp.problem is None:
+                done[sp.key] = (sp, {"verdict": "check_failed", "reason": sp.unavailable, "groups": [], "seconds": 0.0})
+            else:
+                running[sp.key] = (sp, Child(sp.path, sp.level))
+        for key, (sp, child) in list(running.items()):
+            got = child.result(timeout)
+            if got is not None:
+                done[key] = (sp, got)
+                del running[key]
+        while order and order[0] in done:
+            yield done.pop(order.pop(0))
+        time.sleep(0.05)
 
 
 def summary(rows: list[dict], levels: list[int]) -> str:
@@ -87,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--problems", default=None, help="problem numbers, e.g. '1-10,19' (default: all)")
     ap.add_argument("--match", default=None, help="regular expression on the file name")
     ap.add_argument("--out", default="runs/offline_coverage")
-    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per problem")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per problem")
+    ap.add_argument("--jobs", type=int, default=1, help="problems checked at once (forked children)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     import torch  # noqa: F401 — imported once here, so each forked child starts with it loaded
@@ -97,12 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for sp in load_suite(args.suite, levels, args.problems, args.match):
-        if sp.problem is None:
-            row = {"verdict": "check_failed", "reason": sp.unavailable, "groups": [], "seconds": 0.0}
-        else:
-            row = run_one(sp.path, sp.level, args.timeout)
-        row = {"key": sp.key, "level": sp.level, "number": sp.number} | row
+    for sp, got in run_all(load_suite(args.suite, levels, args.problems, args.match), args.timeout, args.jobs):
+        row = {"key": sp.key, "level": sp.level, "number": sp.number} | got
         rows.append(row)
         tail = "" if row["verdict"] == "covered" else f": {row['reason']}"
         print(f"{sp.key}: {row['verdict']}{tail} ({row['seconds']:.1f} s)", flush=True)

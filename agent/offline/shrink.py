@@ -2,7 +2,7 @@
 
 KernelBench problems set their sizes as top-level integers (`batch_size = 4096`, `dim = 393216`,
 `input_shape = (32768,)`) that `get_inputs()` / `get_init_inputs()` read when called. `shrink`
-halves the largest of them, one at a time, until the inputs, parameters and the convolutions' and
+halves (quarters, while far off) the largest of them, one at a time, until the inputs, parameters and the convolutions' and
 products' work fit a budget; a halving that breaks the module (a group count no longer divides the
 channels, a kernel larger than its input) is undone and that size is left alone. Only the sizes
 change: the module, its ops and their order are the problem's own.
@@ -123,8 +123,9 @@ def shrink(source: str, budget: Budget = Budget(), max_steps: int = 80) -> str:
         if not free:
             break
         pick = max(free, key=lambda s: (sizes[s], -s.stmt))
+        over = max(elems / budget.elements, flops / budget.flops)
         trial = dict(sizes)
-        trial[pick] = max(MIN_SIZE, math.ceil(sizes[pick] / 2))
+        trial[pick] = max(MIN_SIZE, math.ceil(sizes[pick] / (4 if over >= 16 else 2)))  # quarter while far off
         try:
             e2, f2 = cost(with_sizes(source, trial))
         except Exception:  # noqa: BLE001 — this size cannot shrink (constraint of the module); keep it
