@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import Field, SecretStr
 
+from kevolve.archive.ingest import IngestMode
 from kevolve.records import Record
 from kevolve.sandbox.config import SandboxConfig
 
@@ -92,5 +93,16 @@ class OptimizeConfig(Record):
     runs_dir: Path = Field(default=Path("runs"), description="run folders are created here")
     parallel_evaluations: int = Field(default=1, ge=1, description=(
         "evaluations at once; 1 keeps timings on one device from overlapping (proposals stay concurrent)"))
-    archive: bool = Field(default=True, description="retrieve examples from the archive when it exists")
+    archive: bool = Field(default=True, description=(
+        "use the archive: retrieve examples from it, and (unless archive_ingest says otherwise) store candidates"))
     archive_k: int = 3
+    archive_ingest: IngestMode | None = Field(default=None, description=(
+        "which evaluated candidates go into the archive as their evaluations return: 'winners' (ok and faster "
+        "than every one this run stored for the problem), 'all' or 'none'; None = 'all', or 'none' with archive off"))
+
+    @property
+    def ingest(self) -> IngestMode:
+        """The effective ingest mode (see archive_ingest)."""
+        if self.archive_ingest is not None:
+            return self.archive_ingest
+        return IngestMode.ALL if self.archive else IngestMode.NONE

@@ -14,12 +14,12 @@ from kevolve.agent.config import OptimizeConfig
 from kevolve.agent.evolution import NoveltyIndex
 from kevolve.agent.llm.base import LLM
 from kevolve.agent.rundir import RunFolder
-from kevolve.agent.state import Trial
-from kevolve.records import Problem
+from kevolve.records import Candidate, Evaluation, Problem
 from kevolve.sandbox import Sandbox
 
 Retriever = Callable[[str, int], list[object]]
-Storer = Callable[[Problem, list[Trial], str], int]
+Storer = Callable[[Problem, Candidate, Evaluation, str], object]
+"""Called with (problem, candidate, evaluation, run id) as each evaluation returns (an `Ingestor`)."""
 
 
 @dataclass
@@ -39,7 +39,7 @@ class Context:
     retrieve: Retriever | None = None
     """The archive's `retrieve(problem_source, k)`, when the archive provides one and it is wanted."""
     store: Storer | None = None
-    """Puts the run's evaluated candidates into the archive at the end (None: the archive is off)."""
+    """Offered each evaluated candidate the moment its verdict exists (None: ingest is off)."""
     fatal: str | None = None
     """Set by the first permanent LLM error (bad key, unknown model): no further call is sent."""
     eval_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(1))

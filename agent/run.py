@@ -6,6 +6,7 @@ reads the environment.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import sqlite3
@@ -19,7 +20,7 @@ from kevolve.agent.evolution import NoveltyIndex
 from kevolve.agent.llm.base import LLM, NonRetryableLLMError
 from kevolve.agent.result import Result
 from kevolve.agent.rundir import RunFolder
-from kevolve.agent.state import Trial
+from kevolve.archive.ingest import IngestMode
 from kevolve.records import Problem
 from kevolve.sandbox import Sandbox
 
@@ -39,34 +40,33 @@ class UsageError(OptimizeError):
     """What the user asked for is unusable (no such run, a broken problem): their input, not the run."""
 
 
-def archive_retriever() -> Retriever | None:
-    """`kevolve.archive.retrieve` if the archive package provides it, else None (skipped cleanly)."""
+def archive_retriever(db_url: str | None = None) -> Retriever | None:
+    """`kevolve.archive.retrieve` on the archive at `db_url` (default: the default archive)."""
     try:
-        import kevolve.archive as archive
+        from kevolve.archive import retrieve
     except Exception:  # noqa: BLE001 — a missing or broken archive must not stop optimization
         return None
-    fn = getattr(archive, "retrieve", None)
-    return fn if callable(fn) else None
+    return functools.partial(retrieve, db_url=db_url)
 
 
-def archive_storer() -> Storer | None:
-    """Puts every evaluated candidate of a run into the default archive (None if there is no archive)."""
-    try:
-        import kevolve.archive as archive
-
-        open_archive = archive.open_archive
-    except Exception:  # noqa: BLE001
+def archive_storer(mode: IngestMode, db_url: str | None = None) -> Storer | None:
+    """An `Ingestor` writing each evaluated candidate (or each winner) to the archive at `db_url` as its
+    verdict returns. None when ingest is off or the archive extra is not installed (logged); raises
+    UsageError when the database cannot be opened."""
+    if mode is IngestMode.NONE:
         return None
+    from kevolve.archive import open_archive
+    from kevolve.archive.db import ArchiveError
+    from kevolve.archive.ingest import Ingestor
 
-    def store(problem: Problem, trials: list[Trial], run_id: str) -> int:
-        from kevolve.archive.store import Entry
-
-        entries = [Entry(problem=problem, candidate=t.candidate, evaluation=t.evaluation, run_id=run_id)
-                   for t in trials if t.candidate is not None and t.evaluation is not None
-                   and t.status == "evaluated"]
-        return open_archive().put_many(entries)
-
-    return store
+    try:
+        archive = open_archive(db_url)
+    except ImportError as e:
+        log.warning("archive ingest skipped: %s (pip install 'kevolve[archive]')", e)
+        return None
+    except ArchiveError as e:
+        raise UsageError(f"{e} (or --archive-ingest none)") from None
+    return Ingestor(archive, mode, run_kind="optimize")
 
 
 def _checkpointer(run: RunFolder):  # noqa: ANN202
@@ -102,8 +102,12 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
                  sandbox: Sandbox | None = None, resume: str | None = None,
                  retriever: Retriever | None | Literal["archive"] = "archive",
                  storer: Storer | None | Literal["archive"] = "archive",
-                 on_start: Callable[[RunFolder], None] | None = None) -> Result:
-    """Run (or continue) the loop to a stop rule and return the result; raises OptimizeError."""
+                 on_start: Callable[[RunFolder], None] | None = None, archive_url: str | None = None) -> Result:
+    """Run (or continue) the loop to a stop rule and return the result; raises OptimizeError.
+
+    `retriever` / `storer` "archive" mean the archive at `archive_url` (the entry point resolves it;
+    None = the default archive), used as `config.archive` / `config.ingest` say.
+    """
     from kevolve.agent.graph import build_graph
     from kevolve.agent.llm import make_llm
     from kevolve.agent.report import write_results
@@ -120,13 +124,11 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
         from kevolve.sandbox.local import LocalSandbox
 
         sandbox = LocalSandbox()
-    if config.archive:
-        retriever = archive_retriever() if retriever == "archive" else retriever
-        storer = archive_storer() if storer == "archive" else storer
+    retriever = (archive_retriever(archive_url) if retriever == "archive" else retriever) if config.archive else None
+    storer = (archive_storer(config.ingest, archive_url) if storer == "archive" else storer) \
+        if config.ingest is not IngestMode.NONE else None
     ctx = Context(llm=model, sandbox=sandbox, config=config, run=run,
-                  novelty=NoveltyIndex(config.evolution.novelty_threshold),
-                  retrieve=retriever if config.archive else None,  # type: ignore[arg-type]
-                  store=storer if config.archive else None,  # type: ignore[arg-type]
+                  novelty=NoveltyIndex(config.evolution.novelty_threshold), retrieve=retriever, store=storer,
                   eval_slots=threading.Semaphore(config.parallel_evaluations))
     saver, conn = _checkpointer(run)
     app = build_graph().compile(checkpointer=saver)

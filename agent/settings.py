@@ -96,7 +96,7 @@ def saved_llm(runs_dir: Path, run: str) -> tuple[str, str | None] | None:
 def build_config(*, llm: str | LLMConfig, base_url: str | None = None, env: Mapping[str, str], device: str,
                  runs_dir: Path = Path("runs"), cache_root: Path | None = None, llm_cache: bool = True,
                  llm_cache_dir: Path | None = None, parallel_evaluations: int | None = None,
-                 archive: bool = True, sandbox: Mapping[str, object] | None = None,
+                 archive: bool = True, archive_ingest: str | None = None, sandbox: Mapping[str, object] | None = None,
                  stop: Mapping[str, object] | None = None, evolution: Mapping[str, object] | None = None) -> OptimizeConfig:
     """The whole config; unset values keep the defaults of the config classes. `llm` is a
     'PROVIDER:MODEL' spec, or a ready LLMConfig (for an LLM object the caller injects)."""
@@ -110,7 +110,8 @@ def build_config(*, llm: str | LLMConfig, base_url: str | None = None, env: Mapp
                                                                     if v is not None}),
             stop=StopConfig(**{k: v for k, v in (stop or {}).items() if v is not None}),
             evolution=EvolutionConfig(**{k: v for k, v in (evolution or {}).items() if v is not None}),
-            runs_dir=runs_dir, archive=archive, parallel_evaluations=parallel_evaluations or 1)
+            runs_dir=runs_dir, archive=archive, archive_ingest=archive_ingest,
+            parallel_evaluations=parallel_evaluations or 1)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"])

@@ -11,6 +11,7 @@ apply inside the index query rather than after it.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from typing import Protocol
@@ -79,6 +80,9 @@ class SearchIndex(Protocol):
     def knn_kernels(self, conn: Connection, q: np.ndarray, n: int, allowed: tuple[str, dict]) -> list[int]: ...
     def knn_problems(self, conn: Connection, q: np.ndarray, n: int) -> list[int]: ...
     def keyword(self, conn: Connection, terms: list[str], n: int, allowed: tuple[str, dict]) -> list[int]: ...
+    def keyword_unfiltered(self, conn: Connection, terms: list[str], limit: int) -> list[int]: ...
+    def keyword_among(self, conn: Connection, terms: list[str], n: int, pks: list[int]) -> list[int]: ...
+    def vectors(self, conn: Connection, of: str) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 def _blob(vec: np.ndarray) -> bytes:
@@ -114,8 +118,27 @@ class SqliteIndex:
         match = " OR ".join(f'"{t}"' for t in terms)
         # "+rowid": keeps SQLite from driving FTS5 by the IN list (one MATCH per row: 100x slower)
         sql = (f"SELECT rowid FROM kernel_fts WHERE kernel_fts MATCH :m AND +rowid IN ({allowed[0]}) "
-               "ORDER BY bm25(kernel_fts) LIMIT :n")
+               "ORDER BY bm25(kernel_fts), rowid LIMIT :n")
         return [r[0] for r in conn.execute(text(sql), {"m": match, "n": n, **allowed[1]})]
+
+    def keyword_unfiltered(self, conn: Connection, terms: list[str], limit: int) -> list[int]:
+        if not terms:
+            return []
+        sql = "SELECT rowid FROM kernel_fts WHERE kernel_fts MATCH :m ORDER BY bm25(kernel_fts), rowid LIMIT :n"
+        return [r[0] for r in conn.execute(text(sql), {"m": " OR ".join(f'"{t}"' for t in terms), "n": limit})]
+
+    def keyword_among(self, conn: Connection, terms: list[str], n: int, pks: list[int]) -> list[int]:
+        if not terms or not pks:
+            return []
+        sql = ("SELECT rowid FROM kernel_fts WHERE kernel_fts MATCH :m AND +rowid IN (SELECT value FROM json_each(:ids)) "
+               "ORDER BY bm25(kernel_fts), rowid LIMIT :n")
+        params = {"m": " OR ".join(f'"{t}"' for t in terms), "ids": json.dumps(pks), "n": n}
+        return [r[0] for r in conn.execute(text(sql), params)]
+
+    def vectors(self, conn: Connection, of: str) -> tuple[np.ndarray, np.ndarray]:
+        table = {"kernels": "kernel_vec", "problems": "problem_vec"}[of]
+        rows = conn.execute(text(f"SELECT rowid, embedding FROM {table} ORDER BY rowid")).all()
+        return _stack(rows)
 
 
 class _Matrix:
@@ -138,6 +161,19 @@ class _Matrix:
                              else np.zeros((0, self.vecs.shape[1]), dtype=np.float32))
                 self.version = version
             return self.pks, self.vecs
+
+
+def _stack(rows: list) -> tuple[np.ndarray, np.ndarray]:
+    """(pk, embedding) rows — float32 blobs or float lists — as a pk array and an (n, dim) matrix."""
+    pks = np.array([r[0] for r in rows], dtype=np.int64)
+    if not rows:
+        return pks, np.zeros((0, 384), dtype=np.float32)
+    first = rows[0][1]
+    if isinstance(first, bytes | bytearray | memoryview):
+        vecs = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    else:
+        vecs = np.array([r[1] for r in rows], dtype=np.float32)
+    return pks, vecs
 
 
 def _top(pks: np.ndarray, scores: np.ndarray, n: int) -> list[int]:
@@ -181,8 +217,27 @@ class PostgresIndex:
         if not terms:
             return []
         sql = (f"SELECT s.candidate_pk FROM kernel_search s, to_tsquery('english', :m) q "
-               f"WHERE s.tsv @@ q AND s.candidate_pk IN ({allowed[0]}) ORDER BY ts_rank(s.tsv, q) DESC LIMIT :n")
+               f"WHERE s.tsv @@ q AND s.candidate_pk IN ({allowed[0]}) "
+               "ORDER BY ts_rank(s.tsv, q) DESC, s.candidate_pk LIMIT :n")
         return [r[0] for r in conn.execute(text(sql), {"m": " | ".join(terms), "n": n, **allowed[1]})]
+
+    def keyword_unfiltered(self, conn: Connection, terms: list[str], limit: int) -> list[int]:
+        if not terms:
+            return []
+        sql = ("SELECT s.candidate_pk FROM kernel_search s, to_tsquery('english', :m) q WHERE s.tsv @@ q "
+               "ORDER BY ts_rank(s.tsv, q) DESC, s.candidate_pk LIMIT :n")
+        return [r[0] for r in conn.execute(text(sql), {"m": " | ".join(terms), "n": limit})]
+
+    def keyword_among(self, conn: Connection, terms: list[str], n: int, pks: list[int]) -> list[int]:
+        if not terms or not pks:
+            return []
+        sql = ("SELECT s.candidate_pk FROM kernel_search s, to_tsquery('english', :m) q "
+               "WHERE s.tsv @@ q AND s.candidate_pk = ANY(:ids) ORDER BY ts_rank(s.tsv, q) DESC, s.candidate_pk LIMIT :n")
+        return [r[0] for r in conn.execute(text(sql), {"m": " | ".join(terms), "ids": pks, "n": n})]
+
+    def vectors(self, conn: Connection, of: str) -> tuple[np.ndarray, np.ndarray]:
+        table, key = {"kernels": ("kernel_search", "candidate_pk"), "problems": ("problem_search", "problem_pk")}[of]
+        return _stack(conn.execute(text(f"SELECT {key}, embedding FROM {table} ORDER BY {key}")).all())
 
 
 def index_for(dialect: str) -> SearchIndex:

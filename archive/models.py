@@ -114,4 +114,13 @@ class EvaluationRow(Base):
     __table_args__ = (UniqueConstraint("candidate_pk", "digest", name="uq_evaluations_candidate_digest"),)
 
 
+class ArchiveStateRow(Base):
+    """One row: a number every write transaction increments, so a process caching search data (the
+    in-memory catalog) can tell with one read whether anything changed, whoever wrote it."""
+
+    __tablename__ = "archive_state"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    generation: Mapped[int] = mapped_column(Integer)
+
+
 Index("ix_candidates_problem_speedup", CandidateRow.problem_pk, CandidateRow.best_speedup)

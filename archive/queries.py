@@ -138,6 +138,17 @@ def stats(conn: Connection) -> ArchiveStats:
                         by_technique=by_tech, best_speedup=conn.scalar(select(func.max(CandidateRow.best_speedup))))
 
 
+def run_best_speedup(conn: Connection, run_id: str, problem_id: str) -> float | None:
+    """The best speedup among ok evaluations a run stored for a problem (0 for an ok one without timing);
+    None when the run stored no ok kernel of it."""
+    best = func.max(func.coalesce(EvaluationRow.speedup, 0.0))
+    q = (select(best).select_from(EvaluationRow).join(CandidateRow, CandidateRow.pk == EvaluationRow.candidate_pk)
+         .join(ProblemRow, ProblemRow.pk == CandidateRow.problem_pk)
+         .where(EvaluationRow.run_id == run_id, EvaluationRow.outcome == "ok", ProblemRow.id == problem_id))
+    found = conn.scalar(q)
+    return None if found is None else float(found)
+
+
 ExportRow = tuple[ArchivedKernel, str, Evaluation | None, tuple[str, ...]]
 
 

@@ -24,7 +24,9 @@ from kevolve.archive import queries
 from kevolve.archive.db import WRITE, make_engine, upgrade
 from kevolve.archive.embed import Embedder, default_embedder
 from kevolve.archive.index import index_for
-from kevolve.archive.models import CandidateRow, EvaluationRow, LineageRow, ProblemRow, RunRow, TagRow, utcnow
+from kevolve.archive.catalog import Catalog
+from kevolve.archive.models import (ArchiveStateRow, CandidateRow, EvaluationRow, LineageRow, ProblemRow, RunRow,
+                                    TagRow, utcnow)
 from kevolve.archive.records import (ArchivedKernel, ArchiveStats, KernelDetail, KernelFilter, ProblemSummary,
                                      max_diff, split_problem_name)
 from kevolve.archive.search import hybrid_search
@@ -89,15 +91,24 @@ def _rank(outcome: str, speedup: float | None) -> tuple[int, float]:
     return (1, speedup or 0.0) if outcome == Outcome.OK.value else (0, 0.0)
 
 
+def _bump(conn: Connection) -> None:
+    """Tell search caches (in this or any process) that the archive changed; last, so the row lock is brief."""
+    conn.execute(update(ArchiveStateRow).where(ArchiveStateRow.id == 1)
+                 .values(generation=ArchiveStateRow.generation + 1))
+
+
 class Archive:
     """The kernel archive at a database URL (``sqlite:///…`` or ``postgresql+psycopg://…``)."""
 
-    def __init__(self, url: str, embedder: Embedder | None = None) -> None:
+    def __init__(self, url: str, embedder: Embedder | None = None, in_memory_search: bool = True) -> None:
+        """``in_memory_search``: rank with the in-memory catalog (fast); False ranks in the database
+        (the reference path, same results, slower)."""
         self.url = url
         self.engine = make_engine(url)
         upgrade(self.engine)
         self.embedder: Embedder = embedder or default_embedder()
         self.index = index_for(self.engine.dialect.name)
+        self.catalog = Catalog(self.index) if in_memory_search else None
         self._insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
 
     def close(self) -> None:
@@ -145,6 +156,7 @@ class Archive:
         with self.engine.connect().execution_options(**WRITE) as conn, conn.begin():
             for e in entries:
                 added += self._put_one(conn, e, pvec, kvec, tags, run_kind)
+            _bump(conn)
         log.info("archive: %d entries, %d new kernels", len(entries), added)
         return added
 
@@ -221,6 +233,7 @@ class Archive:
             for table in (EvaluationRow, TagRow):
                 conn.execute(delete(table).where(table.candidate_pk == pk))
             conn.execute(delete(CandidateRow).where(CandidateRow.pk == pk))
+            _bump(conn)
         return True
 
     # ---------------------------------------------------------------- reads
@@ -229,13 +242,18 @@ class Archive:
         with self._read() as conn:
             return queries.detail(conn, kernel_id)
 
+    def run_best_speedup(self, run_id: str, problem_id: str) -> float | None:
+        """The fastest ok kernel a run stored for a problem (its speedup), None if none (winners-only ingest)."""
+        with self._read() as conn:
+            return queries.run_best_speedup(conn, run_id, problem_id)
+
     def search(self, query: str, k: int = 10, filters: KernelFilter | None = None) -> list[ArchivedKernel]:
         """Hybrid (embedding + keyword) search; an empty query lists the fastest kernels."""
         f = filters or KernelFilter()
         if not query.strip():
             return self.kernels(f, limit=k)[0]
         with self._read() as conn:
-            return hybrid_search(conn, self.index, self.embedder, query, k, f)
+            return hybrid_search(conn, self.index, self.embedder, query, k, f, self.catalog)
 
     def kernels(self, filters: KernelFilter | None = None, sort: str = "speedup", offset: int = 0,
                 limit: int = 50) -> tuple[list[ArchivedKernel], int]:

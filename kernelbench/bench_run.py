@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from kevolve.kernelbench.baselines import BaselineCache, device_fingerprint, torch_version
+from kevolve.kernelbench.ingest import bench_ingestor
 from kevolve.kernelbench.runner import make_plan
 from kevolve.kernelbench.solutions import discover
 from kevolve.kernelbench.store import ResultRow, RunMeta, RunStore
@@ -38,6 +39,7 @@ class BenchArgs(Record):
     reuse_baselines: bool = True
     retries: int = 2
     seed_given: bool = False
+    archive_ingest: str = Field(default="none", description="winners, all or none: what goes into the archive")
 
 
 def open_run(args: BenchArgs, config: SandboxConfig, fingerprint: str) -> tuple[RunStore, SandboxConfig]:
@@ -67,10 +69,11 @@ def _executor(args: BenchArgs, config: SandboxConfig, cache: BaselineCache, fing
 
 
 def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConfig,
-              agent_config: object | None = None) -> int:
+              agent_config: object | None = None, archive_url: str | None = None) -> int:
     """Returns the exit code: 0 when every planned evaluation reached a verdict.
 
     With `args.optimize`, the agent (configured by `agent_config`) first writes a solution per problem.
+    Each verdict goes to the archive at `archive_url` (None: the default one) as `args.archive_ingest` says.
     """
     from kevolve.kernelbench.console import Progressor, console, print_summary
     from kevolve.kernelbench.report import write_reports
@@ -81,8 +84,9 @@ def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConf
     if args.optimize:
         from kevolve.kernelbench.optimize_mode import generate_solutions
 
-        _, why_missing = generate_solutions(problems, store.root, agent_config, console.print)
+        _, why_missing = generate_solutions(problems, store.root, agent_config, console.print, archive_url)
     plan = make_plan(problems, discover(args.solutions), store.finished_keys(), why_missing)
+    ingest = bench_ingestor(args.archive_ingest, archive_url, plan.jobs, f"bench-{store.root.name}")
     for row in plan.problem_rows:
         store.write(row)
     infra = sum(row.status == "infra_error" for row in plan.problem_rows)
@@ -93,6 +97,8 @@ def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConf
         def on_result(row: ResultRow) -> None:
             nonlocal infra
             store.write(row)
+            if ingest is not None:
+                ingest(row)
             infra += row.status == "infra_error"
             progress.done(row)
 

@@ -24,8 +24,10 @@ def generated_path(root: Path, sp: SuiteProblem) -> Path:
 
 
 def generate_solutions(problems: list[SuiteProblem], run_dir: Path, config: object,
-                       say: Callable[[str], None] = print) -> tuple[Path, dict[tuple[int, int], str]]:
-    """Run the agent on every problem without a generated solution yet.
+                       say: Callable[[str], None] = print,
+                       archive_url: str | None = None) -> tuple[Path, dict[tuple[int, int], str]]:
+    """Run the agent on every problem without a generated solution yet (retrieving from and storing into
+    the archive at `archive_url` as the agent config says).
 
     Returns the solutions folder and, per problem the agent found nothing for, why (a reason starting
     'infra_error' when the agent itself failed: that problem stays unfinished and is tried again).
@@ -49,7 +51,8 @@ def generate_solutions(problems: list[SuiteProblem], run_dir: Path, config: obje
         say(f"optimize {sp.key}{' (resuming ' + resume + ')' if resume else ''}")
         try:
             result = run_optimize(None if resume else sp.problem, config, resume=resume,  # type: ignore[arg-type]
-                                  on_start=lambda run, m=run_marker: m.write_text(str(run.path)))
+                                  on_start=lambda run, m=run_marker: m.write_text(str(run.path)),
+                                  archive_url=archive_url)
         except OptimizeError as e:  # not the problem's verdict: nothing is marked, a rerun tries again
             missing[(sp.level, sp.number)] = f"infra_error: the agent failed: {e}"[:300]
             say(f"optimize {sp.key}: {missing[(sp.level, sp.number)]}")

@@ -14,6 +14,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kevolve.cli_optimize import check_archive, ingest_mode
+
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, invoke_without_command=True,
                   help="Run a KernelBench suite: solution sets, baselines, reports, comparisons.")
 
@@ -147,7 +149,14 @@ def bench(
     llm: Annotated[str, typer.Option(help="with --optimize: PROVIDER:MODEL, as for kevolve optimize")] = "openai:gpt-4o",
     base_url: Annotated[Optional[str], typer.Option(help="with --optimize: OpenAI-compatible server URL")] = None,
     budget: Annotated[Optional[str], typer.Option(help="with --optimize, per problem: N candidates, $X, 30m")] = None,
-    no_archive: Annotated[bool, typer.Option("--no-archive", help="with --optimize: no archive retrieval")] = False,
+    no_archive: Annotated[bool, typer.Option("--no-archive", help="leave the archive alone: no retrieval (with "
+                                                                 "--optimize) and, unless --archive-ingest says so, "
+                                                                 "nothing stored")] = False,
+    archive_ingest: Annotated[Optional[str], typer.Option(
+        help="what goes into the archive as each evaluation returns: all (default), winners (ok and faster than "
+             "every one this run stored for the problem) or none")] = None,
+    archive_db: Annotated[Optional[str], typer.Option(help="archive database URL (default: $KEVOLVE_DB, else "
+                                                           "sqlite:///$KEVOLVE_HOME/archive.db)")] = None,
 ) -> None:
     """Evaluate a solution set over a suite (resumable: rerun the same command to continue)."""
     if ctx.invoked_subcommand is not None:
@@ -164,7 +173,9 @@ def bench(
         _fail(f"--executor must be local or ray, not {executor!r}")
     if baselines not in ("reuse", "live"):
         _fail(f"--baselines must be reuse or live, not {baselines!r}")
+    ingest = _ingest_mode(archive_ingest, no_archive)
     found = _load(suite, level, problems, match)
+    db_url = check_archive(archive_db, ingest, optimize and not no_archive)
     base, lanes = _devices(device, gpus)
     if base.startswith("cuda"):
         _pin_cuda_arch(lanes)
@@ -175,25 +186,36 @@ def bench(
                      trials, max_timing_s, compile_baseline, allow_torch_only)
     if compile_workers is None:
         compile_workers = 0 if base == "cpu" else max(0, len(os.sched_getaffinity(0)) - len(lanes))
-    agent_config = _agent_config(llm, base_url, budget, no_archive, base, rd, cache_dir, timeout) if optimize else None
+    agent_config = _agent_config(llm, base_url, budget, no_archive, ingest, base, rd, cache_dir, timeout) \
+        if optimize else None
     args = BenchArgs(suite=str(suite), levels=tuple(levels), problems=problems, match=match,
                      solutions=str(solutions or rd / "generated"), optimize=optimize, executor=executor, address=address, devices=tuple(lanes),
                      compile_workers=compile_workers, run_dir=str(rd),
                      warm_workers=warm_workers if warm_workers is not None else (0 if base == "cpu" else 2),
                      reuse_baselines=baselines == "reuse",
-                     retries=retries, seed_given=seed is not None)
-    code = run_bench(args, found, config, agent_config)
+                     retries=retries, seed_given=seed is not None, archive_ingest=ingest.value)
+    code = run_bench(args, found, config, agent_config, archive_url=db_url)
     raise typer.Exit(code)
 
 
-def _agent_config(llm: str, base_url: str | None, budget: str | None, no_archive: bool, device: str, run_dir: Path,
-                  cache_dir: Path | None, timeout: float):  # noqa: ANN202
+def _ingest_mode(flag: str | None, no_archive: bool):  # noqa: ANN202
+    from kevolve.agent.settings import SettingsError
+
+    try:
+        return ingest_mode(flag, no_archive)
+    except SettingsError as e:
+        _fail(str(e))
+
+
+def _agent_config(llm: str, base_url: str | None, budget: str | None, no_archive: bool, ingest: object, device: str,
+                  run_dir: Path, cache_dir: Path | None, timeout: float):  # noqa: ANN202
     """`kevolve optimize`'s configuration for --optimize (read once, here, at the entry point)."""
     from kevolve.agent.settings import SettingsError, build_config, parse_budget
 
     try:
         return build_config(llm=llm, base_url=base_url, env=os.environ, device=device, runs_dir=run_dir / "agent",
                             cache_root=cache_dir.resolve() if cache_dir else None, archive=not no_archive,
+                            archive_ingest=ingest,
                             stop=parse_budget(budget) if budget else {}, sandbox={"timeout_s": timeout})
     except SettingsError as e:
         _fail(str(e))

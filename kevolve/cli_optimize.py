@@ -48,7 +48,13 @@ def optimize_cmd(
     resume: Annotated[Optional[str], typer.Option(help="continue the run with this id (or folder)")] = None,
     runs_dir: Annotated[Path, typer.Option(help="where run folders go")] = Path("runs"),
     timeout: Annotated[Optional[float], typer.Option(min=1, help="seconds per sandbox job")] = None,
-    no_archive: Annotated[bool, typer.Option("--no-archive", help="do not retrieve examples from the archive")] = False,
+    no_archive: Annotated[bool, typer.Option("--no-archive", help="leave the archive alone: no examples retrieved "
+                                                                 "and, unless --archive-ingest says so, nothing stored")] = False,
+    archive_ingest: Annotated[Optional[str], typer.Option(
+        help="what goes into the archive as each evaluation returns: all (default), winners (ok and faster than "
+             "every one this run stored) or none")] = None,
+    archive_db: Annotated[Optional[str], typer.Option(help="archive database URL (default: $KEVOLVE_DB, else "
+                                                           "sqlite:///$KEVOLVE_HOME/archive.db)")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="do not use the disk cache of LLM replies")] = False,
     llm_cache: Annotated[Optional[Path], typer.Option(help="folder of the LLM reply cache "
                                                            "(default: $KEVOLVE_CACHE_DIR/llm)")] = None,
@@ -89,8 +95,10 @@ def optimize_cmd(
             llm, base_url, no_cache = OFFLINE_SPEC, OFFLINE_URL, True
             if not dev.startswith("cuda"):
                 raise SettingsError("--offline generates CUDA kernels: it needs --device cuda")
+        ingest = ingest_mode(archive_ingest, no_archive)
         config = build_config(llm=llm or "openai:gpt-4o", base_url=base_url, env=os.environ, device=dev, runs_dir=runs_dir,
                               llm_cache=not no_cache, llm_cache_dir=llm_cache, archive=not no_archive, stop=stop,
+                              archive_ingest=ingest,
                               parallel_evaluations=parallel_evaluations,
                               sandbox={"timeout_s": timeout},
                               evolution=dict(islands=islands, concurrency=concurrency, seed=seed,
@@ -98,6 +106,7 @@ def optimize_cmd(
         problem = None if resume else load_target(module or "", init, input_ or [])
     except (SettingsError, ProblemError) as e:
         _fail(str(e))
+    db_url = check_archive(archive_db, ingest, not no_archive)
     if not quiet:
         logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
         logging.getLogger("kevolve.agent").setLevel(logging.INFO)
@@ -109,7 +118,7 @@ def optimize_cmd(
 
     try:
         proposer = proposer_for(problem, config, offline=offline, runs_dir=runs_dir, resume=resume)
-        result = run_optimize(problem, config, resume=resume, on_start=announce, llm=proposer)
+        result = run_optimize(problem, config, resume=resume, on_start=announce, llm=proposer, archive_url=db_url)
     except OptimizeError as e:
         _fail(str(e), code=2 if isinstance(e, UsageError) else 1)
     except KeyboardInterrupt:
@@ -118,6 +127,42 @@ def optimize_cmd(
         sys.stdout.write(result.model_dump_json() + "\n")
     else:
         sys.stdout.write((result.run_dir / "report.md").read_text())
+
+
+def ingest_mode(flag: str | None, no_archive: bool):  # noqa: ANN201 - an IngestMode (imported lazily)
+    """--archive-ingest, defaulting to all (none with --no-archive); SettingsError for a bad value."""
+    from kevolve.agent.settings import SettingsError
+    from kevolve.archive.ingest import IngestMode, parse_mode
+
+    if flag is None:
+        return IngestMode.NONE if no_archive else IngestMode.ALL
+    try:
+        return parse_mode(flag)
+    except ValueError as e:
+        raise SettingsError(str(e)) from None
+
+
+def check_archive(db: str | None, ingest: object, retrieve: bool) -> str | None:
+    """The archive URL (flag, else $KEVOLVE_DB / $KEVOLVE_HOME), opened now when ingest is on, so that an
+    unreachable database is one line here rather than a failure mid-run. Exits 2 on error."""
+    from kevolve.archive.ingest import IngestMode
+
+    if ingest is IngestMode.NONE and not retrieve:
+        return None
+    try:
+        from kevolve.archive import open_archive
+        from kevolve.archive.db import ArchiveError, default_url
+    except ImportError as e:  # the archive extra is not installed: the run goes on without the archive
+        if db:
+            _fail(f"--archive-db needs the archive extra (pip install 'kevolve[archive]'): {e}")
+        return None
+    url = db or default_url(dict(os.environ))
+    if ingest is not IngestMode.NONE:  # retrieval alone never creates an archive and skips a broken one
+        try:
+            open_archive(url)
+        except ArchiveError as e:
+            _fail(f"{e} (or --archive-ingest none)")
+    return url
 
 
 def _default_device() -> str:

@@ -1,4 +1,4 @@
-"""evaluate: run one candidate through the sandbox and persist the verdict as soon as it exists."""
+"""evaluate: run one candidate through the sandbox; persist the verdict (run folder, then archive) as soon as it exists."""
 
 from __future__ import annotations
 
@@ -34,6 +34,18 @@ def _evaluate(ctx: Context, problem: Problem, trial: Trial) -> tuple[Evaluation,
     return ev, False
 
 
+def _ingest(ctx: Context, problem: Problem, trial: Trial) -> None:
+    """Offer the verdict to the archive now, in its own transaction: a kill later keeps it. A recovered
+    verdict is offered again (the archive stores the same evaluation once)."""
+    if ctx.store is None:
+        return
+    assert trial.candidate is not None and trial.evaluation is not None
+    try:
+        ctx.store(problem, trial.candidate, trial.evaluation, ctx.run.run_id)
+    except Exception as e:  # noqa: BLE001 — the archive is a copy: the run folder already holds the verdict
+        log.warning("archive: could not store %s: %s", trial.candidate.id, str(e).splitlines()[0][:200] if str(e) else e)
+
+
 def evaluate(task: dict[str, Any], runtime: Runtime[Context]) -> dict[str, object]:
     ctx = runtime.context
     trial: Trial = task["trial"]
@@ -45,6 +57,8 @@ def evaluate(task: dict[str, Any], runtime: Runtime[Context]) -> dict[str, objec
     elif trial.candidate is not None:
         ctx.run.save_source(trial.candidate.id, trial.candidate.source)
     ev = trial.evaluation
+    if trial.status == "evaluated" and ev is not None:
+        _ingest(ctx, task["problem"], trial)
     sp = trial.speedup
     log.info("%s %-9s %-10s %s%s", trial.job.id, trial.job.operator.value, trial.status,
              ev.outcome.value if ev else trial.note, f" {sp:.2f}x" if sp else "")

@@ -1,4 +1,4 @@
-"""finish: put the run's candidates in the archive; write the best ModelNew, lineage, report, result."""
+"""finish: write the best ModelNew, lineage, report and result (the archive got each verdict as it came)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,8 @@ log = logging.getLogger(__name__)
 def finish(state: RunState, runtime: Runtime[Context]) -> dict[str, object]:
     ctx = runtime.context
     reason = state.get("stop_reason") or "done"
-    if ctx.store is not None:
-        try:
-            added = ctx.store(state["problem"], state.get("trials", []), ctx.run.run_id)
-            log.info("archive: %d new kernel(s) stored", added)
-        except Exception as e:  # noqa: BLE001 — the results on disk matter more than the archive copy
-            log.warning("archive: could not store this run's kernels: %s", str(e).splitlines()[0][:200])
+    counts = getattr(ctx.store, "counts", None)
+    if counts:
+        log.info("archive: %d stored, %d skipped, %d failed", counts["stored"], counts["skipped"], counts["failed"])
     write_results(ctx.run, state, reason)
     return {"stop_reason": reason}

@@ -34,6 +34,6 @@ def test_upgrade_twice_is_a_no_op(tmp_path: Path) -> None:
     upgrade(engine)
     upgrade(engine)
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0001"
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
         tables = {r[0] for r in conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))}
     assert {"problems", "candidates", "evaluations", "lineage", "kernel_tags", "runs", "kernel_fts"} <= tables

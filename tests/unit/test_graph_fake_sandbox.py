@@ -122,16 +122,16 @@ def test_archive_examples_reach_the_translate_prompt_and_results_are_stored(tmp_
     class Hit:
         source = "class ModelNew: 'from the archive'"
 
-    stored: list[tuple[str, int, str]] = []
+    stored: list[tuple[str, str, str]] = []
     queries: list[tuple[str, int]] = []
 
     def retrieve(source: str, k: int) -> list[object]:
         queries.append((source, k))
         return [Hit(), {"source": "class ModelNew: 'a dict hit'"}]
 
-    def store(problem, trials, run_id) -> int:  # noqa: ANN001
-        stored.append((problem.id, len([t for t in trials if t.evaluation is not None]), run_id))
-        return 1
+    def store(problem, candidate, evaluation, run_id) -> None:  # noqa: ANN001
+        assert evaluation.candidate_id == candidate.id
+        stored.append((problem.id, candidate.id, run_id))
 
     llm = ScriptedLLM(SCRIPT)
     cfg = config(tmp_path).model_copy(update={"archive": True})
@@ -139,7 +139,7 @@ def test_archive_examples_reach_the_translate_prompt_and_results_are_stored(tmp_
     assert queries == [(PROBLEM.source, 3)]
     translate = [c[-1].content for c in llm.calls if c[-1].content.startswith("Task: translate")]
     assert "'from the archive'" in translate[0] and "'a dict hit'" in translate[0]
-    assert stored == [(PROBLEM.id, r.evaluated, r.run_id)]
+    assert len(stored) == r.evaluated and {(p, run) for p, _, run in stored} == {(PROBLEM.id, r.run_id)}
 
 
 def test_a_broken_archive_does_not_stop_the_run(tmp_path) -> None:
