@@ -1,7 +1,8 @@
 """Build the evaluation image: from sandbox/Dockerfile (CUDA, pinned versions) or from this machine.
 
 `build_local` needs no registry: it assembles a root filesystem from this machine's Python, the
-worker's dependency closure in the current environment (torch, numpy, pydantic, ninja) and
+worker's dependency closure in the current environment (torch, numpy, pydantic, ninja; on a machine
+with a CUDA GPU also CuPy, NVRTC and Triton where installed) and
 kevolve's own source, adds the shared libraries they link against, and `docker import`s it. That
 is what CI and CPU-only machines use; `build_dockerfile` is for machines that reach a registry.
 """
@@ -26,6 +27,9 @@ log = logging.getLogger(__name__)
 
 DOCKERFILE = Path(__file__).with_name("Dockerfile")
 WORKER_DISTS = ("torch", "numpy", "pydantic", "ninja")
+# The GPU compile paths (CuPy/NVRTC, Triton), taken where installed when this machine has a CUDA GPU:
+# a CPU-only image (CI) stays small, a GPU machine's image runs NVRTC candidates too.
+GPU_DISTS = ("cupy-cuda13x", "cupy-cuda12x", "cupy", "nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12", "triton")
 # kevolve packages the worker imports, and where they sit in the checkout.
 _PACKAGES = {"kevolve": "kevolve", "kevolve.sandbox": "kevolve/sandbox", "kevolve.kernelbench": "kevolve/kernelbench"}
 # Bytecode caches are kept (copied with their sources' mtimes, so they stay valid): without them
@@ -51,6 +55,17 @@ def _dist_closure(names: tuple[str, ...]) -> list[md.Distribution]:
         seen[name] = dist
         todo += [r for r in dist.requires or () if "extra ==" not in r]
     return list(seen.values())
+
+
+def worker_dists() -> tuple[str, ...]:
+    """What the image carries: the worker's own needs, plus the GPU compile paths on a GPU machine."""
+    try:
+        import torch
+
+        gpu = torch.cuda.is_available()
+    except Exception:  # noqa: BLE001 - no usable torch: the image build fails later, and says why
+        gpu = False
+    return WORKER_DISTS + (GPU_DISTS if gpu else ())
 
 
 def _copy(src: Path, dst: Path) -> None:
@@ -91,7 +106,7 @@ def assemble_rootfs(root: Path, source_root: Path) -> None:
     for so in Path(libdir).glob(f"lib{ver}*.so*") if libdir else ():
         _copy(so, root / "usr/local/lib" / so.name)
     site = root / "usr/local/lib" / ver / "site-packages"
-    for dist in _dist_closure(WORKER_DISTS):
+    for dist in _dist_closure(worker_dists()):
         for f in dist.files or ():
             src = Path(dist.locate_file(f))
             if src.is_file() and not str(f).startswith(".."):
@@ -119,7 +134,7 @@ def source_hash() -> str:
     """What a locally built image was made from: kevolve's worker source and the Python/torch versions."""
     import hashlib
 
-    h = hashlib.sha256(f"{sys.version}|{md.version('torch')}".encode())
+    h = hashlib.sha256(f"{sys.version}|{md.version('torch')}|{','.join(worker_dists())}".encode())
     src = _source_root()
     for pkg in sorted(_PACKAGES):
         for f in sorted((src / pkg.split(".")[-1]).rglob("*.py")):

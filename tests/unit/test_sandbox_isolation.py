@@ -118,3 +118,16 @@ def test_ncu_is_not_run_outside_a_sandbox_that_was_asked_for_by_name() -> None:
     assert _ncu_would_escape(base.model_copy(update={"backend": Backend.DOCKER}))
     assert _ncu_would_escape(base.model_copy(update={"isolation": Isolation.BWRAP}))
     assert not _ncu_would_escape(base.model_copy(update={"isolation": Isolation.AUTO}))
+
+
+def test_the_imported_image_carries_the_gpu_compile_paths_only_on_a_gpu_machine(monkeypatch) -> None:  # noqa: ANN001
+    import torch
+
+    from kevolve.sandbox import docker_image
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cpu = docker_image.worker_dists()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    gpu = docker_image.worker_dists()
+    assert "cupy-cuda13x" not in cpu and {"torch", "ninja"} <= set(cpu)
+    assert {"cupy-cuda13x", "nvidia-cuda-nvrtc", "triton"} <= set(gpu)
