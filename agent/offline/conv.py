@@ -20,7 +20,6 @@ from kevolve.agent.offline.direct import (
     index_type,
     make_group,
     param,
-    per_output_blocks,
     signature,
     unravel,
     window_patches,
@@ -71,13 +70,20 @@ def _find(node: torch.fx.Node, gm: torch.fx.GraphModule) -> Fused | None:
     return make_group("conv", spec, [node], refs, so)
 
 
-def _window(s: ConvSpec, p: KernelParams) -> list[str]:
-    """Nested loops over the kernel window; innermost body accumulates into `acc`."""
+def tile(g: Group, p: KernelParams) -> int:
+    """Output channels per thread: the largest of 4, 2, 1 that is at most `p.ilp` and divides the
+    channels of a group (each input value read is then used for that many outputs)."""
+    s: ConvSpec = g.spec  # type: ignore[assignment]
+    return next(t for t in (4, 2, 1) if t <= max(1, p.ilp) and (s.cout // s.groups) % t == 0)
+
+
+def _window(s: ConvSpec, p: KernelParams, t: int, wstep: int) -> list[str]:
+    """Nested loops over the kernel window; the innermost body accumulates into acc[0 .. t-1]."""
     nd = len(s.kernel)
     lines: list[str] = []
-    unroll = f"#pragma unroll {p.unroll}" if p.unroll > 1 else "#pragma unroll 1"
     for d in range(nd):
-        lines.append(unroll if d == nd - 1 else "")
+        if d == nd - 1:
+            lines.append(f"#pragma unroll {p.unroll}" if p.unroll > 1 else "#pragma unroll 1")
         lines.append(f"for (int k{d} = 0; k{d} < {s.kernel[d]}; ++k{d}) {{")
         if s.transposed:
             lines += [f"  const int t{d} = o{d} + {s.padding[d]} - k{d} * {s.dilation[d]};",
@@ -87,37 +93,51 @@ def _window(s: ConvSpec, p: KernelParams) -> list[str]:
         else:
             lines += [f"  const int i{d} = o{d} * {s.stride[d]} - {s.padding[d]} + k{d} * {s.dilation[d]};",
                       f"  if ((unsigned)i{d} >= {s.in_size[d]}u) continue;"]
-    xoff = "i0"
-    koff = "k0"
+    xoff, koff = "i0", "k0"
     for d in range(1, nd):
         xoff = f"({xoff}) * {s.in_size[d]} + i{d}"
         koff = f"({koff}) * {s.kernel[d]} + k{d}"
-    lines.append(f"acc = fmaf(__ldg(xc + {xoff}), __ldg(wc + {koff}), acc);")
+    lines += [f"const float xv = __ldg(xc + {xoff});", f"const int kk = {koff};", "#pragma unroll",
+              f"for (int j = 0; j < {t}; ++j) acc[j] = fmaf(xv, __ldg(wc + j * {wstep} + kk), acc[j]);"]
     lines += ["}"] * nd
-    return [ln for ln in lines if ln]
+    return lines
 
 
 def kernel(name: str, g: Group, p: KernelParams) -> str:
     s: ConvSpec = g.spec  # type: ignore[assignment]
-    nd = len(s.kernel)
+    nd, t = len(s.kernel), tile(g, p)
     idx = index_type(g.numel)
     icg, ocg = s.cin // s.groups, s.cout // s.groups
-    in_sp, kvol = math.prod(s.in_size), math.prod(s.kernel)
-    names = ["n", "oc", *(f"o{d}" for d in range(nd))]
-    body = unravel("i", (s.batch, s.cout, *s.out_size), names, idx)
-    body += [f"const int g = oc / {ocg};", "float acc = 0.0f;"]
-    if s.transposed:  # weight [cin, cout / groups, k...]; input channel ic of group g
+    in_sp, kvol, out_sp = math.prod(s.in_size), math.prod(s.kernel), math.prod(s.out_size)
+    names = ["n", "ot", *(f"o{d}" for d in range(nd))]
+    body = unravel("i", (s.batch, s.cout // t, *s.out_size), names, idx)
+    ospat = "o0"
+    for d in range(1, nd):
+        ospat = f"({ospat}) * {s.out_size[d]} + o{d}"
+    body += [f"const int oc = ot * {t};", f"const int g = oc / {ocg};", f"float acc[{t}];", "#pragma unroll",
+             f"for (int j = 0; j < {t}; ++j) acc[j] = 0.0f;"]
+    if s.transposed:  # weight [cin, cout / groups, k...]: output channel oc + j is kvol further on
+        wstep = kvol
         body += [f"for (int c = 0; c < {icg}; ++c) {{",
                  f"  const int ic = g * {icg} + c;",
                  f"  const float* xc = in0 + ((unsigned long long)n * {s.cin} + ic) * {in_sp}ull;",
                  f"  const float* wc = in1 + ((unsigned long long)ic * {ocg} + (oc - g * {ocg})) * {kvol}ull;"]
-    else:  # weight [cout, cin / groups, k...]
+    else:  # weight [cout, cin / groups, k...]: output channel oc + j is icg * kvol further on
+        wstep = icg * kvol
         body += [f"for (int c = 0; c < {icg}; ++c) {{",
                  f"  const float* xc = in0 + ((unsigned long long)n * {s.cin} + g * {icg} + c) * {in_sp}ull;",
                  f"  const float* wc = in1 + ((unsigned long long)oc * {icg} + c) * {kvol}ull;"]
-    body += ["  " + ln for ln in _window(s, p)] + ["}"]
-    body.append("out[i] = acc + __ldg(in2 + oc);" if s.bias else "out[i] = acc;")
-    return f"{signature(name, g, p)} {{\n{grid_stride(g, p, body, idx)}\n}}\n"
+    body += ["  " + ln for ln in _window(s, p, t, wstep)] + ["}"]
+    body += [f"const unsigned long long ob = ((unsigned long long)n * {s.cout} + oc) * {out_sp}ull + ({ospat});",
+             "#pragma unroll", f"for (int j = 0; j < {t}; ++j) "
+             + (f"out[ob + j * {out_sp}ull] = acc[j] + __ldg(in2 + oc + j);" if s.bias else
+                f"out[ob + j * {out_sp}ull] = acc[j];")]
+    return f"{signature(name, g, p)} {{\n{grid_stride(g, p, body, idx, g.numel // t)}\n}}\n"
+
+
+def blocks(g: Group, p: KernelParams) -> int:
+    """One thread per `tile` outputs."""
+    return -(-(g.numel // tile(g, p)) // p.block)
 
 
 def twin(g: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
@@ -140,4 +160,4 @@ def twin(g: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
     return out
 
 
-KIND = DirectKind(find=_find, kernel=kernel, blocks=per_output_blocks, twin=twin)
+KIND = DirectKind(find=_find, kernel=kernel, blocks=blocks, twin=twin)

@@ -101,10 +101,12 @@ def unravel(var: str, sizes: tuple[int, ...], names: list[str], idx: str) -> lis
     return lines
 
 
-def grid_stride(group: Group, p: KernelParams, body: list[str], idx: str) -> str:
-    """The usual outer loop: each thread takes outputs i, i + grid size, …"""
+def grid_stride(group: Group, p: KernelParams, body: list[str], idx: str, count: int | None = None) -> str:
+    """The usual outer loop: each thread takes work items i, i + grid size, … (`count` of them, one
+    per output element unless given)."""
     inner = "\n    ".join(body)
-    return (f"  for ({idx} i = ({idx})blockIdx.x * {p.block}u + threadIdx.x; i < {group.numel}u; "
+    n = group.numel if count is None else count
+    return (f"  for ({idx} i = ({idx})blockIdx.x * {p.block}u + threadIdx.x; i < {n}u; "
             f"i += ({idx})gridDim.x * {p.block}u) {{\n    {inner}\n  }}")
 
 

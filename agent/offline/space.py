@@ -46,8 +46,8 @@ def default_params(group: Group) -> KernelParams:
     """A sensible starting point: a block per long contiguous row, a thread per strided row."""
     if group.kind == "gemm":
         return KernelParams(block=256, vec=1, unroll=2)
-    if group.kind != "fused":  # direct kernels: one thread per output
-        return KernelParams(block=256, vec=1, waves=8, unroll=1)
+    if group.kind != "fused":  # direct kernels: a thread per output (per `ilp` output channels for conv)
+        return KernelParams(block=256, vec=1, ilp=4 if group.kind == "conv" else 1, waves=8, unroll=1)
     if group.is_pointwise:
         vec = 4 if group.numel % 4 == 0 else 1
         return KernelParams(block=256, vec=vec, ilp=2 if group.numel >= 1 << 22 else 1, waves=8)
@@ -65,7 +65,7 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
     if group.kind == "gemm":  # 256 threads, 4x4 outputs each; the k-step (unroll) is the one knob
         return replace(p, block=256, vec=1, ilp=1, strategy="block", unroll=2 if p.unroll >= 2 else 1)
     if group.kind != "fused":
-        return replace(p, vec=1, ilp=1, strategy="block", block=max(p.block, 64))
+        return replace(p, vec=1, ilp=p.ilp if group.kind == "conv" else 1, strategy="block", block=max(p.block, 64))
     if group.is_pointwise:
         vec = p.vec if group.numel % p.vec == 0 else 1
         return replace(p, vec=vec, strategy="block", unroll=1)
@@ -80,7 +80,7 @@ def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
     if group.kind == "gemm":
         choices = {"unroll": UNROLLS}
     elif group.kind != "fused":
-        choices |= {"unroll": UNROLLS}
+        choices |= {"unroll": UNROLLS} | ({"ilp": ILPS} if group.kind == "conv" else {})
     elif group.is_pointwise:
         choices |= {"vec": VECS, "ilp": ILPS}
     else:

@@ -57,6 +57,7 @@ def get_init_inputs():
 
 LAYERS = {
     "conv2d_grouped_dilated": ("Conv2d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2)", "2, 4, 11, 9"),
+    "conv2d_eight_channels": ("Conv2d(3, 8, 3)", "1, 3, 6, 6"),
     "conv1d_no_bias": ("Conv1d(3, 5, 4, stride=3, padding=2, bias=False)", "2, 3, 20"),
     "conv3d_asymmetric": ("Conv3d(2, 3, (2, 3, 1), stride=(1, 2, 1), padding=(0, 1, 0))", "2, 2, 5, 6, 4"),
     "conv_transpose2d": (("ConvTranspose2d(4, 6, (3, 2), stride=(2, 3), padding=1, output_padding=1, groups=2, "
@@ -127,5 +128,19 @@ def test_every_direct_kernel_compiles_with_nvrtc():
     sources = []
     for name in [*LAYERS, *FORWARDS]:
         p = plan(_problem(name))
-        sources += [p.source(), p.source([replace(x, block=512, unroll=4) for x in p.defaults()])]
+        sources += [p.source(), p.source([replace(x, block=512, unroll=4, ilp=2) for x in p.defaults()])]
     assert compile_all(sources) == ""
+
+
+def test_conv_threads_take_as_many_output_channels_as_divide_a_group():
+    from dataclasses import replace
+
+    from kevolve.agent.offline.conv import tile
+
+    def tiles(name):
+        p = plan(_problem(name))
+        return [tile(p.fused[0].group, replace(p.defaults()[0], ilp=i)) for i in (1, 2, 4)]
+
+    assert tiles("conv2d_eight_channels") == [1, 2, 4]
+    assert tiles("conv_transpose1d") == [1, 2, 2]  # 2 output channels
+    assert tiles("conv2d_grouped_dilated") == [1, 1, 1]  # 3 output channels per group
