@@ -214,12 +214,17 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
 def _guards(traced: Traced, fused: list[Fused], header: str) -> list[str]:
     """Fall back to the reference forward for shapes or modes the kernels were not generated for."""
     params = [n for n in traced.gm.graph.nodes if n.op == "placeholder"]
-    conds = ["self.training"]  # traced in eval mode, as the evaluator runs it
-    for n, shape in zip(params, traced.input_shapes):
+    if len(params) == 1 and str(params[0].target).startswith("*"):  # forward(self, *args): read the tuple
+        var = str(params[0].target).lstrip("*")
+        names, call = [f"{var}[{i}]" for i in range(len(traced.input_shapes))], f"*{var}"
+        conds = ["self.training", f"len({var}) != {len(traced.input_shapes)}"]
+    else:
+        names, call = [n.name for n in params], ", ".join(n.name for n in params)
+        conds = ["self.training"]  # traced in eval mode, as the evaluator runs it
+    for name, shape in zip(names, traced.input_shapes):
         if shape is not None:
-            conds.append(f"tuple({n.name}.shape) != {tuple(shape)!r}")
-            conds.append(f"not {n.name}.is_cuda")
-    call = ", ".join(n.name for n in params)
+            conds.append(f"tuple({name}.shape) != {tuple(shape)!r}")
+            conds.append(f"not {name}.is_cuda")
     return [f"    if {' or '.join(conds)}:", f"        return super().forward({call})"]
 
 
