@@ -55,7 +55,8 @@ def _cuda(src: str) -> str:
 
 
 def variants(p: object) -> list[str]:
-    """The candidate sources to compile: defaults, then each row strategy for every row group."""
+    """The candidate sources to compile: defaults, each row strategy for every row group, and a second
+    setting of the direct kernels' knobs (block, output channels per thread, unrolling)."""
     from kevolve.agent.offline.generate import Plan
 
     assert isinstance(p, Plan)
@@ -65,6 +66,10 @@ def variants(p: object) -> list[str]:
         for s in STRATEGIES:
             ps = [replace(x, strategy=s) if r else x for x, r in zip(p.defaults(), rows, strict=True)]
             out.append(p.source(ps))
+    direct = [f.group.kind not in ("fused", "gemm") for f in p.fused]
+    if any(direct):
+        ps = [replace(x, block=128, ilp=2, unroll=4) if d else x for x, d in zip(p.defaults(), direct, strict=True)]
+        out.append(p.source(ps))
     return list(dict.fromkeys(out))
 
 

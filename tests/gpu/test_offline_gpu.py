@@ -7,8 +7,6 @@ compiles; this checks the CUDA computes what the IR says (run it first on a new 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 import torch
 from kevolve.agent.offline.coverage import variants
@@ -41,17 +39,10 @@ def _problem(name: str):
     return direct_problem(name)
 
 
-def _sources(name: str) -> list[str]:
-    p = plan(_problem(name))
-    knobs = [replace(x, block=128, ilp=2, unroll=4) if f.group.kind not in ("fused", "gemm") else x
-             for x, f in zip(p.defaults(), p.fused, strict=True)]
-    return list(dict.fromkeys([*variants(p), p.source(knobs)]))
-
-
 @pytest.mark.parametrize("name", [*DIRECT, *REWRITES, *FUSED])
 def test_generated_kernels_compute_what_the_module_computes_on_cuda(name):
     problem = _problem(name)
-    for src in _sources(name):
+    for src in variants(plan(problem)):  # defaults, each row strategy, a second setting of direct knobs
         ns: dict = {}
         exec(compile(src, f"{name}.py", "exec"), ns)  # noqa: S102 — a generated candidate
         spec = load_namespace(problem)  # the candidate keeps Model, not get_inputs / get_init_inputs
