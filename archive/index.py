@@ -179,9 +179,8 @@ def _stack(rows: list) -> tuple[np.ndarray, np.ndarray]:
 def _top(pks: np.ndarray, scores: np.ndarray, n: int) -> list[int]:
     if len(pks) == 0:
         return []
-    n = min(n, len(pks))
-    idx = np.argpartition(-scores, n - 1)[:n]
-    return [int(pks[i]) for i in idx[np.argsort(-scores[idx])]]
+    order = np.lexsort((pks, -scores))[:n]  # ties by pk, as the in-memory catalog breaks them
+    return [int(pks[i]) for i in order]
 
 
 class PostgresIndex:

@@ -20,7 +20,7 @@ from kevolve.archive.embed import Embedder
 from kevolve.archive.index import SearchIndex, filter_sql, query_terms
 from kevolve.archive.queries import kernels_by_pk
 from kevolve.archive.records import ArchivedKernel, KernelFilter
-from kevolve.archive.text import condense, problem_text
+from kevolve.archive.text import condense, query_code_text
 
 RRF_K = 60
 WEIGHTS = {"kernel": 1.0, "problem": 1.0, "keyword": 1.0}
@@ -30,9 +30,9 @@ MAX_K = 100
 
 
 def query_text(query: str) -> str:
-    """Source code is condensed like a stored problem; plain words are embedded as they are."""
+    """Source code is condensed like a stored problem, less its boilerplate; plain words are embedded as they are."""
     looks_like_code = "\n" in query and ("def " in query or "__global__" in query or "class " in query)
-    return problem_text("", query) if looks_like_code else condense(query)
+    return query_code_text(query) if looks_like_code else condense(query)
 
 
 def _problem_ranked(conn: Connection, problem_pks: list[int], allowed: tuple[str, dict], n: int) -> list[int]:

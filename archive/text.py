@@ -34,6 +34,27 @@ def problem_text(op_name: str, source: str) -> str:
     return f"{op_name.replace('_', ' ')}. {condense(body)}"
 
 
+# What every KernelBench Model says: a third of a query's word pieces, and MiniLM's cost is per word piece.
+_QUERY_BOILERPLATE = (
+    (re.compile(r"class\s+Model\s*\(\s*(?:torch\.)?nn\.Module\s*\)\s*:\s*"), ""),
+    (re.compile(r"super\s*\(\s*(?:Model\s*,\s*self)?\s*\)\s*\.\s*__init__\s*\(\s*\)\s*"), ""),
+    (re.compile(r"def\s+__init__\s*\(\s*self\s*\)\s*:\s*"), ""),
+    (re.compile(r"def\s+__init__\s*\(\s*self\s*,\s*"), "init("),
+    (re.compile(r"def\s+forward\s*\(\s*self\s*,\s*"), "forward("),
+)
+
+
+def query_code_text(source: str) -> str:
+    """A problem source as a search query: its condensed Model code less what every problem shares (the
+    class line, ``super().__init__()``, ``self`` parameters). Measured on KernelBench's 200 level-1/2
+    problems against their stored vectors: 19 % fewer word pieces, nearest-problem and same-op precision
+    no worse (docs/BENCHMARKS.md)."""
+    text = problem_text("", source)
+    for pattern, repl in _QUERY_BOILERPLATE:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def kernel_text(op_name: str, tags: tuple[str, ...], source: str) -> str:
     """What a kernel's vector is computed from: op name, technique tags, condensed kernel code."""
     tag_words = ", ".join(t.replace("_", " ") for t in tags) or "none"

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from kevolve.kernelbench.baselines import BaselineCache, device_fingerprint, torch_version
-from kevolve.kernelbench.ingest import bench_ingestor
+from kevolve.kernelbench.ingest import open_ingestor, row_ingest
 from kevolve.kernelbench.runner import make_plan
 from kevolve.kernelbench.solutions import discover
 from kevolve.kernelbench.store import ResultRow, RunMeta, RunStore
@@ -86,7 +86,11 @@ def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConf
 
         _, why_missing = generate_solutions(problems, store.root, agent_config, console.print, archive_url)
     plan = make_plan(problems, discover(args.solutions), store.finished_keys(), why_missing)
-    ingest = bench_ingestor(args.archive_ingest, archive_url, plan.jobs, f"bench-{store.root.name}")
+    ingestor = open_ingestor(args.archive_ingest, archive_url)
+    ingest = row_ingest(ingestor, problems, plan.jobs, f"bench-{store.root.name}") if ingestor else None
+    if ingest is not None and plan.skipped:
+        for row in store.rows():  # rows finished before a kill may not have reached the archive yet
+            ingest(row)
     for row in plan.problem_rows:
         store.write(row)
     infra = sum(row.status == "infra_error" for row in plan.problem_rows)

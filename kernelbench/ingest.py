@@ -1,5 +1,8 @@
 """A bench run's verdicts into the archive, each as it is written to the run folder.
 
+A rerun after a kill offers the rows finished before it again (the archive stores an evaluation once), so
+a verdict written to the run folder just before the kill still reaches the archive.
+
 The rows the executors stream back carry the full `Evaluation`; the problem and the candidate's source
 come from the plan. Whether a row is stored is the archive ingestor's call (`kevolve.archive.ingest`:
 all, or winners — ok and faster than everything this bench run already stored for the problem).
@@ -10,51 +13,66 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kevolve.kernelbench.runner import ProblemJob
 from kevolve.kernelbench.store import ResultRow
-from kevolve.records import Candidate, Problem
+from kevolve.kernelbench.suite import SuiteProblem
+from kevolve.records import Candidate
+
+if TYPE_CHECKING:
+    from kevolve.archive.ingest import Ingestor
 
 log = logging.getLogger(__name__)
 
 
-def bench_ingestor(mode: str, archive_url: str | None, jobs: list[ProblemJob],
-                   run_id: str) -> Callable[[ResultRow], None] | None:
-    """A callback offering each candidate row to the archive; None when ingest is off or unavailable."""
-    from kevolve.archive.ingest import IngestMode
+def open_ingestor(mode: str, archive_url: str | None) -> Ingestor | None:
+    """An ingestor on the archive at `archive_url` (None: the default one); None when ingest is off or the
+    archive extra is missing (logged)."""
+    from kevolve.archive.ingest import IngestMode, Ingestor
 
-    if IngestMode(mode) is IngestMode.NONE or not jobs:
+    if IngestMode(mode) is IngestMode.NONE:
         return None
     try:
         from kevolve.archive import open_archive
-        from kevolve.archive.ingest import Ingestor
 
         archive = open_archive(archive_url)
     except ImportError as e:
         log.warning("archive ingest skipped: %s (pip install 'kevolve[archive]')", e)
         return None
-    ingestor = Ingestor(archive, mode, run_kind="bench")
-    problems: dict[str, Problem] = {}
-    sources: dict[tuple[str, str], str] = {}
-    for job in jobs:
-        p = job.problem.problem
-        assert p is not None
-        problems[p.id] = p
-        for cf in job.candidates:
-            sources[(p.id, Candidate.from_source(cf.source, p.id).id)] = cf.source
+    return Ingestor(archive, mode, run_kind="bench")
+
+
+def row_ingest(ingestor: Ingestor, problems: list[SuiteProblem], jobs: list[ProblemJob],
+               run_id: str) -> Callable[[ResultRow], None]:
+    """A callback offering each candidate row (its problem, source and Evaluation) to the ingestor.
+
+    Sources come from the plan; a row finished in an earlier session (offered again after a kill) has its
+    solution file read back, and is skipped if the file no longer hashes to the evaluated candidate.
+    """
+    by_id = {sp.problem.id: sp.problem for sp in problems if sp.problem is not None}
+    sources = {(j.problem.problem.id, Candidate.from_source(cf.source, j.problem.problem.id).id): cf.source
+               for j in jobs if j.problem.problem is not None for cf in j.candidates}
 
     def offer(row: ResultRow) -> None:
         ev = row.evaluation
-        if ev is None or row.problem_id not in problems:
+        if ev is None or ev.problem_id not in by_id:
             return  # a problem verdict, or a harness error with no evaluation: nothing to archive
-        source = sources.get((ev.problem_id, ev.candidate_id))
-        if source is None:
-            log.warning("archive: no source for candidate %s of %s", ev.candidate_id, row.file)
+        source = sources.get((ev.problem_id, ev.candidate_id)) or _read(row.solution)
+        cand = Candidate.from_source(source or "", ev.problem_id)
+        if cand.id != ev.candidate_id:
+            log.warning("archive: %s changed since it was evaluated; not stored", row.solution)
             return
-        cand = Candidate.from_source(source, ev.problem_id)
-        ingestor.offer(problems[ev.problem_id], cand, ev, run_id, kernel_name=Path(row.solution).stem)
+        ingestor.offer(by_id[ev.problem_id], cand, ev, run_id, kernel_name=Path(row.solution).stem)
 
     return offer
 
 
-__all__ = ["bench_ingestor"]
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+__all__ = ["open_ingestor", "row_ingest"]

@@ -5,7 +5,8 @@
 Ingest goes through ``Archive.put_many`` in batches (embeddings included). Search runs a mix of
 short free-text queries and whole problem sources (the agent's retrieve), a third of them with
 filters; latency is end to end (query embedding included) and, separately, with the query vector
-precomputed, so the two costs can be told apart. Prints one JSON object.
+precomputed, so the two costs can be told apart, and split by query kind (short phrase, whole problem
+source). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -111,6 +112,12 @@ def main() -> None:
 
     end_to_end = run(fixed=False)
     no_embed = run(fixed=True)
+    kinds = {"phrase": [i for i in range(len(queries)) if i % 2 == 0],
+             "source": [i for i in range(len(queries)) if i % 2 == 1]}
+    by_kind = {kind: {"wall_p50": round(pct([end_to_end[i] for i in idx], 50), 1),
+                      "wall_p95": round(pct([end_to_end[i] for i in idx], 95), 1),
+                      "cpu_p50": round(pct([cpu[False][i] for i in idx], 50), 1),
+                      "cpu_p95": round(pct([cpu[False][i] for i in idx], 95), 1)} for kind, idx in kinds.items()}
     load_after = os.getloadavg()
     size = Path(url.removeprefix("sqlite:///")).stat().st_size if url.startswith("sqlite:///") else None
     result = {
@@ -125,6 +132,8 @@ def main() -> None:
         "search_cpu_ms": {"p50": round(pct(cpu[False], 50), 1), "p95": round(pct(cpu[False], 95), 1)},
         "search_cpu_ms_query_vector_precomputed": {"p50": round(pct(cpu[True], 50), 1),
                                                    "p95": round(pct(cpu[True], 95), 1)},
+        "search_ms_by_query_kind": by_kind,
+        "catalog_loads": getattr(getattr(arch, "catalog", None), "loads", None),
         "queries": args.queries, "db_bytes": size, "cpus": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
         "loadavg_before": [round(x, 1) for x in load_before], "loadavg_after": [round(x, 1) for x in load_after],
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

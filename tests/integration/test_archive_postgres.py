@@ -97,3 +97,43 @@ def test_concurrent_writers_and_migrators_on_postgres(pg_url: str) -> None:
     made = [e for s in range(3) for e in entries(25, n_problems=5, seed=s)]
     s = Archive(pg_url, embedder=HashingEmbedder()).stats()
     assert s.kernels == len({e.candidate.id for e in made}) and s.evaluations == 75 and s.runs == 3
+
+
+class RandomEmbedder:
+    """A fixed random unit vector per text: no ties, so both search paths must agree rank for rank."""
+
+    name, dim = "random-384", 384
+
+    def embed(self, texts):  # noqa: ANN001, ANN201
+        import hashlib
+
+        import numpy as np
+
+        out = np.array([np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:15], 16))
+                        .standard_normal(self.dim) for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
+        return out / np.linalg.norm(out, axis=1, keepdims=True) if len(texts) else out
+
+
+def test_in_memory_search_matches_the_database_path_and_winners_ingest_on_postgres(pg_url: str) -> None:
+    from kevolve.archive.ingest import IngestMode, Ingestor
+    from kevolve.records import Candidate
+
+    made = []
+    for i, e in enumerate(entries(90, n_problems=9, seed=34)):  # a unique line each: equal vectors could tie
+        c = Candidate.from_source(e.candidate.source + f"\nKERNEL_{i} = {i}\n", e.problem.id)
+        made.append(e.model_copy(update={"candidate": c,
+                                         "evaluation": e.evaluation.model_copy(update={"candidate_id": c.id})}))
+    fast = Archive(pg_url, embedder=RandomEmbedder())
+    exact = Archive(pg_url, embedder=RandomEmbedder(), in_memory_search=False)
+    ing = Ingestor(fast, IngestMode.WINNERS, "bench")
+    results = [ing.offer(e.problem, e.candidate, e.evaluation, "pg-run").result for e in made]
+    stored = fast.kernels(KernelFilter(outcome=None), limit=500)[0]
+    assert 0 < len(stored) == results.count("stored") < len(made)
+    assert all(k.outcome == "ok" for k in stored)
+    fast.put_many(made)
+    for f in (KernelFilter(), KernelFilter(outcome=None), KernelFilter(level=2, technique="tiling"),
+              KernelFilter(op="relu", min_speedup=1.5)):
+        for q in ("warp shuffle reduction", problem_source("Softmax", "torch.softmax(x, dim=1)")):
+            assert [h.id for h in fast.search(q, k=15, filters=f)] == [h.id for h in exact.search(q, k=15, filters=f)]
+    fast.close()
+    exact.close()

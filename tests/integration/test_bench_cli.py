@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.slow
-FAST = ["--device", "cpu", "--trials", "5", "--max-timing-s", "0.5", "--seed", "7"]
+FAST = ["--device", "cpu", "--trials", "5", "--max-timing-s", "0.5", "--seed", "7", "--archive-ingest", "none"]
 
 
 def bench(fixtures: Path, cache: Path, run_dir: Path, *extra: str) -> list[str]:
@@ -30,11 +30,29 @@ def rows(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
 
 
+def ingest_into(db: Path, mode: str = "all") -> list[str]:
+    """Flags that make bench ingest into a test archive (FAST turns ingest off) — the last flag wins."""
+    return ["--archive-ingest", mode, "--archive-db", f"sqlite:///{db}"]
+
+
+def archived(db: Path) -> dict[str, tuple[str, str | None]]:
+    """Candidate id -> (best outcome, run id of its evaluation) in a test archive."""
+    import sqlite3
+
+    with sqlite3.connect(db) as c:
+        return {cid: (outcome, run) for cid, outcome, run in c.execute(
+            "SELECT c.id, c.best_outcome, e.run_id FROM candidates c JOIN evaluations e ON e.candidate_pk = c.pk")}
+
+
 def test_full_mini_suite_gives_every_verdict_and_the_reports(fixtures: Path, cpu_config, tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    cmd = bench(fixtures, cpu_config.cache_dir, run_dir, "--level", "1,2,4")
+    run_dir, db = tmp_path / "run", tmp_path / "archive.db"
+    cmd = bench(fixtures, cpu_config.cache_dir, run_dir, "--level", "1,2,4", *ingest_into(db))
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    # every evaluated candidate went into the archive with its verdict, under this bench run
+    evaluated = {x["candidate_id"]: x["status"] for x in rows(run_dir) if x["candidate_id"]}
+    assert {cid: outcome for cid, (outcome, _) in archived(db).items()} == evaluated
+    assert {run for _, run in archived(db).values()} == {"bench-run"}
     data = json.loads((run_dir / "results.json").read_text())
     status = {f"L{p['level']}/{p['file']}": p["status"] for p in data["problems"]}
     assert status == {
@@ -59,10 +77,10 @@ def test_full_mini_suite_gives_every_verdict_and_the_reports(fixtures: Path, cpu
 
 
 def test_kill_9_mid_run_loses_at_most_the_evaluation_in_flight(fixtures: Path, cpu_config, tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
+    run_dir, db = tmp_path / "run", tmp_path / "archive.db"
     # with the compile pool and warm workers on the second core: the spares outlive the kill and exit alone
     cmd = bench(fixtures, cpu_config.cache_dir, run_dir, "--level", "1", "--problems", "2",
-                "--compile-workers", "1", "--warm-workers", "2")
+                "--compile-workers", "1", "--warm-workers", "2", *ingest_into(db))
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     jsonl = run_dir / "results.jsonl"
     deadline = time.monotonic() + 600
@@ -75,6 +93,7 @@ def test_kill_9_mid_run_loses_at_most_the_evaluation_in_flight(fixtures: Path, c
     proc.wait()
     before = rows(run_dir)
     assert len(before) == 1
+    assert set(archived(db)) <= {before[0]["candidate_id"]}  # nothing that was not evaluated
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "1 evaluation(s) already finished, 1 to go" in r.stdout
@@ -82,6 +101,8 @@ def test_kill_9_mid_run_loses_at_most_the_evaluation_in_flight(fixtures: Path, c
     keys = [(x["problem_id"], x["label"], x["candidate_id"]) for x in after]
     assert len(keys) == len(set(keys)) == 2  # nothing evaluated twice, nothing missing
     assert after[: len(before)] == before
+    # both verdicts archived, the first one even when the kill came between its result file and its archive row
+    assert set(archived(db)) == {x["candidate_id"] for x in after}
 
 
 def test_ray_executor_runs_problems_as_tasks(fixtures: Path, cpu_config, tmp_path: Path) -> None:

@@ -37,6 +37,10 @@ def test_graph_prints_mermaid() -> None:
     (["{relu}", "--llm", "vllm:m", "--time-limit", "soon"], "duration"),
     (["--llm", "vllm:m"], "MODULE"),
     (["--resume", "no-such-run", "--llm", "vllm:m"], "no such run"),
+    (["{relu}", "--llm", "vllm:m", "--archive-ingest", "best"], "--archive-ingest must be winners, all or none"),
+    (["{relu}", "--llm", "vllm:m", "--archive-db", "postgresql+psycopg://nobody:pw@127.0.0.1:1/none"],
+     "cannot open the archive"),
+    (["{relu}", "--llm", "vllm:m", "--archive-db", "nonsense"], "not a database URL"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, fixtures, tmp_path, monkeypatch) -> None:
     from typer.testing import CliRunner
