@@ -10,10 +10,13 @@ kernel can take. It says nothing about speed, and a GPU run can still find a ker
 from __future__ import annotations
 
 import logging
+import multiprocessing as mp
 import re
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -175,3 +178,80 @@ def check(problem: object, shrunk: object | None = None) -> Coverage:
                         sources=len(sources), seconds=time.monotonic() - t0)
     verdict = Verdict.IR_MISMATCH if why else Verdict.COVERED
     return Coverage(verdict, why[:300], groups, err, len(sources), time.monotonic() - t0)
+
+
+def check_file(path: str) -> Coverage:
+    """The verdict of one problem file: checked at its sizes, its IR at shrunk sizes."""
+    from kevolve.agent.offline.shrink import shrink
+    from kevolve.kernelbench.problem import load_problem, problem_from_source
+
+    problem = load_problem(path)
+    try:
+        shrunk = problem_from_source(shrink(problem.source), path)
+    except Exception as e:  # noqa: BLE001 — the IR is then checked at the real sizes
+        shrunk = None
+        log.info("%s: not shrunk (%s: %s)", path, type(e).__name__, e)
+    return check(problem, shrunk)
+
+
+def _child(path: str, conn: Any) -> None:
+    try:
+        cov = check_file(path)
+    except Exception as e:  # noqa: BLE001
+        cov = Coverage(Verdict.CHECK_FAILED, f"{type(e).__name__}: {e}"[:300])
+    conn.send(asdict(cov))
+    conn.close()
+
+
+class Child:
+    """One problem file being checked in a child process, forked from a server that has torch
+    loaded but has run nothing (forking a process whose OpenMP threads ran can deadlock)."""
+
+    def __init__(self, path: str) -> None:
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["torch", "kevolve.agent.offline.coverage"])
+        self.recv, send = ctx.Pipe(duplex=False)
+        self.t0 = time.monotonic()
+        self.proc = ctx.Process(target=_child, args=(path, send), daemon=True)
+        self.proc.start()
+        send.close()
+
+    def result(self, timeout: float) -> dict | None:
+        """The coverage record (a dict of Coverage's fields) once the child has answered, died or run
+        past `timeout` seconds; None while it is still working."""
+        got = self.recv.recv() if self.recv.poll(0) else None
+        late = time.monotonic() - self.t0 > timeout
+        if got is None and self.proc.is_alive() and not late:
+            return None
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        if got is None:
+            why = f"timed out after {timeout:.0f} s" if late else f"child died (exit {self.proc.exitcode})"
+            got = asdict(Coverage(Verdict.CHECK_FAILED, why))
+        got["seconds"] = round(time.monotonic() - self.t0, 2)
+        return got
+
+
+def check_files(items: list[tuple[Any, str | None, str]], timeout: float, jobs: int) -> Iterator[tuple[Any, dict]]:
+    """(key, record) for each (key, path, reason) in order, `jobs` children at a time; an item without a
+    path is reported as check_failed with its reason (a problem that could not be loaded)."""
+    pending, running, done = list(items), {}, {}
+    order = [key for key, _, _ in items]
+    while pending or running:
+        while pending and len(running) < jobs:
+            key, path, why = pending.pop(0)
+            if path is None:
+                done[key] = asdict(Coverage(Verdict.CHECK_FAILED, why))
+            else:
+                running[key] = Child(path)
+        for key, child in list(running.items()):
+            got = child.result(timeout)
+            if got is not None:
+                done[key] = got
+                del running[key]
+        while order and order[0] in done:
+            key = order.pop(0)
+            yield key, done.pop(key)
+        time.sleep(0.05)

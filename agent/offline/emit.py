@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+import operator
 import re
 from typing import Any
 
@@ -202,13 +203,37 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
     header, body = fwd_lines[0], fwd_lines[1:]
     guards = _guards(traced, fused, header)
     doc = '    """The traced forward with fused CUDA kernels in place of element-wise and row ops."""'
-    cls = ["class ModelNew(Model):", doc, "", "    " + header, *("    " + g for g in guards), *("    " + ln for ln in body)]
+    cls = ["class ModelNew(Model):", doc, "", *_constants_init(traced), "    " + header, *("    " + g for g in guards),
+           *("    " + ln for ln in body)]
     desc = "; ".join(fz.group.describe() for fz in fused)
     parts = [f'"""kevolve offline candidate: {len(fused)} fused kernel(s) ({desc})."""', encode(params, problem_id),
              "import cupy as cp", "import torch", _strip_problem(problem_source),
              "_KV_SRC = r'''" + "\n".join(kernels) + "'''", _RUNTIME, *launchers,
              "\n".join(_globals_block(glb, {})), "\n".join(cls)]
     return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def traced_constants(traced: Traced) -> dict[str, torch.Tensor]:
+    """Tensors that tracing created (`torch.tensor(0.5)` in forward becomes `self._tensor_constant0`,
+    set on the traced module only), which a freshly built reference module does not have."""
+    return {str(n.target): operator.attrgetter(str(n.target))(traced.gm) for n in traced.gm.graph.nodes
+            if n.op == "get_attr" and re.fullmatch(r"_tensor_constant\d+", str(n.target))}
+
+
+def _constants_init(traced: Traced) -> list[str]:
+    """An __init__ registering the traced constants as non-persistent buffers (they follow .cuda())."""
+    consts = traced_constants(traced)
+    if not consts:
+        return []
+    lines = ["    def __init__(self, *args, **kwargs):", "        super().__init__(*args, **kwargs)"]
+    for name, t in consts.items():
+        if not isinstance(t, torch.Tensor) or t.numel() > 4096 or "." in name or \
+                type(t).__name__ == "FakeTensor":
+            raise TraceError(f"trace_failed: the traced forward needs the constant {name!r}, which cannot be "
+                             "written into a candidate")
+        lines.append(f"        self.register_buffer({name!r}, torch.tensor({t.tolist()!r}, dtype={t.dtype}), "
+                     "persistent=False)")
+    return [*lines, ""]
 
 
 def _guards(traced: Traced, fused: list[Fused], header: str) -> list[str]:

@@ -67,20 +67,29 @@ def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
     out = ev(group.out)
     if group.out_scope == "elem":
         return out.expand(group.shape).contiguous().reshape(group.out_shape)
-    kept = [s if d not in group.reduce_dims else 1 for d, s in enumerate(group.shape)]
-    return out.expand(kept).contiguous().reshape(group.out_shape)
+    out = out.expand(group.shape)  # a per-row value (leaves broadcast along the row): read it at the row's start
+    for d in group.reduce_dims:
+        out = out.narrow(d, 0, 1)
+    return out.contiguous().reshape(group.out_shape)
 
 
 def run_plan(plan: Plan, model: torch.nn.Module, inputs: list[torch.Tensor]) -> torch.Tensor:
     """The rewritten forward on the CPU, each group evaluated by `run_group` (what ModelNew computes)."""
-    from kevolve.agent.offline.emit import rewrite
+    from kevolve.agent.offline.emit import rewrite, traced_constants
 
     graph = rewrite(plan.traced, plan.fused)
     for n in graph.nodes:
         k = getattr(n.target, "kv_group", None) if n.op == "call_function" else None
         if k is not None:
             n.target = _launcher(plan.fused[k].group, k)
-    return torch.fx.GraphModule(model, graph)(*inputs)
+    consts = traced_constants(plan.traced)
+    for name, t in consts.items():  # what ModelNew registers as buffers; removed again below
+        model.register_buffer(name, t, persistent=False)
+    try:
+        return torch.fx.GraphModule(model, graph)(*inputs)
+    finally:
+        for name in consts:
+            delattr(model, name)
 
 
 def _launcher(group: Group, k: int) -> Callable[..., torch.Tensor]:

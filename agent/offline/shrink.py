@@ -47,6 +47,8 @@ def _sizes(tree: ast.Module, ns: dict[str, Any]) -> dict[_Size, int]:
             continue
         name = st.targets[0].id  # type: ignore[attr-defined]
         v = ns.get(name)
+        if any(isinstance(n, ast.Name) for n in ast.walk(st.value)):
+            continue  # derived from other sizes (`shape = (channels, height)`): follows them
         if isinstance(v, int) and not isinstance(v, bool) and v >= 2 * MIN_SIZE:
             out[_Size(i, name, None)] = v
         elif isinstance(v, tuple) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
@@ -74,7 +76,9 @@ def with_sizes(source: str, sizes: dict[_Size, int]) -> str:
             value = repr(tuple(cur))
         else:
             value = repr(next(iter(vals.values())))
-        lines[st.lineno - 1:st.end_lineno] = [" = ".join(names) + f" = {value}"]  # type: ignore[operator]
+        first, last = lines[st.lineno - 1], lines[st.end_lineno - 1]  # type: ignore[index, operator]
+        new = first[:st.col_offset] + " = ".join(names) + f" = {value}" + last[st.end_col_offset:]
+        lines[st.lineno - 1:st.end_lineno] = [new]  # `a = 1; b = 2` on one line keeps its neighbour
     return "\n".join(lines) + "\n"
 
 
