@@ -17,7 +17,8 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
              init: Sequence[Any] | str | None = None, device: str | None = None, max_candidates: int | None = None,
              budget_usd: float | None = None, time_limit_s: float | None = None, target_speedup: float | None = None,
              runs_dir: str | Path = "runs", resume: str | None = None, base_url: str | None = None,
-             archive: bool = True, llm_cache: bool = True, sandbox: Sandbox | None = None,
+             archive: bool = True, archive_ingest: str | None = None, llm_cache: bool = True,
+             sandbox: Sandbox | None = None,
              env: Mapping[str, str] | None = None, evolution: Mapping[str, object] | None = None,
              sandbox_options: Mapping[str, object] | None = None) -> Result:
     """Optimize a module and return the Result (its `load_model_class()` gives the drop-in ModelNew).
@@ -25,7 +26,8 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
     `target` is a KernelBench file, 'path.py:ClassName', 'package.module:ClassName' (with `inputs` as
     spec strings such as 'float32[32,1024]'), or an nn.Module instance / class (with `inputs` as example
     tensors and `init` the constructor's arguments). `llm` is 'PROVIDER:MODEL' or any object with
-    `complete(messages, **opts)`; keys come from `env` (default: the process environment).
+    `complete(messages, **opts)`; keys come from `env` (default: the process environment). `archive_ingest`
+    is 'all', 'winners' or 'none' (default: 'all', or 'none' with `archive=False`), as `--archive-ingest`.
     """
     from kevolve.agent.inputs import load_target, problem_from_module
     from kevolve.agent.run import run_optimize
@@ -38,7 +40,7 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
         device = "cuda" if torch.cuda.is_available() else "cpu"
     spec = llm if isinstance(llm, str) else LLMConfig(provider="injected", model=getattr(llm, "name", "custom"))
     config = build_config(llm=spec, base_url=base_url, env=env, device=device, runs_dir=Path(runs_dir),
-                          llm_cache=llm_cache, archive=archive, sandbox=sandbox_options,
+                          llm_cache=llm_cache, archive=archive, archive_ingest=archive_ingest, sandbox=sandbox_options,
                           stop=dict(max_candidates=max_candidates, budget_usd=budget_usd, time_limit_s=time_limit_s,
                                     target_speedup=target_speedup), evolution=evolution)
     problem = None

@@ -130,8 +130,8 @@ class SqliteIndex:
     def keyword_among(self, conn: Connection, terms: list[str], n: int, pks: list[int]) -> list[int]:
         if not terms or not pks:
             return []
-        sql = ("SELECT rowid FROM kernel_fts WHERE kernel_fts MATCH :m AND +rowid IN (SELECT value FROM json_each(:ids)) "
-               "ORDER BY bm25(kernel_fts), rowid LIMIT :n")
+        sql = ("SELECT rowid FROM kernel_fts WHERE kernel_fts MATCH :m "
+               "AND +rowid IN (SELECT value FROM json_each(:ids)) ORDER BY bm25(kernel_fts), rowid LIMIT :n")
         params = {"m": " OR ".join(f'"{t}"' for t in terms), "ids": json.dumps(pks), "n": n}
         return [r[0] for r in conn.execute(text(sql), params)]
 
@@ -231,7 +231,8 @@ class PostgresIndex:
         if not terms or not pks:
             return []
         sql = ("SELECT s.candidate_pk FROM kernel_search s, to_tsquery('english', :m) q "
-               "WHERE s.tsv @@ q AND s.candidate_pk = ANY(:ids) ORDER BY ts_rank(s.tsv, q) DESC, s.candidate_pk LIMIT :n")
+               "WHERE s.tsv @@ q AND s.candidate_pk = ANY(:ids) "
+               "ORDER BY ts_rank(s.tsv, q) DESC, s.candidate_pk LIMIT :n")
         return [r[0] for r in conn.execute(text(sql), {"m": " | ".join(terms), "ids": pks, "n": n})]
 
     def vectors(self, conn: Connection, of: str) -> tuple[np.ndarray, np.ndarray]:

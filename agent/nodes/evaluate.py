@@ -1,4 +1,4 @@
-"""evaluate: run one candidate through the sandbox; persist the verdict (run folder, then archive) as soon as it exists."""
+"""evaluate: run one candidate through the sandbox; persist the verdict (run folder, then archive) once it exists."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def _ingest(ctx: Context, problem: Problem, trial: Trial) -> None:
     try:
         ctx.store(problem, trial.candidate, trial.evaluation, ctx.run.run_id)
     except Exception as e:  # noqa: BLE001 — the archive is a copy: the run folder already holds the verdict
-        log.warning("archive: could not store %s: %s", trial.candidate.id, str(e).splitlines()[0][:200] if str(e) else e)
+        first = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        log.warning("archive: could not store %s: %s", trial.candidate.id, first)
 
 
 def evaluate(task: dict[str, Any], runtime: Runtime[Context]) -> dict[str, object]:

@@ -71,11 +71,17 @@ class TagSandbox:
         return Evaluation(outcome=Outcome.OK, reason="ok", timing=_t(1.0 / speedup), **base)
 
 
-def config(runs: Path) -> OptimizeConfig:
-    return OptimizeConfig(llm=LLMConfig(provider="scripted", model="fake"), runs_dir=runs,
+def config(runs: Path, ingest: str | None = None) -> OptimizeConfig:
+    return OptimizeConfig(llm=LLMConfig(provider="scripted", model="fake"), runs_dir=runs, archive_ingest=ingest,
                           sandbox=SandboxConfig(device="cpu", seed=1),
                           evolution=EvolutionConfig(islands=1, jobs_per_generation=1, concurrency=1, seed=7),
                           stop=StopConfig(max_candidates=MAX_CANDIDATES, patience=20))
+
+
+def run_as_configured(runs: Path, db_url: str, mode: str) -> Result:
+    """The way the CLI runs it: the mode in the config, the archive at a URL (opened with MiniLM)."""
+    return run_optimize(PROBLEM, config(runs, mode), llm=ScriptedLLM(SCRIPT), sandbox=TagSandbox(), retriever=None,
+                        archive_url=db_url)
 
 
 def run(runs: Path, db_url: str, mode: str, block_at: int = 0, resume: str | None = None) -> Result:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ingest_run import MAX_CANDIDATES, run
+from ingest_run import MAX_CANDIDATES, run, run_as_configured
 from sqlalchemy import text
 
 from kevolve.archive.embed import HashingEmbedder
@@ -26,7 +26,8 @@ HERE = Path(__file__).parent
 def evaluated(run_dir: Path) -> list[tuple[str, float | None]]:
     """(candidate id, speedup if ok) of every evaluated trial, in the order the verdicts returned."""
     lines = [json.loads(x) for x in (run_dir / "trials.jsonl").read_text().splitlines()]
-    return [(t["candidate"], t["speedup"] if t["outcome"] == "ok" else None) for t in lines if t["status"] == "evaluated"]
+    return [(t["candidate"], t["speedup"] if t["outcome"] == "ok" else None)
+            for t in lines if t["status"] == "evaluated"]
 
 
 def running_records(trials: list[tuple[str, float | None]]) -> list[str]:
@@ -72,6 +73,13 @@ def test_winners_stores_only_the_improving_ok_candidates(tmp_path: Path) -> None
     assert set(got) == set(want) and len(want) >= 3  # the script's speedups go up and down
     assert len(want) < sum(s is not None for _, s in trials)  # some ok candidates were left out
     assert max(got.values()) == pytest.approx(r.speedup)  # the run's best is always stored
+
+
+def test_the_configured_mode_and_url_reach_the_archive(tmp_path: Path) -> None:
+    """--archive-ingest / --archive-db as the CLI passes them: the config's mode, the archive at a URL."""
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    r = run_as_configured(tmp_path / "runs", url, "winners")
+    assert set(archived(url)) == set(running_records(evaluated(r.run_dir)))
 
 
 def test_kill_9_mid_run_keeps_what_was_evaluated_and_resume_continues(tmp_path: Path) -> None:

@@ -41,7 +41,9 @@ SEQUENCE = [(Outcome.COMPILE_ERROR, None), (Outcome.OK, 1.5), (Outcome.INCORRECT
             (Outcome.OK, 3.0)]
 
 
-def offer_all(ing: Ingestor, p: Problem = RELU, run: str = "run-1", seq=SEQUENCE, start: int = 0) -> list[str]:  # noqa: ANN001
+def offer_all(ing: Ingestor, p: Problem = RELU, run: str = "run-1", seq: list = SEQUENCE,
+              start: int = 0) -> list[str]:
+    """Offer one verdict per (outcome, speedup) of `seq`, each a new candidate; the results in order."""
     return [ing.offer(p, *verdict(p, start + i, o, s), run).result for i, (o, s) in enumerate(seq)]
 
 
