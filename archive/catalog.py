@@ -97,8 +97,9 @@ def load(conn: Connection, index: SearchIndex, ver: tuple) -> Snapshot:
 class Catalog:
     """The current Snapshot of one archive, reloaded when the archive changed (thread-safe)."""
 
-    def __init__(self, index: SearchIndex) -> None:
+    def __init__(self, index: SearchIndex, few_ids: int = FEW) -> None:
         self.index = index
+        self.few_ids = few_ids  # keyword search takes the allowed kernels as an id list up to this many
         self._lock = threading.Lock()
         self._snap: Snapshot | None = None
         self.loads = 0
@@ -186,13 +187,13 @@ def problem_ranked(s: Snapshot, problem_pks: list[int], allowed: np.ndarray, n: 
 
 
 def keyword(conn: Connection, index: SearchIndex, s: Snapshot, terms: list[str], n: int,
-            allowed: np.ndarray) -> list[int]:
+            allowed: np.ndarray, few: int = FEW) -> list[int]:
     """The first n allowed keyword matches in rank order. A narrow filter hands its few kernel ids to the
     full-text query; a broad one reads unfiltered matches until n pass (cheaper than a long id list)."""
     count = int(allowed.sum())
     if not terms or count == 0:
         return []
-    if count <= FEW:
+    if count <= few:
         return index.keyword_among(conn, terms, n, [int(x) for x in s.k_pk[allowed]])
     share = count / len(allowed)
     limit = min(len(s.k_pk), max(n, int(n / share * 1.2) + 16))

@@ -68,7 +68,7 @@ def ranked_in_memory(conn: Connection, index: SearchIndex, catalog: cat.Catalog,
     return {
         "kernel": cat.knn_kernels(snap, q, n, allowed),
         "problem": cat.problem_ranked(snap, cat.knn_problems(snap, q, TOP_PROBLEMS), allowed, n, PER_PROBLEM),
-        "keyword": cat.keyword(conn, index, snap, terms, n, allowed),
+        "keyword": cat.keyword(conn, index, snap, terms, n, allowed, catalog.few_ids),
     }
 
 

@@ -38,8 +38,7 @@ def distinct(made: list[Entry]) -> list[Entry]:
     return out
 
 
-QUERIES = ["warp shuffle reduction", "shared memory tiled matmul", "vectorized float4 loads relu", "tensor cores",
-           "fused bias relu epilogue", "atomic add", "loop unrolling", "nothing matches zzqx",
+QUERIES = ["warp shuffle reduction", "shared memory tiled matmul", "fused bias relu epilogue", "nothing matches zzqx",
            problem_source("Softmax", OPS["Softmax"]), problem_source("Conv2d", OPS["Conv2d"])]
 FILTERS = [KernelFilter(), KernelFilter(outcome=None), KernelFilter(level=2), KernelFilter(technique="atomics"),
            KernelFilter(level=3, technique="tiling"), KernelFilter(min_speedup=2.0), KernelFilter(op="relu"),
@@ -68,9 +67,11 @@ def test_in_memory_path_returns_the_same_top_k_as_the_database_path(archives: tu
                                                                     f: KernelFilter) -> None:
     fast, exact = archives
     problem = fast.kernels(KernelFilter(outcome=None), limit=1)[0][0].problem_id
-    for q in QUERIES:
-        for k in (3, 10, 40):
-            assert hits(fast, q, k, f) == hits(exact, q, k, f), (q[:30], k)
+    for few_ids in (2000, 0):  # keywords among the allowed ids, or unfiltered matches read until enough pass
+        fast.catalog.few_ids = few_ids
+        for q in QUERIES:
+            for k in (10, 40):
+                assert hits(fast, q, k, f) == hits(exact, q, k, f), (q[:30], k, few_ids)
     pf = f.model_copy(update={"problem_id": problem})
     assert hits(fast, QUERIES[0], 10, pf) == hits(exact, QUERIES[0], 10, pf)
 
@@ -92,3 +93,27 @@ def test_writes_by_another_archive_object_are_seen_at_once(tmp_path: Path) -> No
     assert reader.catalog.loads == 2  # nothing changed: no reload
     exact = Archive(url, embedder=RandomEmbedder(), in_memory_search=False)
     assert hits(reader, q, 20, KernelFilter()) == hits(exact, q, 20, KernelFilter())
+
+
+def test_broad_keyword_search_reads_further_until_enough_matches_pass_the_filter() -> None:
+    from kevolve.archive import catalog
+
+    ranked = np.arange(1, 401)  # candidate pks in BM25 order
+
+    class Index:  # the one call the broad path makes
+        limits: list[int] = []
+
+        def keyword_unfiltered(self, conn, terms, limit):  # noqa: ANN001, ANN201
+            self.limits.append(limit)
+            return [int(x) for x in ranked[:limit]]
+
+    class Snap:
+        k_pk = ranked.copy()
+
+        def rows(self, pks):  # noqa: ANN001, ANN201
+            return np.searchsorted(self.k_pk, pks)
+
+    allowed = Snap.k_pk > 300  # a quarter of the kernels, all at the bottom of the ranking
+    index = Index()
+    got = catalog.keyword(None, index, Snap(), ["x"], 20, allowed, few=0)  # type: ignore[arg-type]
+    assert got == list(range(301, 321)) and len(index.limits) >= 2 and index.limits == sorted(index.limits)
