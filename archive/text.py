@@ -15,14 +15,17 @@ _C_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _IMPORT = re.compile(r"^\s*(import|from)\s+[^\n]*$", re.M)
 _INCLUDE = re.compile(r"^\s*#include[^\n]*$", re.M)
 _SPACE = re.compile(r"\s+")
+# A triple-quoted string holding kernel code (load_inline's cuda_source / cpp_source, a CuPy RawKernel)
+# is the kernel itself, not a docstring: it stays in the embedded and keyword-indexed text.
+_KERNEL_CODE = re.compile(r"__global__|__device__|torch::|at::Tensor|blockIdx|threadIdx|extern\s+\"C\"")
 MAX_DOC_CHARS = 24_000
 
 
 def condense(source: str) -> str:
-    """Source without comments, docstrings, imports and runs of whitespace."""
+    """Source without comments, docstrings, imports and runs of whitespace (kernel code in strings kept)."""
     s = _INCLUDE.sub(" ", source)
     s = _C_COMMENT.sub(" ", s)
-    s = _DOCSTRING.sub(" ", s)
+    s = _DOCSTRING.sub(lambda m: f" {m.group(2)} " if _KERNEL_CODE.search(m.group(2)) else " ", s)
     s = _PY_COMMENT.sub(" ", s)
     s = _IMPORT.sub(" ", s)
     return _SPACE.sub(" ", s).strip()
