@@ -9,3 +9,12 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # One build cache for the whole test session: a C++ extension takes ~30 s to build on 2 cores,
 # and many tests share a source.
 BUILD_CACHE = Path(os.environ.get("KEVOLVE_TEST_CACHE", Path(__file__).parent.parent / ".pytest_cache" / "kevolve"))
+
+
+def unavailable(why: str) -> None:
+    """Skip a test whose sandbox backend is missing here; on CI (CI=true) fail instead: .ci/run installs it."""
+    import pytest
+
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run this backend: {why}")
+    pytest.skip(why)

@@ -6,20 +6,16 @@ of skipping them (.ci/run installs and starts both).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from testpaths import unavailable
 
 FIXTURES = Path(__file__).parent.parent.parent / "fixtures"
 BACKENDS = ("bwrap", "docker")
 
 
-def _unavailable(why: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run this backend: {why}")
-    pytest.skip(why)
 
 
 @pytest.fixture(scope="session")
@@ -29,20 +25,24 @@ def bwrap_box():  # noqa: ANN201
 
     works, why = probe()
     if not works:
-        _unavailable(why)
+        unavailable(why)
     return LocalSandbox()
 
 
 @pytest.fixture(scope="session")
 def docker_box() -> Iterator[object]:
-    from kevolve.sandbox.docker_backend import DockerPool, DockerUnavailable, docker_client
+    from kevolve.sandbox.docker_backend import (
+        DockerPool,
+        DockerUnavailable,
+        docker_client,
+    )
     from kevolve.sandbox.docker_image import ensure_local
     from kevolve.sandbox.local import LocalSandbox
 
     try:
         client = docker_client()
     except DockerUnavailable as e:
-        _unavailable(str(e))
+        unavailable(str(e))
     ensure_local("kevolve-eval:test", client)
     pool = DockerPool(size=1, client=client)
     yield LocalSandbox(workers=pool)
@@ -60,8 +60,9 @@ def hostile_config(cpu_config):  # noqa: ANN001, ANN201
 def evaluate(request, hostile_config) -> Callable[..., object]:  # noqa: ANN001
     """evaluate(source, **config_overrides) -> Evaluation on the relu problem, on one backend."""
     from kevolve.kernelbench.problem import load_problem
-    from kevolve.records import Candidate
     from kevolve.sandbox.config import Backend
+
+    from kevolve.records import Candidate
 
     box = request.getfixturevalue(f"{request.param}_box")
     base = hostile_config.model_copy(update={"backend": Backend.DOCKER if request.param == "docker" else Backend.LOCAL})
