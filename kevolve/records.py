@@ -123,6 +123,10 @@ class Profile(Record):
     roofline_fraction: float | None = Field(default=None, description="of the nearer measured roof")
     min_bytes: int | None = Field(default=None, description="inputs + parameters read once, outputs written once")
     flops: int | None = Field(default=None, description="matmul/conv/attention FLOPs of the reference")
+    total_us: float | None = Field(default=None, description="device time of all kernels (CUDA) or host time "
+                                   "of the call (CPU) in the profiled call: what custom kernels' share is of")
+    torch_us: float | None = Field(default=None, description="of total_us, the time PyTorch's own compute took "
+                                   "(its kernels on CUDA, its top-level ATen compute ops on the CPU)")
 
 
 class Evaluation(Record):
@@ -142,6 +146,9 @@ class Evaluation(Record):
     compile_s: float | None = None
     phase_s: dict[str, float] = Field(
         default_factory=dict, description="seconds per phase: reference, compile, correctness, timing, profile"
+    )
+    cpu_s: dict[str, float] = Field(
+        default_factory=dict, description="CPU seconds by process and phase (judge.<phase>, runner), for --timings"
     )
     seeds: tuple[int, ...] = Field(default=(), description="input-draw seeds, for reproducing the verdict")
     wall_s: float = 0.0
@@ -191,6 +198,7 @@ class Evaluation(Record):
             "versions": dict(self.versions),
             "compile_s": self.compile_s,
             "phase_s": dict(self.phase_s),
+            "cpu_s": dict(self.cpu_s),
             "seeds": list(self.seeds),
             "wall_s": self.wall_s,
             "candidate_id": self.candidate_id,

@@ -58,7 +58,9 @@ def _wrap(orig: Callable[..., Any], shared: Path, private: Path, kind: str) -> C
             kwargs["build_directory"] = str(build_dir)
             module = orig(unique, *args, **kwargs)
         BUILT_MODULES.add(getattr(module, "__name__", unique))
-        return module
+        from kevolve.sandbox.ablation import wrap_extension
+
+        return wrap_extension(module)  # calls through; replaces results only in an ablation call
 
     return build
 

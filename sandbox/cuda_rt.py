@@ -11,7 +11,8 @@ _LIMIT_PERSISTING_L2 = 0x06  # cudaLimitPersistingL2CacheSize
 
 
 @functools.cache
-def _cudart() -> ctypes.CDLL | None:
+def cudart() -> ctypes.CDLL | None:
+    """The libcudart that torch loaded (same library, same context), or None on a CPU build."""
     try:
         with open("/proc/self/maps") as f:
             paths = {line.split()[-1] for line in f if "libcudart" in line}
@@ -28,14 +29,14 @@ def _cudart() -> ctypes.CDLL | None:
 
 def reset_persisting_l2() -> None:
     """Evict lines marked persisting, so an L2 access-policy window cannot survive the flush."""
-    rt = _cudart()
+    rt = cudart()
     if rt is not None:
         rt.cudaCtxResetPersistingL2Cache()
 
 
 def persisting_l2_limit() -> int | None:
     """Bytes of L2 set aside for persisting accesses (0 unless someone asked for it)."""
-    rt = _cudart()
+    rt = cudart()
     if rt is None:
         return None
     value = ctypes.c_size_t(0)

@@ -59,7 +59,8 @@ class Guards:
         self._items = [(o, a, _raw(o, a)) for o, a in _SENSITIVE]
         for mod in own_modules:  # the harness's own functions and methods, e.g. timing.Timer.one
             for a, v in vars(mod).items():
-                if callable(v):
+                # Functions, and constants too: a switch or a buffer size the harness reads later.
+                if callable(v) or isinstance(v, (int, float, str, bytes, tuple, frozenset, type(None))):
                     self._items.append((mod, a, v))
                 if isinstance(v, type) and v.__module__ == mod.__name__:
                     self._items += [(v, m, f) for m, f in vars(v).items()
@@ -147,3 +148,11 @@ def settle_threads(before: set[int], limit_s: float) -> None:
     deadline = _monotonic() + limit_s
     while live_threads() - before and _monotonic() < deadline:
         time.sleep(0.002)
+
+
+def runner_modules() -> list[ModuleType]:
+    """kevolve's own modules loaded in a runner: their functions and methods are guarded too."""
+    from kevolve.sandbox import channel, compile, cuda_rt, harness, profile, runner, settings, step, timing, transport
+
+    return [timing, sys.modules[__name__], harness, profile, step, runner, transport, channel, settings, compile,
+            cuda_rt]

@@ -159,6 +159,8 @@ def default_scratch_root() -> Path | None:
 class WorkerProcess:
     """One single-use worker: start() spawns it warm, run() gives it its job and waits."""
 
+    module = "kevolve.sandbox.worker"  # what `python -m` runs in the worker
+
     def __init__(self, device: str, root: Path | None = None, launcher: Launcher | None = None,
                  scratch_limit_gb: float | None = None) -> None:
         self.device = device
@@ -174,7 +176,7 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         env = scrubbed_env(self.device, self.scratch)
         logf = open(self.scratch / "worker.log", "wb")  # noqa: SIM115 - handed to the child
-        argv = [sys.executable, "-m", "kevolve.sandbox.worker", self.device]
+        argv = [sys.executable, "-m", self.module, self.device]
         self.proc = subprocess.Popen(
             self.launcher.argv(argv, self.scratch) if self.launcher else argv,
             stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, cwd=self.scratch,

@@ -1,161 +1,217 @@
-"""LocalSandbox: evaluate a candidate in fresh worker processes on this machine.
+"""LocalSandbox: evaluate candidates through a judge process per device, on this machine.
 
-The reference runs in one worker and the candidate in another (never the same process); the
-parent compares their outputs and assembles the Evaluation. A bad candidate is always data.
+The parent (this process: the CLI, `optimize`'s graph, a `bench` lane) never imports torch for an
+evaluation and never runs candidate code. It checks the source statically, then asks the device's
+judge (`sandbox/judge.py`), which prepares the problem once, runs the candidate in a fresh runner
+and returns the Evaluation. A judge that dies or hangs is an `infra_error`, never a traceback.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import secrets
+import os
 import shutil
-import signal
+import subprocess
+import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kevolve.kernelbench.problem import ProblemError
 from kevolve.records import Candidate, Evaluation, Outcome, Problem
-from kevolve.sandbox import verdict
+from kevolve.sandbox import verdict as _verdict  # noqa: F401 - imported lazily by the judge too
 from kevolve.sandbox.config import SandboxConfig
-from kevolve.sandbox.isolation import WorkerExit, WorkerProcess
-from kevolve.sandbox.protocol import Draw, WorkerReport, WorkerRequest
-from kevolve.sandbox.static_checks import check_candidate_source, custom_kernel_names
+from kevolve.sandbox.protocol import JudgeReply, ReferenceSummary
+from kevolve.sandbox.static_checks import check_candidate_source
 
 log = logging.getLogger(__name__)
 
 
-def make_draws(base: int, n: int) -> tuple[Draw, ...]:
-    ident = [Draw(key=f"d{i}", seed=base + 1 + i) for i in range(n)]
-    shifted = [Draw(key=t, seed=base + 101 + i, transform=t)  # type: ignore[arg-type]
-               for i, t in enumerate(("negate", "scale", "normal"))]
-    return tuple(ident + shifted)
+class JudgeLost(Exception):
+    """The judge process died or stopped answering (the machine's fault, retried by callers)."""
 
 
-@dataclass
-class Reference:
-    """A problem's reference data for one seed: outputs, float64 truth, timings."""
+class JudgeClient:
+    """The parent's end of one judge process (one per device and lane)."""
 
-    report: WorkerReport
-    outputs: dict[str, object]
-    draws: tuple[Draw, ...]
-    seed: int
-    wall_s: float
+    def __init__(self, device: str, lane_cores: set[int] | None = None, spare_cores: set[int] | None = None,
+                 root: Path | None = None) -> None:
+        from kevolve.sandbox.channel import Channel
+        from kevolve.sandbox.isolation import default_scratch_root, scrubbed_env
+
+        self.device = device
+        self.dir = Path(tempfile.mkdtemp(prefix="kevolve-judge-", dir=root or default_scratch_root()))
+        to_judge_r, to_judge_w = os.pipe()
+        from_judge_r, from_judge_w = os.pipe()
+        env = scrubbed_env(device, self.dir)
+        env.pop("OMP_NUM_THREADS", None)  # the judge sizes its own threads to its cores
+        cores = lambda c: ",".join(map(str, sorted(c))) if c else ""  # noqa: E731
+        with open(self.dir / "judge.log", "wb") as logf:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "kevolve.sandbox.judge", device, cores(lane_cores), cores(spare_cores),
+                 f"{to_judge_r},{from_judge_w}"],
+                stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=self.dir, env=env,
+                pass_fds=(to_judge_r, from_judge_w), start_new_session=True)
+        os.close(to_judge_r)
+        os.close(from_judge_w)
+        self.ch = Channel(from_judge_r, to_judge_w)
+        self.lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def request(self, msg: dict[str, Any], timeout_s: float) -> JudgeReply:
+        from kevolve.sandbox.channel import ChannelClosed, Garbled
+
+        with self.lock:
+            try:
+                self.ch.send(msg, alive=self.alive)
+                deadline = time.monotonic() + timeout_s
+                while True:
+                    reply = self.ch.recv(min(5.0, max(0.0, deadline - time.monotonic())))
+                    if reply is not None:
+                        return JudgeReply.model_validate(reply)
+                    if not self.alive():
+                        raise JudgeLost(f"the judge exited ({self._tail()})")
+                    if time.monotonic() >= deadline:
+                        raise JudgeLost(f"the judge gave no answer in {timeout_s:.0f} s")
+            except (ChannelClosed, Garbled, ValueError) as e:
+                raise JudgeLost(f"the judge's channel broke: {e} ({self._tail()})") from None
+
+    def _tail(self) -> str:
+        try:
+            lines = (self.dir / "judge.log").read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return lines[-1][:200] if lines else ""
+
+    def close(self) -> None:
+        if self.alive():
+            try:
+                self.request({"op": "shutdown"}, 30.0)
+            except JudgeLost:
+                pass
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        self.ch.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _budget(config: SandboxConfig) -> float:
+    """How long the parent waits for the judge before calling it lost: far beyond any honest job."""
+    return 6 * config.timeout_s + 900.0
 
 
 @dataclass
 class LocalSandbox:
-    """`Sandbox.evaluate(problem, candidate, config) -> Evaluation` with local worker processes."""
+    """`Sandbox.evaluate(problem, candidate, config) -> Evaluation` through a judge per device."""
 
     scratch_root: Path | None = None
     keep_scratch: bool = False
-    workers: Callable[[SandboxConfig], WorkerProcess] | None = None  # e.g. a DockerPool's warm containers
-    _refs: dict[tuple[str, str, int], Reference] = field(default_factory=dict)
+    lane_cores: set[int] | None = None
+    spare_cores: set[int] | None = None
+    _judges: dict[str, JudgeClient] = field(default_factory=dict)
+
+    def _judge(self, config: SandboxConfig) -> JudgeClient:
+        j = self._judges.get(config.device)
+        if j is None or not j.alive():
+            if j is not None:
+                j.close()
+            j = self._judges[config.device] = JudgeClient(config.device, self.lane_cores, self.spare_cores,
+                                                          self.scratch_root)
+        return j
+
+    def _ask(self, op: str, config: SandboxConfig, **payload: Any) -> JudgeReply:
+        msg = {"op": op, "config": json.loads(config.model_dump_json()),
+               **{k: v.model_dump(mode="json") for k, v in payload.items()}}
+        try:
+            return self._judge(config).request(msg, _budget(config))
+        except JudgeLost as e:
+            self._drop(config.device)
+            return JudgeReply(infra_error=f"infra_error: {e}")
 
     def evaluate(self, problem: Problem, candidate: Candidate, config: SandboxConfig) -> Evaluation:
         t0 = time.monotonic()
         bad = check_candidate_source(candidate.source)
         if bad:
-            return verdict.early(problem, candidate, Outcome.COMPILE_ERROR, f"compile_error: {bad}", t0)
-        worker = self._worker(config)  # warms up meanwhile
-        try:
-            ref = self.reference(problem, config)
-            req = WorkerRequest(
-                task="candidate", problem_source=problem.source, candidate_source=candidate.source,
-                device=config.device, init_seed=ref.seed, draws=ref.draws, outputs=ref.report.outputs,
-                trials=config.trials, max_timing_s=config.max_timing_s, warmup=config.warmup,
-                profile=config.profile, cache_dir=str(config.cache_dir.resolve()),
-                custom_kernel_names=custom_kernel_names(candidate.source))
-            done = worker.run(req, config.timeout_s, config.memory_limit_gb)
-            outputs = _load_outputs(worker.scratch) if done.report and done.report.status == "done" else {}
-        finally:
-            worker.kill()
-            self._cleanup(worker)
-        ev = verdict.assemble(problem, candidate, config, ref, done, outputs, t0)
+            return _early(problem, candidate, Outcome.COMPILE_ERROR, f"compile_error: {bad}", t0)
+        policy = _policy(candidate.source, config)
+        if policy:
+            return _early(problem, candidate, Outcome.REJECTED, policy, t0)
+        reply = self._ask("evaluate", config, problem=problem, candidate=candidate)
+        if reply.problem_error:
+            raise ProblemError(f"{Path(problem.path).name}: {reply.problem_error}")
+        if reply.evaluation is None:
+            return _early(problem, candidate, Outcome.INFRA_ERROR, reply.infra_error or "infra_error: no answer", t0)
+        ev = Evaluation.model_validate(reply.evaluation)
         if config.ncu and ev.ok:
-            if _ncu_would_escape(config):
-                log.warning("--ncu skipped: Nsight Compute re-runs the candidate outside the sandbox, "
-                            "and this configuration asks for one (--sandbox docker / --isolation bwrap)")
-            else:
-                from kevolve.sandbox import ncu
-
-                ev = ncu.attach(ev, problem, candidate, config, ref.seed)
+            ev = _with_ncu(ev, problem, candidate, config)
         return ev
 
-    def reference(self, problem: Problem, config: SandboxConfig) -> Reference:
-        """Reference data for this problem (cached per problem, device and seed)."""
-        seed = config.seed if config.seed is not None else secrets.randbelow(2**31 - 1000)
-        key = (problem.id, config.device, seed)
-        if key in self._refs:
-            return self._refs[key]
-        draws = make_draws(seed, config.n_draws)
-        worker = self._worker(config)
-        t0 = time.monotonic()
+    def reference(self, problem: Problem, config: SandboxConfig) -> ReferenceSummary:
+        """Prepare the problem in the judge (draws, truth, baselines); ProblemError if it is broken."""
+        reply = self._ask("reference", config, problem=problem)
+        if reply.problem_error:
+            raise ProblemError(f"{Path(problem.path).name}: {reply.problem_error}")
+        if reply.reference is None:
+            raise ProblemError(f"{Path(problem.path).name}: {reply.infra_error or 'the judge gave no reference'}")
+        return reply.reference
+
+    def forget(self) -> None:
+        """Drop what the judges keep about problems (call when a problem is finished)."""
+        for j in self._judges.values():
+            if j.alive():
+                try:
+                    j.request({"op": "forget"}, 120.0)
+                except JudgeLost:
+                    pass
+
+    def _drop(self, device: str) -> None:
+        j = self._judges.pop(device, None)
+        if j is not None:
+            j.close()
+
+    def close(self) -> None:
+        for device in list(self._judges):
+            self._drop(device)
+
+    def __del__(self) -> None:
         try:
-            req = WorkerRequest(task="reference", problem_source=problem.source, device=config.device,
-                                init_seed=seed, draws=draws, trials=config.trials,
-                                max_timing_s=config.max_timing_s, warmup=config.warmup,
-                                time_compile=config.want_compile_baseline, profile=config.profile,
-                                cache_dir=str(config.cache_dir.resolve()))
-            done = worker.run(req, config.timeout_s, config.memory_limit_gb)
-            _raise_for_reference(problem, done)
-            assert done.report is not None
-            ref = Reference(done.report, _load_outputs(worker.scratch), draws, seed, time.monotonic() - t0)
-        finally:
-            worker.kill()
-            self._cleanup(worker)
-        if config.seed is not None:
-            self._refs[key] = ref
-        return ref
-
-    def _worker(self, config: SandboxConfig) -> WorkerProcess:
-        """A started worker: from the injected factory, else a local process (under bwrap if asked)."""
-        if self.workers is not None:
-            return self.workers(config)
-        from kevolve.sandbox.bwrap import local_launcher
-
-        return WorkerProcess(config.device, self.scratch_root, launcher=local_launcher(config),
-                             scratch_limit_gb=config.scratch_limit_gb).start()
-
-    def _cleanup(self, worker: WorkerProcess) -> None:
-        if not self.keep_scratch:
-            shutil.rmtree(worker.scratch, ignore_errors=True)
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
 
 
-def _ncu_would_escape(config: SandboxConfig) -> bool:
-    """ncu runs the candidate once more as a plain host process (it cannot inject through bwrap's
-    network namespace or into a container): only where no sandbox was asked for by name."""
+def _early(problem: Problem, cand: Candidate, outcome: Outcome, reason: str, t0: float) -> Evaluation:
+    return Evaluation(candidate_id=cand.id, problem_id=problem.id, outcome=outcome, reason=reason,
+                      wall_s=time.monotonic() - t0)
+
+
+def _policy(source: str, config: SandboxConfig) -> str | None:
+    try:
+        from kevolve.sandbox.static_checks import policy_reason
+    except ImportError:  # the candidate policy lands separately
+        return None
+    return policy_reason(source, getattr(config, "policy_allow", ()))
+
+
+def _with_ncu(ev: Evaluation, problem: Problem, cand: Candidate, config: SandboxConfig) -> Evaluation:
     from kevolve.sandbox.config import Backend, Isolation
 
-    return config.backend is Backend.DOCKER or config.isolation is Isolation.BWRAP
+    if config.backend is Backend.DOCKER or config.isolation is Isolation.BWRAP:
+        log.warning("--ncu skipped: Nsight Compute re-runs the candidate outside the sandbox, "
+                    "and this configuration asks for one (--sandbox docker / --isolation bwrap)")
+        return ev
+    from kevolve.sandbox import ncu
+
+    return ncu.attach(ev, problem, cand, config, ev.seeds[0] - 1 if ev.seeds else 0)
 
 
-def _load_outputs(scratch: Path) -> dict[str, object]:
-    import torch
-
-    path = scratch / "outputs.pt"
-    if not path.exists():
-        return {}
-    return torch.load(path, map_location="cpu", weights_only=True)
-
-
-def _raise_for_reference(problem: Problem, done: WorkerExit) -> None:
-    """The reference failing is the problem's (or the machine's) fault: a one-line error."""
-    name = Path(problem.path).name
-    r = done.report
-    if r is not None and r.status == "done":
-        return
-    if r is not None and r.status == "problem_error":
-        raise ProblemError(f"{name}: {r.reason}")
-    if done.timed_out:
-        raise ProblemError(f"{name}: the reference did not finish within the timeout ({done.phase})")
-    if r is not None:
-        raise ProblemError(f"{name}: reference failed: {r.reason}")
-    code = done.returncode or 0
-    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-    last = done.log_tail.strip().splitlines()[-1:] or [""]
-    raise ProblemError(f"{name}: reference worker died ({how}) during {done.phase}: {last[0][:200]}")
-
-
-__all__ = ["LocalSandbox", "make_draws"]
+__all__ = ["JudgeClient", "JudgeLost", "LocalSandbox"]

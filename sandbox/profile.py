@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from kevolve.records import KernelLaunch, Profile
+
+_perf = time.perf_counter
 
 _TORCH_OWNED = re.compile(
     r"at::native|at::cuda|c10::|^(void )?(cutlass|cute|sm\d+_|ampere_|volta_|turing_|hopper_|cudnn|"
@@ -49,15 +52,25 @@ def _is_custom(name: str, custom_names: Sequence[str]) -> bool:
 
 
 class _ExtCalls:
-    """Counts calls into the candidate's compiled extensions (C functions) during a region."""
+    """Counts and times calls into the candidate's compiled extensions (C functions) during a region."""
 
     def __init__(self, modules: set[str]) -> None:
         self.modules = modules
         self.counts: dict[str, int] = defaultdict(int)
+        self.micros: dict[str, float] = defaultdict(float)
+        self._open: list[tuple[Any, float]] = []
 
     def __call__(self, frame: Any, event: str, arg: Any) -> None:
         if event == "c_call" and getattr(arg, "__module__", None) in self.modules and _is_pybind(arg):
-            self.counts[f"{arg.__module__.rsplit('_', 1)[0]}.{arg.__name__}"] += 1
+            self.counts[self._name(arg)] += 1
+            self._open.append((arg, _perf()))
+        elif event in ("c_return", "c_exception") and self._open and self._open[-1][0] is arg:
+            fn, t0 = self._open.pop()
+            self.micros[self._name(fn)] += (_perf() - t0) * 1e6
+
+    @staticmethod
+    def _name(fn: Any) -> str:
+        return f"{fn.__module__.rsplit('_', 1)[0]}.{fn.__name__}"
 
 
 def _is_pybind(fn: Any) -> bool:
@@ -73,24 +86,57 @@ def _is_pybind(fn: Any) -> bool:
 
 def profile_call(fn: Callable[..., Any], inputs: Sequence[Any], device: torch.device,
                  custom_names: Sequence[str], ext_modules: set[str]) -> ProfileResult:
+    """Profile one `fn(*inputs)` call."""
+    return profile_region(lambda: fn(*inputs), device, custom_names, ext_modules)
+
+
+def profile_region(run: Callable[[], Any], device: torch.device, custom_names: Sequence[str],
+                   ext_modules: set[str]) -> ProfileResult:
+    """Profile one call of `run()`: device kernels (CUDA) or extension calls (CPU), and ATen ops.
+
+    `Profile.total_us` is what the custom kernels' share is taken of: the device time of every
+    kernel (CUDA), or the host time of the whole call (CPU).
+    """
     cuda = device.type == "cuda"
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     ext = _ExtCalls(ext_modules)
     previous = sys.getprofile()
     with profile(activities=acts) as prof:
         sys.setprofile(ext)
+        t0 = _perf()
         try:
-            fn(*inputs)
+            run()
             if cuda:  # marker: starts on the calling stream once the candidate's work there is done
                 torch.ones(1, device=device).mul_(2)
         finally:
+            host_us = (_perf() - t0) * 1e6
             sys.setprofile(previous)
         if cuda:
             torch.cuda.synchronize()
-    ops = sorted({e.name for e in prof.events() if e.name.startswith("aten::")})
+    events = prof.events()
+    ops = sorted({e.name for e in events if e.name.startswith("aten::")})
     kernels, unjoined = _device_kernels(prof, custom_names) if cuda else ([], ())
-    kernels += [KernelLaunch(name=n, count=c, custom=True) for n, c in sorted(ext.counts.items())]
-    return ProfileResult(Profile(kernels=tuple(kernels), torch_ops=tuple(ops)), unjoined)
+    if cuda:
+        total = sum(k.device_time_us for k in kernels)
+        torch_us = sum(k.device_time_us for k in kernels if not k.custom)
+    else:  # PyTorch's own compute, as its profiler saw it (a candidate cannot relabel these events)
+        total = host_us
+        torch_us = sum(e.cpu_time_total for e in events
+                       if e.cpu_parent is None and is_compute_op(e.name))
+    if not cuda:  # on a GPU the evidence is the device kernels themselves, not the host wrappers
+        kernels += [KernelLaunch(name=n, count=c, custom=True, device_time_us=ext.micros[n])
+                    for n, c in sorted(ext.counts.items())]
+    return ProfileResult(Profile(kernels=tuple(kernels), torch_ops=tuple(ops), total_us=total,
+                                 torch_us=min(torch_us, total)), unjoined)
+
+
+def warm_up(device: torch.device) -> None:
+    """Pay the profiler's one-time start-up (seconds) before any job arrives."""
+    x = torch.ones(8, device=device)
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])):
+        x.mul_(2)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
 
 
 def _device_kernels(prof: Any, custom_names: Sequence[str]) -> tuple[list[KernelLaunch], tuple[str, ...]]:

@@ -1,8 +1,12 @@
-"""Records that cross the parent <-> worker process boundary (JSON files in the scratch dir)."""
+"""Records that cross process boundaries: parent <-> judge, judge <-> runner.
+
+The judge (trusted) drives a runner (untrusted) one call at a time. A runner's messages are
+claims: the judge validates them with `model_validate`, and anything malformed is a verdict.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -23,6 +27,95 @@ class OutputSpec(Record):
     shape: tuple[int, ...]
     dtype: str
 
+
+# ----------------------------------------------------------------- judge -> runner
+
+class RunnerJob(Record):
+    """What one runner runs: a candidate's ModelNew, or the problem's Model (eager or compiled)."""
+
+    role: Literal["candidate", "eager", "compiled"]
+    source: str = Field(description="the candidate's source, or the problem's for eager/compiled")
+    init_seed: int
+    init_args: dict[str, Any] = Field(description="get_init_inputs() as transport.share encodes it")
+    slots: tuple[dict[str, Any], ...] = Field(description="input sets (transport.share encoding), by slot")
+    staging: tuple[dict[str, Any], ...] = Field(default=(), description="TensorRefs the outputs are copied to")
+    outputs: tuple[OutputSpec, ...] = Field(default=(), description="the reference's output layout (poisoning)")
+    cache_dir: str
+    build_dir: str | None = None
+    custom_kernel_names: tuple[str, ...] = ()
+    threads: int = Field(default=1, description="intra-op threads for this runner, the same for every role")
+
+
+class StepResult(Record):
+    """A runner's account of one call (times are its claims; outputs are checked by the judge)."""
+
+    ok: bool
+    nonce: int = Field(default=0, description="echoes the command's: a reply forged without it is bad_report")
+    status: Literal["done", "compile_error", "runtime_error", "crashed", "rejected"] = "done"
+    reason: str = ""
+    log: str = ""
+    ms: float = 0.0
+    wall_ms: float = 0.0
+    host_ms: float = 0.0
+    outputs: tuple[OutputSpec, ...] = ()
+    staged: bool = False
+    profile: Profile | None = None
+    unjoined_stream_kernels: tuple[str, ...] = ()
+    ablated: int = Field(default=0, description="extension calls whose results an ablation call replaced")
+
+
+class RunnerFinal(Record):
+    """What a runner reports when told to finish."""
+
+    tampered: tuple[str, ...] = ()
+    settings_changed: tuple[str, ...] = ()
+    l2_raised: str = ""
+    device_name: str = ""
+    versions: dict[str, str] = Field(default_factory=dict)
+
+
+# ----------------------------------------------------------------- parent <-> judge
+
+class DrawReport(Record):
+    """Reference-side facts about one draw."""
+
+    key: str
+    finite: bool
+    eager_vs_f64: float | None = None  # eager's own max relative error against float64
+    eager_err: tuple[tuple[float, float], ...] = Field(
+        default=(), description="per output: eager's (max-norm, 2-norm) relative error against float64")
+
+
+class ReferenceSummary(Record):
+    """What the parent learns about a problem once the judge has prepared it."""
+
+    problem_id: str
+    seed: int
+    device_name: str
+    versions: dict[str, str] = Field(default_factory=dict)
+    eager: TimingStats | None = None
+    compiled: TimingStats | None = None
+    compile_note: str = ""
+    profile: Profile | None = None
+    draws: tuple[DrawReport, ...] = ()
+    outputs: tuple[OutputSpec, ...] = ()
+    min_bytes: int | None = None
+    flops: int | None = None
+    phase_s: dict[str, float] = Field(default_factory=dict)
+    residency: str = Field(default="device", description="where inputs and truth are kept: device | host")
+
+
+class JudgeReply(Record):
+    """The judge's answer to one request: exactly one of the fields is set."""
+
+    evaluation: dict[str, Any] | None = None
+    reference: ReferenceSummary | None = None
+    problem_error: str | None = None
+    infra_error: str | None = None
+    ok: bool = False
+
+
+# ----------------------------------------------------------------- one-shot workers (bench baselines)
 
 class WorkerRequest(Record):
     """What the parent asks one worker to do."""
@@ -45,16 +138,6 @@ class WorkerRequest(Record):
     custom_kernel_names: tuple[str, ...] = ()
 
 
-class DrawReport(Record):
-    """Reference-side facts about one draw."""
-
-    key: str
-    finite: bool
-    eager_vs_f64: float | None = None  # eager's own max relative error against float64
-    eager_err: tuple[tuple[float, float], ...] = Field(
-        default=(), description="per output: eager's (max-norm, 2-norm) relative error against float64")
-
-
 class WorkerReport(Record):
     """What a worker hands back (besides the tensors in outputs.pt)."""
 
@@ -75,3 +158,7 @@ class WorkerReport(Record):
     flops: int | None = None
     phase_s: dict[str, float] = Field(default_factory=dict)
     log_tail: str = ""
+
+
+__all__ = ["CheckResult", "Draw", "DrawReport", "JudgeReply", "OutputSpec", "ReferenceSummary", "RunnerFinal",
+           "RunnerJob", "StepResult", "TRANSFORMS", "WorkerReport", "WorkerRequest"]

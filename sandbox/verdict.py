@@ -1,127 +1,177 @@
-"""Turn a worker's exit, its report and the compared outputs into one Evaluation."""
+"""Turn what a judge's session established into one Evaluation (runs in the judge, trusted).
+
+Order: how the session stopped (the runner's own failure, a failed check, the runner gone) →
+the runner's final account (tampering, changed settings, persisting L2) → rules over the times
+(never-seen inputs, side streams) → custom-kernel evidence → ok. Phase times are the judge's own
+clock, never a number the runner reported.
+"""
 
 from __future__ import annotations
 
+import re
 import signal
+import statistics
 import time
-from typing import TYPE_CHECKING, Any
 
-from kevolve.records import Candidate, CheckResult, Evaluation, Outcome, Problem
+from kevolve.records import Candidate, CheckResult, Evaluation, Outcome, Problem, Profile
 from kevolve.sandbox.config import SandboxConfig
-from kevolve.sandbox.isolation import WorkerExit
-
-if TYPE_CHECKING:
-    from kevolve.sandbox.local import Reference
+from kevolve.sandbox.oracle import ProblemState
+from kevolve.sandbox.protocol import ReferenceSummary
+from kevolve.sandbox.runner_proc import Gone
+from kevolve.sandbox.schedule import stats
+from kevolve.sandbox.session import Facts, Verdict
 
 _STATUS = {"compile_error": Outcome.COMPILE_ERROR, "runtime_error": Outcome.RUNTIME_ERROR,
-           "crashed": Outcome.CRASHED, "rejected": Outcome.REJECTED, "problem_error": Outcome.RUNTIME_ERROR,
+           "crashed": Outcome.CRASHED, "rejected": Outcome.REJECTED, "incorrect": Outcome.INCORRECT,
            "infra_error": Outcome.INFRA_ERROR}
-# Wall time (host clock around call + device-wide sync) may exceed event time by this much
+# Wall time (events around the call + device-wide sync) may exceed event time by this much
 # before we say work ran outside the timed stream.
 _WALL_SLACK_RATIO, _WALL_SLACK_MS = 1.5, 0.05
+# A cache keyed on input content answers the rotated pool from memory; never-seen inputs, timed
+# once each, then cost more than the pool's median by a margin noise does not reach.
+_CACHE_RATIO, _CACHE_SLACK_MS = 1.5, 0.05
+_FAMILIES = (("gemm", re.compile(r"aten::(mm|addmm|bmm|baddbmm|matmul|linear|addmv|mv|dot|_addmm_activation)$")),
+             ("conv", re.compile(r"aten::(_?convolution|conv\w*|cudnn_convolution\w*|mkldnn_convolution\w*|"
+                                 r"_slow_conv\w*|slow_conv\w*|thnn_conv\w*)$")))
 
 
-def early(problem: Problem, cand: Candidate, outcome: Outcome, reason: str, t0: float) -> Evaluation:
-    return Evaluation(candidate_id=cand.id, problem_id=problem.id, outcome=outcome, reason=reason,
-                      wall_s=time.monotonic() - t0)
+def infra(problem: Problem, cand: Candidate, summary: ReferenceSummary, reason: str, t0: float) -> Evaluation:
+    return Evaluation(candidate_id=cand.id, problem_id=problem.id, outcome=Outcome.INFRA_ERROR, reason=reason,
+                      device=summary.device_name, versions=summary.versions, wall_s=time.monotonic() - t0)
 
 
-def _exit_reason(done: WorkerExit) -> tuple[Outcome, str]:
-    if done.timed_out:
-        return Outcome.TIMEOUT, f"timeout: no verdict within the time limit (during {done.phase}); process group killed"
-    if done.memory_exceeded:
-        return Outcome.CRASHED, f"memory_limit: worker exceeded its host memory limit (during {done.phase})"
-    if done.disk_exceeded:
-        return Outcome.CRASHED, f"disk_limit: worker wrote more than its scratch space allows (during {done.phase})"
-    code = done.returncode or 0
-    if done.phase in ("start-up",) and code != 0:
-        last = (done.log_tail.strip().splitlines() or [""])[-1][:200]
-        return Outcome.INFRA_ERROR, f"infra_error: worker failed to start: {last}"
+def _gone_reason(g: Gone, phase: str) -> tuple[Outcome, str]:
+    if g.timed_out:
+        return Outcome.TIMEOUT, f"timeout: no verdict within the time limit (during {phase}); process group killed"
+    if g.memory_exceeded:
+        return Outcome.CRASHED, f"memory_limit: worker exceeded its host memory limit (during {phase})"
+    if g.disk_exceeded:
+        return Outcome.CRASHED, f"disk_limit: worker wrote more than its scratch space allows (during {phase})"
+    if g.garbled:
+        return Outcome.CRASHED, f"bad_report: the runner wrote something that is not a report ({g.garbled}) during {phase}"
+    code = g.returncode or 0
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-        return Outcome.CRASHED, f"signal: worker killed by {name} during {done.phase}"
-    return Outcome.CRASHED, f"exit: worker exited with code {code} during {done.phase} without a verdict"
+        return Outcome.CRASHED, f"signal: worker killed by {name} during {phase}"
+    return Outcome.CRASHED, f"exit: worker exited with code {code} during {phase} without a verdict"
 
 
-def _integrity(ref: Reference, report: Any, config: SandboxConfig) -> str | None:
-    """Rules that need the reference's facts: custom kernels present, not a decoy, time accounted."""
+def _stop_reason(v: Verdict, phase: str) -> tuple[Outcome, str]:
+    if v.gone is not None:
+        return _gone_reason(v.gone, phase)
+    outcome = _STATUS.get(v.status, Outcome.CRASHED)
+    reason = v.reason if ":" in v.reason.split(" ", 1)[0] else f"{v.status}: {v.reason}"
+    if outcome in (Outcome.RUNTIME_ERROR, Outcome.CRASHED) and "during" not in reason:
+        reason += f" (during {phase})"
+    return outcome, reason
+
+
+def _checks(facts: Facts) -> list[CheckResult]:
+    """Every failed call listed; passing calls folded into one line per phase."""
+    out = [c.check for c in facts.ledger.calls if not c.check.passed]
+    by: dict[str, int] = {}
+    for c in facts.ledger.calls:
+        if c.check.passed:
+            by[c.phase] = by.get(c.phase, 0) + 1
+    out += [CheckResult(name=f"correct:{p}", passed=True, detail=f"{n} calls checked") for p, n in by.items()]
+    return out
+
+
+def _family(op: str) -> str:
+    for name, rx in _FAMILIES:
+        if rx.match(op):
+            return name
+    return op
+
+
+def custom_kernel_rule(prof: Profile | None, ref: Profile | None, config: SandboxConfig,
+                       ablation_still_right: bool = False, ablated: int | None = None) -> str | None:
+    """no_custom_kernel / decoy_kernel, from the profiles and the ablation call.
+
+    Decoy, two ways: PyTorch still runs every compute op of the reference (by family: a GEMM is a
+    GEMM whether `mm`, `addmm` or `matmul`), or the output stays right when the custom kernels'
+    results are replaced by random values (they did not make it, whatever ops PyTorch ran instead).
+    """
     from kevolve.sandbox.profile import is_compute_op
 
-    prof = report.profile
-    if prof is not None and not config.allow_torch_only:
-        custom = [k for k in prof.kernels if k.custom]
-        if not custom:
-            used = ", ".join(sorted({o for o in prof.torch_ops if is_compute_op(o)})[:4]) or "none"
-            return f"no_custom_kernel: forward ran only PyTorch's own ops ({used}); pass --allow-torch-only to permit"
-        ref_ops = {o for o in (ref.report.profile.torch_ops if ref.report.profile else ()) if is_compute_op(o)}
-        cand_ops = {o for o in prof.torch_ops if is_compute_op(o)}
-        if ref_ops and ref_ops <= cand_ops:
-            return (f"decoy_kernel: PyTorch still runs every op of the reference ({', '.join(sorted(ref_ops)[:4])}) "
-                    f"beside the custom kernel {custom[0].name[:40]}")
-    t = report.timing
-    if t is not None and t.wall_median_ms is not None and \
-            t.wall_median_ms > _WALL_SLACK_RATIO * t.median_ms + _WALL_SLACK_MS:
-        return (f"side_stream: device work outlived the timed stream (wall {t.wall_median_ms:.3f} ms vs "
-                f"event {t.median_ms:.3f} ms)")
+    if prof is None or config.allow_torch_only:
+        return None
+    custom = [k for k in prof.kernels if k.custom]
+    used = ", ".join(sorted({o for o in prof.torch_ops if is_compute_op(o)})[:4]) or "none"
+    if not custom:
+        return f"no_custom_kernel: forward ran only PyTorch's own ops ({used}); pass --allow-torch-only to permit"
+    if not config.is_cuda and ablated == 0:  # the profiler hook saw calls that no built extension received
+        return (f"no_custom_kernel: no call reached a built extension (the profile's {custom[0].name[:40]} "
+                f"was not called through it); PyTorch ran {used}")
+    ref_ops = {_family(o) for o in (ref.torch_ops if ref else ()) if is_compute_op(o)}
+    cand_ops = {_family(o) for o in prof.torch_ops if is_compute_op(o)}
+    if ref_ops and ref_ops <= cand_ops:
+        return (f"decoy_kernel: PyTorch still runs every op of the reference ({', '.join(sorted(ref_ops)[:4])}) "
+                f"beside the custom kernel {custom[0].name[:40]}")
+    if ablation_still_right:
+        return (f"decoy_kernel: the output stays right when the custom kernels' results are replaced by random "
+                f"values: PyTorch's own ops ({', '.join(sorted(cand_ops)[:4]) or 'none'}) make it, not "
+                f"{custom[0].name[:40]}")
     return None
 
 
-def _missing_outputs(ref: Reference, report: Any, outputs: dict[str, Any]) -> list[str]:
-    """Outputs the harness always hands back that this report lacks (so the harness did not write it).
+def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> str | None:
+    fin = facts.final
+    if fin is not None and fin.tampered:
+        return f"tampering: candidate replaced {', '.join(fin.tampered[:4])}"
+    if fin is not None and fin.settings_changed:
+        return f"tampering: process setting changed: {fin.settings_changed[0]}"
+    if fin is not None and fin.l2_raised:
+        return f"l2_persist: candidate raised the persisting L2 set-aside ({fin.l2_raised})"
+    timed, fresh = facts.ledger.times("timed"), facts.ledger.times("fresh")
+    med = statistics.median(timed) if timed else 0.0
+    if fresh and min(fresh) > _CACHE_RATIO * med + _CACHE_SLACK_MS:
+        return (f"input_cache: calls on never-seen inputs take {min(fresh):.3f} ms or more, on repeated inputs "
+                f"{med:.3f} ms (results cached by input content)")
+    p = facts.profile
+    if p is not None and p.unjoined_stream_kernels:
+        return (f"side_stream: kernel {p.unjoined_stream_kernels[0][:60]} still ran on another stream after "
+                "forward returned (timing would miss it)")
+    walls = facts.ledger.walls("timed")
+    if config.is_cuda and walls:
+        wmed = statistics.median(walls)
+        if wmed > _WALL_SLACK_RATIO * med + _WALL_SLACK_MS:
+            return f"side_stream: device work outlived the timed stream (wall {wmed:.3f} ms vs event {med:.3f} ms)"
+    return custom_kernel_rule(p.profile if p else None, summary.profile, config, facts.ablation_still_right,
+                              facts.ablated)
 
-    The candidate runs in the worker and can write report.json itself and exit; such a report
-    would otherwise leave the parent nothing to compare.
-    """
-    expected = [d.key for d in ref.draws if d.key in ref.outputs]
-    ident = [d.key for d in ref.draws if d.transform == "identity"]
-    if len(ident) >= 2:  # candidate.py's repeat and refilled-buffer calls
-        expected += [f"{ident[0]}@again", f"{ident[1]}@inplace"]
-    expected += list(report.timed_keys) or ["timed calls"]
-    return [k for k in expected if k not in outputs]
 
-
-def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, ref: Reference,
-             done: WorkerExit, outputs: dict[str, Any], t0: float) -> Evaluation:
-    from kevolve.sandbox import correctness
-
-    base = dict(candidate_id=cand.id, problem_id=problem.id, device=ref.report.device_name,
-                versions=ref.report.versions, ref_timing=ref.report.timing,
-                compile_ref_timing=ref.report.compile_timing, seeds=tuple(d.seed for d in ref.draws))
-    r = done.report
-    phases = {"reference": ref.wall_s, **{f"ref.{k}": v for k, v in ref.report.phase_s.items()},
-              **(r.phase_s if r else {})}
-    common = dict(base, phase_s=phases, log_tail=(r.log_tail if r and r.log_tail else done.log_tail)[-4000:],
-                  compile_s=r.compile_s if r else None)
-    if r is None or done.timed_out or done.memory_exceeded or done.disk_exceeded:
-        outcome, reason = _exit_reason(done)
-        return Evaluation(outcome=outcome, reason=reason, wall_s=time.monotonic() - t0, **common)
-    if r.status != "done":
-        reason = r.reason if ":" in r.reason.split(" ", 1)[0] else f"{r.status}: {r.reason}"
-        return Evaluation(outcome=_STATUS[r.status], reason=reason, wall_s=time.monotonic() - t0,
-                          checks=r.checks, profile=r.profile, **common)
-    missing = _missing_outputs(ref, r, outputs)
-    if missing:
-        return Evaluation(outcome=Outcome.REJECTED, wall_s=time.monotonic() - t0, **common,
-                          reason=f"tampering: the worker's report has no outputs for {', '.join(missing[:4])} "
-                                 "(it was not written by the harness)")
-    ident = {d.key for d in ref.draws if d.transform == "identity"}
-    t1 = time.monotonic()
-    eager_errs = {d.key: d.eager_err for d in ref.report.draws}
-    checks, failure = correctness.judge(ref.outputs, eager_errs, outputs, ident, config.tolerance_factor)
-    phases["compare"] = time.monotonic() - t1
-    if failure is not None:
-        outcome = Outcome.INCORRECT
-        return Evaluation(outcome=outcome, reason=failure, checks=tuple(checks), timing=r.timing,
-                          profile=r.profile, wall_s=time.monotonic() - t0, **common)
-    problem_rule = _integrity(ref, r, config)
-    checks.append(CheckResult(name="integrity", passed=problem_rule is None, detail=problem_rule or "all rules hold"))
-    if problem_rule is not None:
-        return Evaluation(outcome=Outcome.REJECTED, reason=problem_rule, checks=tuple(checks), timing=r.timing,
-                          profile=r.profile, wall_s=time.monotonic() - t0, **common)
+def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: ReferenceSummary,
+             state: ProblemState, facts: Facts, t0: float) -> Evaluation:
+    from kevolve.sandbox.judge import _method
     from kevolve.sandbox.roofline import annotate
 
-    prof = annotate(r.profile, r.timing.median_ms if r.timing else 0.0, ref.report.min_bytes,
-                    ref.report.flops, ref.report.device_name)
-    return Evaluation(outcome=Outcome.OK, reason="ok: correct on every draw and every checked call",
-                      checks=tuple(checks), timing=r.timing, profile=prof,
-                      wall_s=time.monotonic() - t0, **common)
+    phases = {**{f"ref.{k}": v for k, v in summary.phase_s.items()}, **facts.phase_s}
+    common = dict(candidate_id=cand.id, problem_id=problem.id, device=summary.device_name,
+                  versions=summary.versions, compile_ref_timing=summary.compiled,
+                  seeds=tuple(d.draw.seed for d in state.draws.values()), phase_s=phases, cpu_s=facts.cpu_s,
+                  compile_s=facts.phase_s.get("compile"))
+    timed = facts.ledger.times("timed")
+    timing = stats(timed, _method(config), facts.ledger.walls("timed") if config.is_cuda else None) if timed else None
+    ref_timing = stats(facts.ref_ms, _method(config) + "+interleaved") if facts.ref_ms else summary.eager
+    prof = facts.profile.profile if facts.profile else None
+    checks = _checks(facts)
+    log = facts.stop.log if facts.stop else ""
+    if facts.stop is not None:
+        outcome, reason = _stop_reason(facts.stop, facts.phase)
+        if facts.stop.gone is not None:
+            log = facts.stop.gone.log_tail
+        return Evaluation(outcome=outcome, reason=reason, checks=tuple(checks), timing=timing, ref_timing=ref_timing,
+                          profile=prof, wall_s=time.monotonic() - t0, log_tail=log[-4000:], **common)
+    rule = _rules(facts, summary, config)
+    checks.append(CheckResult(name="integrity", passed=rule is None, detail=rule or "all rules hold"))
+    if rule is not None:
+        return Evaluation(outcome=Outcome.REJECTED, reason=rule, checks=tuple(checks), timing=timing,
+                          ref_timing=ref_timing, profile=prof, wall_s=time.monotonic() - t0, **common)
+    assert timing is not None
+    prof = annotate(prof, timing.median_ms, summary.min_bytes, summary.flops, summary.device_name)
+    return Evaluation(outcome=Outcome.OK, reason="ok: correct on every call, every rule holds", checks=tuple(checks),
+                      timing=timing, ref_timing=ref_timing, profile=prof, wall_s=time.monotonic() - t0, **common)
+
+
+__all__ = ["assemble", "custom_kernel_rule", "infra"]

@@ -1,0 +1,120 @@
+"""Judge-side checks of one runner call: outputs against the truth, inputs untouched, fingerprints.
+
+Runs in the judge, on the device where the shared buffers live: the runner's staged outputs are
+compared with the truth of the draw whose values were in the slot, with the tolerance rule of
+`correctness.py`. Every call is checked, warm-ups, timed calls and the profiled call included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kevolve.records import CheckResult
+from kevolve.sandbox.correctness import NEAR_MISS, Mismatch, compare_one
+
+
+def fingerprint(ts: list[torch.Tensor]) -> tuple[int, ...]:
+    """Integers identifying the exact bits of some tensors: equal bits give equal prints, and
+    different real outputs different ones (sums of the words, and of every 7th word, no copies)."""
+    out: list[int] = []
+    for t in ts:
+        if not t.numel():
+            out.append(0)
+            continue
+        b = t.detach().contiguous().view(torch.uint8).reshape(-1)
+        v = b.view(torch.int32) if b.numel() % 4 == 0 else b
+        out += [t.numel(), int(v.sum(dtype=torch.int64)), int(v[::7].sum(dtype=torch.int64)), int(v[-1])]
+    return tuple(out)
+
+
+def intact(slot: list[Any], pristine: list[Any]) -> int | None:
+    """Index of the first input tensor the call changed, or None."""
+    for i, (a, b) in enumerate(zip(slot, pristine, strict=True)):
+        if isinstance(a, torch.Tensor):
+            if b.device != a.device:
+                b = b.to(a.device)
+            if not torch.equal(a.contiguous().view(torch.uint8) if a.numel() else a,
+                               b.contiguous().view(torch.uint8) if b.numel() else b):
+                return i
+    return None
+
+
+@dataclass(frozen=True)
+class Call:
+    """One checked call as the judge saw it."""
+
+    n: int
+    key: str  # the draw whose values were in the slot
+    phase: str  # warmup | check | again | inplace | timed | fresh | profile
+    ms: float
+    wall_ms: float
+    check: CheckResult
+    miss: Mismatch | None
+    print_: tuple[int, ...] = ()
+
+
+@dataclass
+class Ledger:
+    """Every call of one candidate, in order."""
+
+    calls: list[Call] = field(default_factory=list)
+
+    def add(self, call: Call) -> Call:
+        self.calls.append(call)
+        return call
+
+    @property
+    def misses(self) -> list[Call]:
+        return [c for c in self.calls if c.miss is not None]
+
+    def times(self, *phases: str) -> list[float]:
+        return [c.ms for c in self.calls if c.phase in phases]
+
+    def walls(self, *phases: str) -> list[float]:
+        return [c.wall_ms for c in self.calls if c.phase in phases]
+
+
+def check_call(n: int, key: str, phase: str, staged: list[torch.Tensor] | None, truth: list[torch.Tensor],
+               eager_err: tuple[tuple[float, float], ...], factor: float, ms: float, wall_ms: float,
+               shape_note: str = "") -> Call:
+    """Compare one call's staged outputs (None: not staged, `shape_note` says why) with the truth."""
+    name = f"{key}@{phase}{n}"
+    if staged is None:
+        detail = shape_note or "outputs were not staged"
+        miss = Mismatch(name, "shape", detail)
+        return Call(n, key, phase, ms, wall_ms, CheckResult(name=f"correct:{name}", passed=False, detail=detail), miss)
+    dev = staged[0].device if staged else torch.device("cpu")
+    truth = [t.to(dev) for t in truth]
+    check, miss = compare_one(name, staged, truth, eager_err, factor)
+    return Call(n, key, phase, ms, wall_ms, check, miss, fingerprint(staged))
+
+
+def classify(ledger: Ledger, truth_prints: dict[str, tuple[int, ...]], plain: set[str]) -> str:
+    """The reason for the first failure that matters, most specific first."""
+    misses = ledger.misses
+    for c in misses:
+        if c.miss and c.miss.kind == "poison":
+            return f"stale_memory: draw {c.key}: {c.miss.detail} (allocator reuse)"
+    for c in misses:
+        for o in ledger.calls:  # bit-identical to the output of a call on other values
+            if o.key != c.key and c.print_ and o.print_ == c.print_ and truth_prints.get(o.key) != truth_prints.get(c.key):
+                return (f"stale_cache: output for draw {c.key} ({c.phase} call {c.n}) repeats the output for draw "
+                        f"{o.key} (call {o.n}): result cached across calls")
+    first = misses[0]
+    assert first.miss is not None
+    where = f"draw {first.key} ({first.phase} call {first.n})"
+    if first.phase in ("timed", "fresh", "profile"):
+        return f"degrades_over_calls: right on first calls, wrong on {where}: {first.miss.detail}"
+    if first.key in plain:
+        if first.miss.kind == "value" and first.miss.err < NEAR_MISS:
+            return f"reduced_precision: {where}: {first.miss.detail} — the error of lower-precision arithmetic"
+        if first.phase in ("again", "inplace"):
+            return f"stale_cache: {where}: {first.miss.detail} (result cached across calls)"
+        return f"incorrect: {where}: {first.miss.detail}"
+    return f"off_distribution: right on get_inputs() draws, wrong on the '{first.key}' draw: {first.miss.detail}"
+
+
+__all__ = ["Call", "Ledger", "check_call", "classify", "fingerprint", "intact"]

@@ -1,0 +1,174 @@
+"""The judge's knowledge of one problem: every draw's inputs, the float64 truth, eager's own error.
+
+Computed once per (problem, device, seed) in the judge process, where no candidate code runs, and
+reused by every candidate of the problem. Inputs and truth stay on the device when they fit
+(comparisons then never leave it); a problem too large for that keeps them in host memory.
+`get_inputs()` runs here only: a runner receives input *values*, so a candidate cannot patch the
+problem module to compute answers while inputs are drawn.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from kevolve.records import Problem
+from kevolve.sandbox import harness as h
+from kevolve.sandbox.protocol import Draw, DrawReport, OutputSpec
+from kevolve.sandbox.reference import _Float64, _work, eager_errors, truth_of
+
+FRESH = 3  # draws a runner has never seen, timed once each (caches keyed on input content show)
+_DEVICE_SHARE = 0.35  # of free device memory that a problem's kept data may use
+
+
+def make_draws(base: int, n: int) -> tuple[Draw, ...]:
+    """`n` plain draws, then the shifted ones (negated, ×8, standard normal)."""
+    ident = [Draw(key=f"d{i}", seed=base + 1 + i) for i in range(n)]
+    shifted = [Draw(key=t, seed=base + 101 + i, transform=t)  # type: ignore[arg-type]
+               for i, t in enumerate(("negate", "scale", "normal"))]
+    return tuple(ident + shifted)
+
+
+def fresh_draws(n: int = FRESH) -> tuple[Draw, ...]:
+    """Plain draws under seeds nobody can predict (not derived from the problem's seed)."""
+    return tuple(Draw(key=f"f{i}", seed=int.from_bytes(os.urandom(4), "little") >> 1) for i in range(n))
+
+
+@dataclass
+class DrawData:
+    """One draw: pristine inputs, the truth a candidate is judged against, eager's own error."""
+
+    draw: Draw
+    inputs: list[Any]
+    truth: list[torch.Tensor]
+    report: DrawReport
+
+    @property
+    def eager_err(self) -> tuple[tuple[float, float], ...]:
+        return self.report.eager_err
+
+
+@dataclass
+class ProblemState:
+    """Everything the judge keeps about a problem between candidates."""
+
+    problem: Problem
+    seed: int
+    module: ModuleType
+    init_args: list[Any]
+    draws: dict[str, DrawData]
+    unusable: list[DrawReport]  # shifted draws where the reference itself is not finite
+    specs: tuple[OutputSpec, ...]
+    residency: str
+    min_bytes: int | None
+    flops: int | None
+    phase_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def pool(self) -> list[str]:
+        """Plain draws whose inputs timed calls rotate through (at most four)."""
+        return [k for k, d in self.draws.items() if d.draw.transform == "identity" and k.startswith("d")][:4]
+
+    def keys(self, kind: str) -> list[str]:
+        if kind == "fresh":
+            return [k for k in self.draws if k.startswith("f")]
+        if kind == "plain":
+            return [k for k, d in self.draws.items() if k.startswith("d")]
+        return [k for k, d in self.draws.items() if d.draw.transform != "identity"]
+
+
+def _nbytes(xs: list[Any]) -> int:
+    return sum(t.numel() * t.element_size() for t in xs if isinstance(t, torch.Tensor))
+
+
+def _free_device_bytes(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 0
+    free, _total = torch.cuda.mem_get_info(device)
+    return free
+
+
+def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scratch: Path) -> ProblemState:
+    """Load the problem, draw every input set, compute eager output and float64 truth for each.
+
+    Raises StageError('problem_error') for a problem that is itself broken.
+    """
+    t0 = time.perf_counter()
+    try:
+        module = h.load_module(problem.source, "kevolve_problem", scratch)
+    except Exception as e:  # noqa: BLE001
+        raise h.StageError("problem_error", f"problem file failed to import: {h.one_line(e)}") from None
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise h.StageError("problem_error", f"problem file defines no {name}")
+    torch.manual_seed(seed)
+    try:
+        init_args = list(module.get_init_inputs())
+    except Exception as e:  # noqa: BLE001
+        raise h.StageError("problem_error", f"get_init_inputs() raised {h.one_line(e)}") from None
+    model = h.build_model(module.Model, module, seed, device, "Model")
+    f64 = _Float64(model, device)
+    draws: dict[str, DrawData] = {}
+    unusable: list[DrawReport] = []
+    specs: tuple[OutputSpec, ...] = ()
+    residency = "device"
+    plan = list(make_draws(seed, n_draws) + fresh_draws())
+    while plan:
+        d = plan.pop(0)
+        x = h.draw_inputs(module, d, device)
+        try:
+            with torch.no_grad():
+                y = [t.detach() for t in h.flatten_outputs(model(*x))]
+        except Exception as e:  # noqa: BLE001
+            if d.transform == "identity":
+                raise h.StageError("problem_error", f"Model.forward raised {h.one_line(e)}") from None
+            unusable.append(DrawReport(key=d.key, finite=False))
+            continue
+        if not all(isinstance(t, torch.Tensor) for t in y):
+            raise h.StageError("problem_error", "Model.forward must return tensors")
+        finite = all(bool(torch.isfinite(t).all()) for t in y if t.is_floating_point())
+        if not finite and d.transform != "identity":
+            unusable.append(DrawReport(key=d.key, finite=False))  # the reference itself breaks here
+            continue
+        y64 = f64(x)
+        if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
+            y64 = None
+        y64 = None if y64 is None else [t.to(device) for t in y64]
+        errs = eager_errors(y, y64)
+        truth = truth_of(y, y64)
+        if not specs:
+            specs = tuple(OutputSpec(shape=tuple(t.shape), dtype=str(t.dtype)) for t in y)
+            residency = _residency(x, y, len(plan) + 1, device)
+            if residency == "host":  # too large to keep every draw: two plain, one shifted, one fresh
+                plan = [p for p in plan if p.key in ("d1", "negate", "f0")]
+        if residency == "host":
+            x, truth = h.to_device(x, torch.device("cpu")), [t.cpu() for t in truth]
+        report = DrawReport(key=d.key, finite=finite, eager_err=errs,
+                            eager_vs_f64=None if y64 is None else max((e[0] for e in errs), default=0.0))
+        draws[d.key] = DrawData(d, x, truth, report)
+        del y, y64
+    with torch.no_grad():
+        first = draws[next(iter(draws))].inputs
+        min_bytes, flops = _work(model, h.to_device(first, device))
+    del model, f64
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return ProblemState(problem, seed, module, init_args, draws, unusable, specs, residency, min_bytes, flops,
+                        {"reference_outputs": time.perf_counter() - t0})
+
+
+def _residency(x: list[Any], y: list[torch.Tensor], n: int, device: torch.device) -> str:
+    """'device' when every draw's inputs and truth (plus a runner's copies) fit in the share."""
+    if device.type != "cuda":
+        return "device"
+    per = 2 * _nbytes(x) + 2 * _nbytes(y)  # pristine + a runner's slot; truth + staging
+    return "device" if n * per <= _DEVICE_SHARE * _free_device_bytes(device) else "host"
+
+
+__all__ = ["DrawData", "FRESH", "ProblemState", "fresh_draws", "make_draws", "prepare"]

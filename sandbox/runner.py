@@ -1,0 +1,177 @@
+"""Runner: the untrusted process that runs one model on the judge's command, one call at a time.
+
+Entry point `python -m kevolve.sandbox.runner DEVICE`, started warm (torch imported, device and
+profiler initialised) in its scratch directory, talking to the judge over the FIFOs `cmd` / `res`.
+The model is a candidate's `ModelNew` or the problem's own `Model` (eager or compiled): every role
+runs the same code, so reference and candidate are timed under identical conditions.
+
+A runner holds nothing the verdict depends on. It never loads the problem module next to a
+candidate (inputs and constructor arguments arrive as data), never sees the truth or which call
+is checked (every call is), and reports each call's times the moment it has them. Whatever it
+claims, the judge compares the outputs it staged against the reference itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _load(job: Any, scratch: Path, device: Any) -> Any:
+    """The model this runner serves: candidate ModelNew, or the problem's Model (maybe compiled)."""
+    import torch
+
+    from kevolve.sandbox import compile as build
+    from kevolve.sandbox import harness as h
+    from kevolve.sandbox.transport import unshare
+
+    init = unshare(job.init_args, scratch, device)
+    if job.role == "candidate":
+        build.install_build_hooks(Path(job.cache_dir), Path(job.build_dir) if job.build_dir else None,
+                                  build.build_scope(job.source))
+        try:
+            mod = h.load_module(job.source, "kevolve_candidate", scratch)
+        except SystemExit as e:
+            raise h.StageError("crashed", f"exit: candidate called exit({e.code}) while loading") from None
+        except BaseException as e:  # noqa: BLE001 - a failed build or import is a compile error
+            raise h.StageError("compile_error", h.one_line(e), h.short_traceback(e, 60)) from None
+        cls, who = getattr(mod, "ModelNew", None), "ModelNew"
+        if not isinstance(cls, type):
+            raise h.StageError("compile_error", "solution defines no ModelNew class")
+    else:
+        mod = h.load_module(job.source, "kevolve_reference", scratch)
+        cls, who = mod.Model, "Model"
+    torch.manual_seed(job.init_seed)
+    try:
+        model = cls(*init)
+    except SystemExit as e:
+        raise h.StageError("crashed", f"exit: candidate called exit({e.code}) in its constructor") from None
+    except Exception as e:  # noqa: BLE001
+        raise h.StageError("runtime_error", f"{who}(*get_init_inputs()) failed: {h.one_line(e)}",
+                           h.short_traceback(e)) from None
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device)
+        model.eval()
+    if job.role == "compiled":
+        model = torch.compile(model)
+    return model
+
+
+def _profile_around(device: Any, names: tuple[str, ...]) -> Any:
+    from kevolve.sandbox import compile as build
+    from kevolve.sandbox.profile import profile_region
+
+    def around(run: Any) -> Any:
+        res = profile_region(run, device, names, build.BUILT_MODULES)
+        return res.profile, res.unjoined_stream_kernels
+
+    return around
+
+
+def _ablate(stepper: Any, model: Any, slot: Any, stage: bool) -> Any:
+    """One call with the extensions' results replaced by random values (see ablation.py)."""
+    from kevolve.sandbox import harness as h
+    from kevolve.sandbox.ablation import ablated_calls, ablating
+    from kevolve.sandbox.protocol import StepResult
+
+    try:
+        with ablating():
+            res = stepper.step(model, slot, stage=stage)
+    except h.StageError as e:  # garbage in broke the forward: the kernels' results were needed
+        return StepResult(ok=True, staged=False, reason=f"ablation: {e.reason}", ablated=ablated_calls())
+    return res.model_copy(update={"ablated": ablated_calls()})
+
+
+def _final(guards: Any, before: dict[str, str], l2_base: int | None, device: Any) -> dict[str, Any]:
+    from kevolve.sandbox import cuda_rt, settings
+    from kevolve.sandbox import harness as h
+    from kevolve.sandbox.protocol import RunnerFinal
+
+    raised = ""
+    if device.type == "cuda":
+        limit = cuda_rt.persisting_l2_limit()
+        if limit is not None and l2_base is not None and limit > l2_base:
+            raised = f"{l2_base} -> {limit} bytes"
+    return RunnerFinal(tampered=tuple(guards.tampered()), settings_changed=tuple(settings.changed(before)),
+                       l2_raised=raised, device_name=h.device_name(device), versions=h.versions()).model_dump()
+
+
+def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
+    """Load the model, then answer `call` / `profile` / `finish` until told to finish."""
+    import torch
+
+    from kevolve.sandbox import cuda_rt, settings
+    from kevolve.sandbox import harness as h
+    from kevolve.sandbox.step import Stepper, now
+    from kevolve.sandbox.transport import TensorRef, open_ref, unshare
+
+    torch.set_num_threads(max(1, job.threads))
+    before = settings.snapshot()  # after the judge pinned us, before any of the model's code
+    l2_base = cuda_rt.persisting_l2_limit() if device.type == "cuda" else None
+    staging = [open_ref(TensorRef.model_validate(r), scratch, device) for r in job.staging]
+    slots = [unshare(s, scratch, device) for s in job.slots]
+    stepper = Stepper(device, job.outputs, staging)
+    t0 = now()
+    model = _load(job, scratch, device)
+    if guards.tampered():
+        raise h.StageError("rejected", f"tampering: candidate replaced {', '.join(guards.tampered()[:4])}")
+    ch.send({"op": "ready", "load_s": now() - t0})
+    around = _profile_around(device, job.custom_kernel_names)
+    while True:
+        cmd = ch.recv()
+        op = cmd.get("op") if cmd else None
+        if op == "finish":
+            ch.send(_final(guards, before, l2_base, device))
+            return
+        slot = slots[int(cmd["slot"])]  # type: ignore[index]
+        if op == "ablate":
+            res = _ablate(stepper, model, slot, bool(job.staging))
+        else:
+            res = stepper.step(model, slot, stage=bool(job.staging), around=around if op == "profile" else None)
+        res = res.model_copy(update={"nonce": cmd.get("nonce", 0)})
+        bad = guards.tampered()
+        if bad:
+            raise h.StageError("rejected", f"tampering: candidate replaced {', '.join(bad[:4])}")
+        changed = settings.changed(before)
+        if changed:
+            raise h.StageError("rejected", f"tampering: process setting changed: {changed[0]}")
+        ch.send(res.model_dump())
+
+
+def main() -> None:
+    import torch
+    import torch.utils.cpp_extension  # noqa: F401 - imported before candidate code can patch it
+
+    from kevolve.sandbox import integrity
+    from kevolve.sandbox import harness as h
+    from kevolve.sandbox.channel import Channel
+    from kevolve.sandbox.profile import warm_up
+    from kevolve.sandbox.protocol import RunnerJob, StepResult
+    from kevolve.sandbox.step import is_cuda_error
+
+    scratch = Path.cwd()
+    device = h.device_of(sys.argv[1] if len(sys.argv) > 1 else "cpu")
+    if device.type == "cuda":
+        torch.empty(1, device=device)
+    warm_up(device)  # the profiler's first use costs seconds (5.7 s on an H100): pay it while warm
+    guards = integrity.Guards(integrity.runner_modules())
+    ch = Channel.fifos(scratch, "cmd", "res")
+    ch.send({"op": "warm", "pid": os.getpid()})
+    try:
+        job = RunnerJob.model_validate(ch.recv())
+        serve(ch, job, scratch, device, guards)
+    except h.StageError as e:
+        ch.send(StepResult(ok=False, status=e.status, reason=e.reason, log=e.log[-4000:]).model_dump())  # type: ignore[arg-type]
+    except BaseException as e:  # noqa: BLE001 - anything else escaping is still a verdict
+        code = "cuda_error" if is_cuda_error(e) else "harness"
+        ch.send(StepResult(ok=False, status="crashed", reason=f"{code}: {h.one_line(e)}",
+                           log=h.short_traceback(e)).model_dump())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""The judge's handle on one runner process: start it warm, hand it a job, talk to it with deadlines.
+
+A runner is untrusted and may die, hang, spin, blow its memory or disk limit, or write garbage
+into its channel at any moment. Every way it can stop answering comes back as a `Gone` record,
+never as an exception and never as a hang of the judge.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from kevolve.sandbox.channel import Channel, ChannelClosed, Garbled, make_fifos
+from kevolve.sandbox.isolation import WorkerProcess, _dir_bytes, _group_stats, _over_memory, _tail
+
+log = logging.getLogger(__name__)
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Gone:
+    """A runner that ended (or was ended) without answering, as seen from outside."""
+
+    returncode: int | None
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    disk_exceeded: bool = False
+    garbled: str = ""
+    log_tail: str = ""
+
+
+class RunnerProcess(WorkerProcess):
+    """A runner: `start()` spawns it warm; `request()` sends one message and waits for the answer."""
+
+    module = "kevolve.sandbox.runner"
+
+    def start(self) -> RunnerProcess:
+        make_fifos(self.scratch, "cmd", "res")
+        super().start()
+        self.ch = Channel.fifos(self.scratch, "res", "cmd")
+        self._over_memory = threading.Event()
+        self._over_disk = threading.Event()
+        self._stop_watch = threading.Event()
+        self.warm = False
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_warm(self, limit_s: float) -> Gone | None:
+        """Block until the runner says it is warm (torch imported, device ready); Gone if it died."""
+        if self.warm:
+            return None
+        msg = self.receive(time.monotonic() + limit_s)
+        if isinstance(msg, Gone):
+            return msg
+        self.warm = msg.get("op") == "warm"
+        return None if self.warm else self.gone(garbled=f"unexpected first message {str(msg)[:80]}")
+
+    def watch(self, memory_limit_gb: float) -> None:
+        """Poll the process group's memory and the scratch dir's size until the runner is killed."""
+        limit = int(memory_limit_gb * 2**30)
+        assert self.proc is not None
+        pgid = self.proc.pid
+
+        def run() -> None:
+            tick = 0
+            while not self._stop_watch.wait(0.1):
+                if _over_memory(pgid, limit):
+                    self._over_memory.set()
+                    self.kill()
+                    return
+                tick += 1
+                if self.scratch_limit and tick % 3 == 0 and _dir_bytes(self.scratch) > self.scratch_limit:
+                    self._over_disk.set()
+                    self.kill()
+                    return
+
+        threading.Thread(target=run, daemon=True, name=f"watch-{pgid}").start()
+
+    def request(self, msg: dict[str, Any], deadline: float) -> dict[str, Any] | Gone:
+        try:
+            self.ch.send(msg, alive=self.alive)
+        except ChannelClosed:
+            return self.gone()
+        return self.receive(deadline)
+
+    def receive(self, deadline: float) -> dict[str, Any] | Gone:
+        """The runner's next message, or how it ended: timeout (killed), death, limits, garbage."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return self.gone(timed_out=True)
+            try:
+                msg = self.ch.recv(min(left, 0.2))
+            except Garbled as e:
+                return self.gone(garbled=str(e))
+            except ChannelClosed:
+                return self.gone()
+            if msg is not None:
+                return msg
+            if self._over_memory.is_set() or self._over_disk.is_set() or not self.alive():
+                return self.gone()
+
+    def gone(self, timed_out: bool = False, garbled: str = "") -> Gone:
+        self.kill()
+        code = self.proc.returncode if self.proc is not None else None
+        if self.launcher is not None and self.launcher.shell_exit_codes and code is not None and code > 128:
+            code = 128 - code
+        return Gone(returncode=code, timed_out=timed_out, memory_exceeded=self._over_memory.is_set(),
+                    disk_exceeded=self._over_disk.is_set(), garbled=garbled,
+                    log_tail=_tail(self.scratch / "worker.log"))
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the runner's process group so far (live processes only)."""
+        if self.proc is None:
+            return 0.0
+        return sum(int(f[11]) + int(f[12]) for _pid, f in _group_stats(self.proc.pid)) / _TICK
+
+    def kill(self) -> None:
+        if hasattr(self, "_stop_watch"):
+            self._stop_watch.set()
+        super().kill()
+
+    def close(self) -> None:
+        """Kill the runner and close the channel (the scratch dir stays until `finish`)."""
+        self.kill()
+        if hasattr(self, "ch"):
+            self.ch.close()
+
+    def finish(self, candidate_source: str | None = None, keep_scratch: bool = False) -> None:
+        """After the runner is gone: promote a candidate's builds into the cache, drop its scratch."""
+        self.close()
+        if candidate_source is not None and self.build_path and self.host_cache:
+            from kevolve.sandbox.compile import build_scope, promote
+
+            promote(self.scratch / "build", self.host_cache, build_scope(candidate_source))
+        if not keep_scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+__all__ = ["Gone", "RunnerProcess"]

@@ -1,0 +1,278 @@
+"""One candidate's evaluation, driven by the judge: every call the runner makes is checked.
+
+The judge decides each call (which draw, which slot), flushes the caches itself, compares the
+staged outputs with the truth on the device, checks that the inputs came back untouched, and
+keeps every time in its own memory. The eager reference runs in its own runner on the same
+schedule, its calls interleaved with the candidate's, so both are timed under the same conditions
+at the same moments. The runner never learns which phase a call belongs to: all calls look alike.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kevolve.records import Candidate
+from kevolve.sandbox.checks import Call, Ledger, check_call, classify
+from kevolve.sandbox.config import SandboxConfig
+from kevolve.sandbox.oracle import ProblemState
+from kevolve.sandbox.protocol import RunnerFinal, StepResult
+from kevolve.sandbox.runner_proc import Gone, RunnerProcess
+from kevolve.sandbox.schedule import FRESH_EVERY, enough
+from kevolve.sandbox.slots import Slots
+from kevolve.sandbox.transport import SharedBuffer
+
+_GPU_FLUSH_BYTES = 256 * 2**20  # > 2x the L2 of any current GPU (H100: 50 MB)
+
+
+def cpu_flush_bytes() -> int:
+    """Twice the last-level cache (at least 64 MB): rewriting that evicts what a call left there."""
+    sizes = []
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        try:
+            text = f.read_text().strip().upper()
+            sizes.append(int(text[:-1]) * (1024 if text.endswith("K") else 2**20) if text[-1] in "KM" else int(text))
+        except (OSError, ValueError):
+            continue
+    return max(64 * 2**20, 2 * max(sizes, default=0))
+
+
+class Flusher:
+    """The judge's own cache flush before every call: no runner can shrink or skip it."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        nbytes = _GPU_FLUSH_BYTES if device.type == "cuda" else cpu_flush_bytes()
+        self.buf = torch.empty(nbytes // 4, dtype=torch.int32, device=device)
+        self.n = 0
+
+    def __call__(self) -> None:
+        self.n = (self.n + 1) & 0x3FFFFFFF
+        self.buf.fill_(self.n)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+
+class Verdict(Exception):
+    """The session ends now with this outcome (raised inside the session only)."""
+
+    def __init__(self, status: str, reason: str, log: str = "", gone: Gone | None = None) -> None:
+        super().__init__(reason)
+        self.status, self.reason, self.log, self.gone = status, reason, log, gone
+
+
+@dataclass
+class Facts:
+    """What a session established; `verdict.py` turns it into an Evaluation."""
+
+    ledger: Ledger = field(default_factory=Ledger)
+    ref_ms: list[float] = field(default_factory=list)
+    phase_s: dict[str, float] = field(default_factory=dict)
+    cpu_s: dict[str, float] = field(default_factory=dict)
+    load_s: float | None = None
+    profile: StepResult | None = None
+    final: RunnerFinal | None = None
+    stop: Verdict | None = None
+    phase: str = "start-up"
+    ablated: int = 0  # extension calls an ablation call replaced (0: nothing to ablate)
+    ablation_still_right: bool = False
+
+
+class Session:
+    """Drives one candidate runner (and the problem's eager runner) through the schedule."""
+
+    def __init__(self, state: ProblemState, runner: RunnerProcess, eager: Any, config: SandboxConfig,
+                 device: torch.device, flush: Flusher) -> None:
+        self.state, self.runner, self.eager, self.config = state, runner, eager, config
+        self.device, self.flush = device, flush
+        self.facts = Facts()
+        folder = None if device.type == "cuda" else runner.scratch
+        inputs = {k: d.inputs for k, d in state.draws.items()}
+        self.slots = Slots(inputs, state.residency == "device", folder, device)
+        self.staging = [SharedBuffer(torch.empty(s.shape, dtype=getattr(torch, s.dtype.removeprefix("torch.")),
+                                                 device="meta"), folder, device) for s in state.specs]
+        self.deadline = 0.0
+        self.n = 0
+
+    # ------------------------------------------------------------------ one call
+
+    def _answer(self, msg: dict[str, Any] | Gone, nonce: int | None = None) -> StepResult:
+        if isinstance(msg, Gone):
+            raise Verdict("gone", "", gone=msg)
+        try:
+            res = StepResult.model_validate(msg)
+        except ValueError as e:
+            raise Verdict("crashed", f"bad_report: the runner's answer is malformed ({str(e).splitlines()[0][:120]})")
+        if not res.ok:
+            raise Verdict(res.status, res.reason, res.log)
+        if nonce is not None and res.nonce != nonce:
+            raise Verdict("crashed", "bad_report: an answer that does not echo its command's nonce "
+                                     "(not written by the runner's harness)")
+        return res
+
+    def call(self, key: str, phase: str, slot: int | None = None, op: str = "call") -> Call:
+        """One candidate call on `key`'s values, checked; raises Verdict when it decides the outcome."""
+        self.n += 1
+        i = self.slots.slot_for(key) if slot is None else slot
+        self.flush()
+        nonce = secrets.randbits(62) + 1
+        res = self._answer(self.runner.request({"op": op, "slot": i, "nonce": nonce}, self.deadline), nonce)
+        t0 = time.perf_counter()
+        draw = self.state.draws[key]
+        staged = [s.tensor for s in self.staging] if res.staged else None
+        note = "" if res.staged else (f"{len(res.outputs)} outputs {[f'{o.dtype}{list(o.shape)}' for o in res.outputs]}, "
+                                      f"expected {[f'{o.dtype}{list(o.shape)}' for o in self.state.specs]}")
+        c = self.facts.ledger.add(check_call(self.n, key, phase, staged, draw.truth, draw.eager_err,
+                                             self.config.tolerance_factor, res.ms, res.wall_ms, note))
+        moved = self.slots.changed(i)
+        self.facts.phase_s["compare"] = self.facts.phase_s.get("compare", 0.0) + time.perf_counter() - t0
+        if moved is not None:
+            raise Verdict("rejected", f"mutated_inputs: forward modified input {moved} in place")
+        if op == "profile":
+            self.facts.profile = res
+        return c
+
+    def eager_call(self, key: str) -> None:
+        """One call of the reference on the same draw, in its own runner, timed alike."""
+        if self.eager is None:
+            return
+        self.flush()
+        self.facts.ref_ms.append(self.eager.call(key, self.deadline).ms)
+
+    # ------------------------------------------------------------------ phases
+
+    def _phase(self, name: str) -> None:
+        self.facts.phase = name
+
+    def run(self, cand: Candidate, job: dict[str, Any]) -> Facts:
+        """The whole schedule; a Verdict ends it early (kept in facts.stop)."""
+        f = self.facts
+        try:
+            self.deadline = time.monotonic() + self.config.timeout_s
+            self._timed_phase("compile", lambda: self._load(job))
+            self._timed_phase("correctness", self._correctness)
+            if f.ledger.misses:
+                raise Verdict("incorrect", self._classify())
+            self._timed_phase("timing", self._timing)
+            if self.config.profile:
+                self._timed_phase("profile", lambda: self.call(self.state.pool[0], "profile", op="profile"))
+            if f.ledger.misses:
+                raise Verdict("incorrect", self._classify())
+            if not self.config.allow_torch_only:
+                self._timed_phase("ablation", self._ablation)
+            self._timed_phase("finish", self._finish)
+        except Verdict as v:
+            f.stop = v
+        return f
+
+    def _timed_phase(self, name: str, fn: Any) -> None:
+        self._phase(name)
+        t0, c0 = time.monotonic(), time.process_time()
+        try:
+            fn()
+        finally:
+            self.facts.phase_s[name] = self.facts.phase_s.get(name, 0.0) + time.monotonic() - t0
+            self.facts.cpu_s[f"judge.{name}"] = time.process_time() - c0
+
+    def _load(self, job: dict[str, Any]) -> None:
+        msg = self.runner.request(job, self.deadline)
+        if isinstance(msg, dict) and msg.get("op") == "ready":
+            self.facts.load_s = float(msg.get("load_s") or 0.0)
+            return
+        self._answer(msg)  # a failure report, or the runner gone
+        raise Verdict("crashed", "bad_report: the runner answered its job with something else")
+
+    def _correctness(self) -> None:
+        st = self.state
+        pool = st.pool
+        for i in range(self.config.warmup):
+            self.call(pool[i % len(pool)], "warmup")
+        for key in st.keys("plain") + st.keys("shifted"):
+            self.call(key, "check")
+        plain = st.keys("plain")
+        if len(plain) >= 2:  # the same buffers again, then refilled with other values in place
+            i = self.slots.slot_for(plain[0])
+            self.call(plain[0], "again", slot=i)
+            if self.slots.refill(i, plain[1]):
+                self.call(plain[1], "inplace", slot=i)
+            self.slots.refill(i, plain[0])
+
+    def _timing(self) -> None:
+        st, cfg = self.state, self.config
+        pool, fresh = st.pool, st.keys("fresh")
+        if self.eager is not None:
+            self.eager_call(pool[0])  # its first call on this session's schedule
+            self.facts.ref_ms.clear()
+        t0 = time.monotonic()
+        i = 0
+        while True:
+            key = pool[i % len(pool)]
+            c = self.call(key, "timed")
+            if c.miss is not None:
+                raise Verdict("incorrect", self._classify())
+            self.eager_call(key)
+            i += 1
+            if fresh and i % FRESH_EVERY == 0:
+                c = self.call(fresh.pop(0), "fresh")
+                if c.miss is not None:
+                    raise Verdict("incorrect", self._classify())
+            if enough(self.facts.ledger.times("timed"), self.facts.ref_ms if self.eager else [], cfg.trials,
+                      time.monotonic() - t0, cfg.max_timing_s):
+                break
+        for key in fresh:
+            c = self.call(key, "fresh")
+            if c.miss is not None:
+                raise Verdict("incorrect", self._classify())
+
+    def _ablation(self) -> None:
+        """One call with the custom kernels' results replaced by random values: the output must change."""
+        key = self.state.pool[0]
+        i = self.slots.slot_for(key)
+        self.flush()
+        nonce = secrets.randbits(62) + 1
+        res = self._answer(self.runner.request({"op": "ablate", "slot": i, "nonce": nonce}, self.deadline), nonce)
+        if self.slots.changed(i) is not None:
+            self.slots.refill(i, key)  # random values may have reached an input: not the candidate's doing
+        if res.ablated and res.staged:
+            draw = self.state.draws[key]
+            c = check_call(0, key, "ablation", [s.tensor for s in self.staging], draw.truth, draw.eager_err,
+                           self.config.tolerance_factor, 0.0, 0.0)
+            self.facts.ablation_still_right = c.miss is None
+        self.facts.ablated = res.ablated
+
+    def _finish(self) -> None:
+        msg = self.runner.request({"op": "finish"}, self.deadline)
+        if isinstance(msg, Gone):
+            raise Verdict("gone", "", gone=msg)
+        if msg.get("ok") is False:
+            self._answer(msg)
+        try:
+            self.facts.final = RunnerFinal.model_validate(msg)
+        except ValueError:
+            raise Verdict("crashed", "bad_report: the runner's final report is malformed") from None
+
+    def _classify(self) -> str:
+        prints = self.state_prints()
+        return classify(self.facts.ledger, prints, set(self.state.keys("plain")) | set(self.state.keys("fresh")))
+
+    def state_prints(self) -> dict[str, tuple[int, ...]]:
+        from kevolve.sandbox.checks import fingerprint
+
+        if not hasattr(self.state, "_prints"):
+            self.state._prints = {k: fingerprint([t.to(self.device) for t in d.truth])  # type: ignore[attr-defined]
+                                  for k, d in self.state.draws.items()}
+        return self.state._prints  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self.runner.close()
+        self.slots.free()
+        for s in self.staging:
+            s.free()
+
+
+__all__ = ["Facts", "Flusher", "Session", "Verdict"]

@@ -1,0 +1,110 @@
+"""Input slots: the shared buffers a runner's forward reads, filled by the judge from pristine draws.
+
+Each slot is one argument list. Its tensors are judge-owned shared buffers (`transport.py`); the
+judge copies a draw's pristine values in before a call and checks afterwards that the call left
+them untouched. With room for it every draw has a slot of its own; a problem too large for that
+(host residency) gets two slots that are refilled as calls move between draws.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kevolve.sandbox.checks import intact
+from kevolve.sandbox.transport import SharedBuffer
+
+
+class Slot:
+    """One argument list whose tensors are shared buffers."""
+
+    def __init__(self, like: list[Any], folder: Path | None, device: torch.device) -> None:
+        self.bufs: list[SharedBuffer | None] = []
+        self.values: list[Any] = []
+        enc = []
+        for v in like:
+            if isinstance(v, torch.Tensor):
+                b = SharedBuffer(v, folder, device)
+                self.bufs.append(b)
+                self.values.append(b.tensor)
+                enc.append({"tensor": b.ref.model_dump()})
+            else:
+                self.bufs.append(None)
+                self.values.append(v)
+                enc.append({"value": _plain(v)})
+        self.encoding = {"seq": enc, "tuple": False}
+        self.holds = ""
+
+    def fill(self, key: str, pristine: list[Any]) -> bool:
+        """Copy a draw's values in; False if its non-tensor arguments differ from this slot's."""
+        for i, v in enumerate(pristine):
+            if self.bufs[i] is None and v != self.values[i]:
+                return False
+        for b, v in zip(self.bufs, pristine, strict=True):
+            if b is not None:
+                b.tensor.copy_(v)
+        self.holds = key
+        return True
+
+    def changed(self, pristine: list[Any]) -> int | None:
+        return intact(self.values, pristine)
+
+    def free(self) -> None:
+        for b in self.bufs:
+            if b is not None:
+                b.free()
+
+
+def _plain(v: Any) -> Any:
+    """A JSON value for a non-tensor input (numbers, strings, None, lists of them)."""
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if hasattr(v, "item"):  # numpy / torch scalars
+        return v.item()
+    raise TypeError(f"cannot pass a {type(v).__name__} input to a runner")
+
+
+class Slots:
+    """A runner's slots, and which draw each holds."""
+
+    def __init__(self, draws: dict[str, list[Any]], per_draw: bool, folder: Path | None,
+                 device: torch.device) -> None:
+        keys = list(draws)
+        n = len(keys) if per_draw else min(2, len(keys))
+        first = draws[keys[0]]
+        self.slots = [Slot(first, folder, device) for _ in range(n)]
+        self.pristine = draws
+        for s, k in zip(self.slots, keys, strict=False):
+            s.fill(k, draws[k])
+
+    def encodings(self) -> tuple[dict[str, Any], ...]:
+        return tuple(s.encoding for s in self.slots)
+
+    def slot_for(self, key: str, avoid: int | None = None) -> int:
+        """A slot holding `key`'s values (filled now if none does)."""
+        for i, s in enumerate(self.slots):
+            if s.holds == key and i != avoid:
+                return i
+        i = next(i for i in range(len(self.slots)) if i != avoid) if avoid is not None else 0
+        if not self.slots[i].fill(key, self.pristine[key]):
+            raise ValueError(f"draw {key} has other non-tensor inputs")
+        return i
+
+    def refill(self, i: int, key: str) -> bool:
+        """Put `key`'s values into slot i in place (same buffers, new values)."""
+        return self.slots[i].fill(key, self.pristine[key])
+
+    def changed(self, i: int) -> int | None:
+        s = self.slots[i]
+        return s.changed(self.pristine[s.holds])
+
+    def free(self) -> None:
+        for s in self.slots:
+            s.free()
+
+
+__all__ = ["Slot", "Slots"]

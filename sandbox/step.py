@@ -1,0 +1,160 @@
+"""One call of a model in a runner: flush, time, vet the outputs, copy them to the judge's staging.
+
+Runs inside the untrusted runner. It keeps no history: each call's times and facts are sent to
+the judge as soon as they exist, and the judge alone decides what they mean. The clocks and sync
+functions are the references `timing.py` captured before any candidate code ran.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from kevolve.sandbox import cuda_rt, integrity
+from kevolve.sandbox import harness as h
+from kevolve.sandbox.protocol import OutputSpec, StepResult
+from kevolve.sandbox.timing import (_L2_FLUSH_BYTES, _CPU_FLUSH_BYTES, _Event, _cuda_sync, _elapsed, _perf,
+                                    _record, _sleep)
+
+CUDA_ERRORS = ("CUDA error", "illegal memory access", "device-side assert", "CUDA_ERROR", "cudaError",
+               "unspecified launch failure", "misaligned address")
+# CuPy's CompileException (NVRTC) and Triton's CompilationError are raised at the first launch,
+# inside forward: they are compile errors, with the compiler's log, not runtime errors.
+_LAZY_COMPILE_ERRORS = {"CompileException", "CompilationError", "NVRTCError"}
+_SETTLE_S = 0.5
+
+
+def call(model: Any, x: Sequence[Any]) -> list[Any]:
+    """One forward call under no_grad; whatever the code raises becomes a StageError."""
+    try:
+        with torch.no_grad():
+            return h.flatten_outputs(model(*x))
+    except SystemExit as e:
+        raise h.StageError("crashed", f"exit: candidate called exit({e.code})") from None
+    except KeyboardInterrupt:
+        raise h.StageError("crashed", "exit: candidate raised KeyboardInterrupt") from None
+    except Exception as e:  # noqa: BLE001
+        msg = h.one_line(e)
+        if type(e).__name__ in _LAZY_COMPILE_ERRORS:
+            log = getattr(e, "get_message", lambda: str(e))()
+            raise h.StageError("compile_error", f"{msg} (first launch)", log[-6000:]) from None
+        if any(s in str(e) for s in CUDA_ERRORS):
+            raise h.StageError("crashed", f"cuda_error: {msg}", h.short_traceback(e)) from None
+        raise h.StageError("runtime_error", f"forward raised {msg}", h.short_traceback(e)) from None
+
+
+class Stepper:
+    """Times and vets calls; holds only buffers allocated before the model's code ran."""
+
+    def __init__(self, device: torch.device, specs: Sequence[OutputSpec], staging: Sequence[torch.Tensor]) -> None:
+        self.device, self.cuda = device, device.type == "cuda"
+        self.specs, self.staging = tuple(specs), list(staging)
+        nbytes = _L2_FLUSH_BYTES if self.cuda else _CPU_FLUSH_BYTES
+        self._flush_buf = torch.empty(nbytes // 4, dtype=torch.int32, device=device)
+        self._fill = 0
+        self._pad_cycles = 0
+        self._cycles_per_ms = self._measure_cycles() if self.cuda else 0.0
+
+    @staticmethod
+    def _measure_cycles() -> float:
+        a, b = _Event(enable_timing=True), _Event(enable_timing=True)
+        _cuda_sync()  # type: ignore[misc]
+        _record(a)
+        _sleep(1_000_000)
+        _record(b)
+        _cuda_sync()  # type: ignore[misc]
+        return 1_000_000 / max(_elapsed(a, b), 1e-3)
+
+    def _flush(self) -> None:
+        if self.cuda:  # demote persisting lines first, or they would survive the flush below
+            cuda_rt.reset_persisting_l2()
+        self._fill = (self._fill + 1) & 0x3FFFFFFF
+        self._flush_buf.fill_(self._fill)
+        if self.cuda:
+            _cuda_sync()  # type: ignore[misc]
+
+    def _timed(self, fn: Callable[[], list[Any]]) -> tuple[list[Any], float, float, float]:
+        """(outputs, event-or-host ms, ms until every stream was done, host ms of the call)."""
+        self._flush()
+        if not self.cuda:
+            h0 = _perf()
+            out = fn()
+            ms = (_perf() - h0) * 1e3
+            return out, ms, ms, ms
+        start, end, done = (_Event(enable_timing=True) for _ in range(3))
+        # Keep the GPU busy while the host enqueues the call, so the events measure device time
+        # rather than launch jitter; a call whose host side outlasts the pad still shows it.
+        _sleep(self._pad_cycles)
+        _record(start)
+        h0 = _perf()
+        out = fn()
+        host_ms = (_perf() - h0) * 1e3
+        _record(end)
+        _cuda_sync()  # type: ignore[misc]  # device-wide: side-stream work is waited for here
+        _record(done)
+        _cuda_sync()  # type: ignore[misc]
+        self._pad_cycles = int(self._cycles_per_ms * min(max(2 * host_ms + 0.02, 0.05), 20.0))
+        return out, _elapsed(start, end), _elapsed(start, done), host_ms
+
+    def step(self, model: Any, x: Sequence[Any], stage: bool = True,
+             around: Callable[[Callable[[], list[Any]]], Any] | None = None) -> StepResult:
+        """One vetted call. `around` wraps the call (the profiler); raises StageError on a verdict."""
+        threads = integrity.live_threads()
+        integrity.poison_allocator(self.specs, self.device)
+        box: list[Any] = []
+
+        def run() -> list[Any]:
+            out = call(model, x)
+            box.append(out)
+            return out
+
+        if around is None:
+            outs, ms, wall, host_ms = self._timed(run)
+        else:
+            extra = around(run)
+            outs, ms, wall, host_ms = box[0], 0.0, 0.0, 0.0
+        bad = integrity.output_problems(outs, self.device)
+        if bad:
+            raise h.StageError("rejected", bad)
+        at_return = [o.detach().clone() for o in outs] if not self.cuda else None
+        if integrity.live_threads() - threads:
+            integrity.settle_threads(threads, _SETTLE_S)
+            if integrity.live_threads() - threads:
+                raise h.StageError("rejected", "background_thread: forward left a thread running after it returned")
+        if at_return is not None and any(not _same(a, o) for a, o in zip(at_return, outs, strict=True)):
+            raise h.StageError("rejected", "async_output: output changed after forward returned "
+                                           "(work left on a side stream or a background thread)")
+        specs = tuple(OutputSpec(shape=tuple(o.shape), dtype=str(o.dtype)) for o in outs)
+        staged = stage and len(outs) == len(self.staging) and all(
+            tuple(o.shape) == tuple(s.shape) and o.dtype == s.dtype for o, s in zip(outs, self.staging, strict=True))
+        if staged:
+            for o, s in zip(outs, self.staging, strict=True):
+                s.copy_(o)
+            if self.cuda:
+                _cuda_sync()  # type: ignore[misc]
+        res = StepResult(ok=True, ms=ms, wall_ms=wall, host_ms=host_ms, outputs=specs, staged=staged)
+        if around is not None:
+            prof, unjoined = extra
+            res = res.model_copy(update={"profile": prof, "unjoined_stream_kernels": tuple(unjoined)})
+        return res
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(torch.equal(a.contiguous().view(torch.uint8) if a.numel() else a,
+                            b.contiguous().view(torch.uint8) if b.numel() else b))
+
+
+def is_cuda_error(e: BaseException) -> bool:
+    return any(s in str(e) for s in CUDA_ERRORS)
+
+
+def now() -> float:
+    return time.perf_counter()
+
+
+__all__ = ["CUDA_ERRORS", "Stepper", "call", "is_cuda_error"]

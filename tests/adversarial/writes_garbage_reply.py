@@ -1,0 +1,22 @@
+"""Hack: write garbage into the channel the harness answers the judge on.
+
+Class 8 (bad output file). The incident: an object in the outputs file that the parent's loader
+refused crashed `kevolve eval` with a traceback. Outputs no longer travel as files, but the runner's
+answers travel through a FIFO in its directory, which the candidate can open: here it writes a
+frame header announcing 3 GB, then bytes that are not JSON. Expected: crashed, bad_report.
+"""
+import os
+import struct
+
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        fd = os.open("res", os.O_WRONLY | os.O_NONBLOCK)
+        os.write(fd, struct.pack(">I", 3 * 2**30) + b"\x00not json")
+        return torch.relu(x)
