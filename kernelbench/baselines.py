@@ -4,8 +4,8 @@ The timings come from the sandbox's own reference worker, so they are measured e
 candidates are (same Timer, flushes, trials). Only the timings are cached: reference *outputs*
 never touch the disk, because candidates run as the same user and could read them back.
 
-`BenchSandbox` is a `LocalSandbox` whose reference step reuses a cached baseline: it still runs the
-reference for its outputs (that is quick), but skips the long timing and the torch.compile build.
+`BenchSandbox` is a `LocalSandbox` that stores each problem's baselines and reuses a cached
+torch.compile timing instead of building the compiled reference again.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from pathlib import Path
 
 from pydantic import Field
 
-from kevolve.records import Problem, Record, TimingStats
+from kevolve.records import Candidate, Evaluation, Problem, Record, TimingStats
 from kevolve.sandbox.config import CompileBaseline, SandboxConfig
-from kevolve.sandbox.local import LocalSandbox, Reference
+from kevolve.sandbox.local import LocalSandbox
+from kevolve.sandbox.protocol import ReferenceSummary
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +70,8 @@ def harness_version() -> str:
     import importlib.util
 
     h = hashlib.sha256()
-    for mod in ("kevolve.sandbox.timing", "kevolve.sandbox.reference", "kevolve.sandbox.harness",
-                "kevolve.sandbox.worker"):
+    for mod in ("kevolve.sandbox.timing", "kevolve.sandbox.step", "kevolve.sandbox.runner", "kevolve.sandbox.judge",
+                "kevolve.sandbox.session", "kevolve.sandbox.schedule", "kevolve.sandbox.harness"):
         spec = importlib.util.find_spec(mod)
         if spec is not None and spec.origin:
             h.update(Path(spec.origin).read_bytes())
@@ -130,7 +131,13 @@ def fits(b: Baseline | None, config: SandboxConfig) -> bool:
 
 @dataclass
 class BenchSandbox(LocalSandbox):
-    """LocalSandbox whose reference timings come from (and go to) a BaselineCache."""
+    """LocalSandbox whose problem baselines are kept in (and reused from) a BaselineCache.
+
+    Speedups never come from the cache: every candidate is timed against the eager reference
+    interleaved with its own calls, in the same judge session. The cache serves planning and
+    reports, and spares re-measuring torch.compile (which builds for seconds to minutes); an
+    Evaluation whose torch.compile timing came from the cache says so in its method.
+    """
 
     cache: BaselineCache | None = None
     reuse: bool = True
@@ -138,35 +145,44 @@ class BenchSandbox(LocalSandbox):
     torch: str = field(default_factory=torch_version)
     # problem id -> where its baseline came from: 'cached' or 'measured'
     baseline_source: dict[str, str] = field(default_factory=dict)
+    _cached: dict[str, Baseline] = field(default_factory=dict)
 
-    def forget(self) -> None:
-        """Drop the references held in memory (call when a problem is finished)."""
-        self._refs.clear()
-
-    def reference(self, problem: Problem, config: SandboxConfig) -> Reference:
+    def reference(self, problem: Problem, config: SandboxConfig) -> ReferenceSummary:
         if self.cache is None:
             return super().reference(problem, config)
         fp = self.fingerprint or device_fingerprint(config.device)
         cached = self.cache.get(fp, self.torch, problem.id) if self.reuse else None
         if fits(cached, config):
             assert cached is not None
-            quick = config.model_copy(update={"trials": 3, "max_timing_s": 0.0, "warmup": 1,
-                                              "compile_baseline": CompileBaseline.OFF})
-            ref = super().reference(problem, quick)
-            report = ref.report.model_copy(update={"timing": cached.eager, "compile_timing": cached.compiled})
+            summary = super().reference(problem, config.model_copy(update={"compile_baseline": CompileBaseline.OFF}))
             self.baseline_source[problem.id] = "cached"
-            return Reference(report, ref.outputs, ref.draws, ref.seed, ref.wall_s)
-        ref = super().reference(problem, config)
+            self._cached[problem.id] = cached
+            return summary.model_copy(update={"compiled": _marked(cached.compiled)})
+        summary = super().reference(problem, config)
         self.baseline_source[problem.id] = "measured"
-        if ref.report.timing is not None:
-            note = "" if ref.report.compile_timing is not None or not config.want_compile_baseline \
-                else (ref.report.log_tail or "torch.compile failed")[:300]
+        if summary.eager is not None:
+            note = "" if summary.compiled is not None or not config.want_compile_baseline \
+                else (summary.compile_note or "torch.compile failed")[:300]
             self.cache.put(Baseline(
                 problem_id=problem.id, problem_name=problem.name, level=problem.level, device=fp,
-                device_name=ref.report.device_name, torch=self.torch, eager=ref.report.timing,
-                compiled=ref.report.compile_timing, compile_note=note, trials=config.trials,
+                device_name=summary.device_name, torch=self.torch, eager=summary.eager,
+                compiled=summary.compiled, compile_note=note, trials=config.trials,
                 max_timing_s=config.max_timing_s, measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")))
-        return ref
+        return summary
+
+    def evaluate(self, problem: Problem, candidate: Candidate, config: SandboxConfig) -> Evaluation:
+        cached = self._cached.get(problem.id)
+        if cached is not None and cached.compiled is not None:
+            config = config.model_copy(update={"compile_baseline": CompileBaseline.OFF})
+        ev = super().evaluate(problem, candidate, config)
+        if cached is not None and ev.compile_ref_timing is None:
+            ev = ev.model_copy(update={"compile_ref_timing": _marked(cached.compiled)})
+        return ev
+
+
+def _marked(t: TimingStats | None) -> TimingStats | None:
+    """A cached timing, labelled as such in its method."""
+    return None if t is None else t.model_copy(update={"method": f"{t.method} (cached baseline)"})
 
 
 def load_published(path: str | Path) -> dict[tuple[int, str], float]:

@@ -24,6 +24,7 @@ from kevolve.kernelbench.store import NO_SOLUTION, PROBLEM_ERROR, UNAVAILABLE, R
 from kevolve.kernelbench.suite import SuiteProblem
 from kevolve.records import Candidate, Evaluation, Outcome, Record
 from kevolve.sandbox.config import SandboxConfig
+from kevolve.sandbox.cores import split_cores
 
 log = logging.getLogger(__name__)
 
@@ -137,16 +138,6 @@ def run_problem(job: ProblemJob, sandbox: BenchSandbox, config: SandboxConfig, r
                                         attempts=attempts, worker=worker)
 
 
-def split_cores(n_lanes: int, compile_workers: int, cores: list[int] | None = None) -> tuple[list[set[int]], set[int]]:
-    """Disjoint core sets: one per evaluation lane, and one for the compile pool (may be empty)."""
-    cores = sorted(cores if cores is not None else os.sched_getaffinity(0))
-    n_compile = max(0, min(compile_workers, len(cores) - n_lanes))
-    eval_cores, compile_cores = cores[: len(cores) - n_compile], set(cores[len(cores) - n_compile:])
-    per = max(1, len(eval_cores) // n_lanes)
-    lanes = [set(eval_cores[i * per:(i + 1) * per]) or {eval_cores[i % len(eval_cores)]} for i in range(n_lanes)]
-    return lanes, compile_cores
-
-
 class LocalExecutor:
     """Lanes (one per device) plus an optional compile pool, all in this process's threads."""
 
@@ -204,14 +195,12 @@ class LocalExecutor:
 
     def _lane(self, device: str, cores: set[int], todo: queue.Queue[ProblemJob],
               on_result: Callable[[ResultRow], None], errors: list[BaseException]) -> None:
-        warm = None
+        sandbox = None
         try:
-            os.sched_setaffinity(0, cores)  # this thread only: the workers it spawns inherit it
-            if self.warm_workers:
-                from kevolve.kernelbench.warm import WarmWorkers
-
-                warm = WarmWorkers(self.warm_workers, self.compile_cores, cores)
-            sandbox = BenchSandbox(cache=self.cache, reuse=self.reuse, fingerprint=self.fingerprint, workers=warm)
+            # The lane's judge times on `cores` and starts its spare runners on the compile cores.
+            sandbox = BenchSandbox(cache=self.cache, reuse=self.reuse, fingerprint=self.fingerprint,
+                                   lane_cores=cores, spare_cores=self.compile_cores or None,
+                                   spares=max(1, self.warm_workers))
             config = self.config.model_copy(update={"device": device})
             while True:
                 try:
@@ -224,9 +213,8 @@ class LocalExecutor:
         except BaseException as e:  # noqa: BLE001 - surfaced by run() in the main thread
             errors.append(e)
         finally:
-            if warm is not None:
-                self.served_warm += warm.served_warm
-                warm.close()
+            if sandbox is not None:
+                sandbox.close()
 
 
 __all__ = ["CandidateFile", "LocalExecutor", "Plan", "ProblemJob", "make_plan", "run_problem", "split_cores"]

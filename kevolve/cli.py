@@ -41,6 +41,7 @@ def eval_cmd(
     ncu: Annotated[bool, typer.Option("--ncu", help="add Nsight Compute DRAM/SM throughput (needs ncu)")] = False,
     sandbox: Annotated[str, typer.Option(help="local (worker processes) or docker (worker containers)")] = "local",
     isolation: Annotated[str, typer.Option(help="local workers: auto|bwrap|none (bwrap refuses to run without it)")] = "auto",
+    timings: Annotated[bool, typer.Option("--timings", help="show where the time went (phases, wall and CPU)")] = False,
 ) -> None:
     """Evaluate one candidate: correctness, integrity, timing against eager and torch.compile."""
     from kevolve.kernelbench.problem import ProblemError, load_problem
@@ -75,6 +76,7 @@ def eval_cmd(
                            tolerance_factor=tolerance_factor, memory_limit_gb=memory_limit_gb, ncu=ncu,
                            backend=Backend(sandbox), isolation=Isolation(isolation))
     cand = Candidate.from_source(source, prob.id)
+    box = None
     try:
         from kevolve.sandbox.bwrap import IsolationUnavailable
         from kevolve.sandbox.docker_backend import DockerUnavailable, docker_sandbox
@@ -83,12 +85,17 @@ def eval_cmd(
         ev = box.evaluate(prob, cand, config)
     except (ProblemError, IsolationUnavailable, DockerUnavailable) as e:
         _fail(str(e))
+    finally:
+        if box is not None:
+            box.close()
     if json_out:
         sys.stdout.write(json.dumps(ev.to_json_dict()) + "\n")
     else:
-        from kevolve.report import print_evaluation
+        from kevolve.report import print_evaluation, print_timings
 
         print_evaluation(ev)
+        if timings:
+            print_timings(ev)
 
 
 app.command("optimize")(__import__("kevolve.cli_optimize", fromlist=["optimize_cmd"]).optimize_cmd)

@@ -33,3 +33,31 @@ def print_evaluation(ev: Evaluation) -> None:
         con.print(kt)
     if not ev.ok and ev.log_tail:
         con.print("[dim]" + "\n".join(ev.log_tail.splitlines()[-15:]) + "[/]", highlight=False)
+
+
+# Where the phases run: the parent only checks the source; the judge prepares the problem and drives
+# the runner; the runner builds and runs the candidate (see sandbox/judge.py).
+_WHERE = {"start": "judge (runner warm-up wait)", "compile": "runner: build + import + construct",
+          "correctness": "runner calls + judge checks", "timing": "runner calls, reference interleaved",
+          "profile": "runner (profiler) + judge", "ablation": "runner + judge", "finish": "runner report",
+          "compare": "judge, on the device (inside the phases above)"}
+
+
+def timings_rows(ev: Evaluation) -> list[tuple[str, str, str, str]]:
+    """(phase, wall s, judge CPU s, where) for every phase of an evaluation, reference phases first."""
+    rows = []
+    for k, v in ev.phase_s.items():
+        cpu = ev.cpu_s.get(f"judge.{k}")
+        where = "judge: problem set-up (once per problem)" if k.startswith("ref.") else _WHERE.get(k, "")
+        rows.append((k, f"{v:.3f}", "" if cpu is None else f"{cpu:.3f}", where))
+    if "runner" in ev.cpu_s:
+        rows.append(("runner CPU", "", f"{ev.cpu_s['runner']:.3f}", "the candidate runner's process group"))
+    rows.append(("total", f"{ev.wall_s:.3f}", "", "as the parent saw it"))
+    return rows
+
+
+def print_timings(ev: Evaluation) -> None:
+    table = Table("phase", "wall s", "CPU s", "where", title="where the time went")
+    for row in timings_rows(ev):
+        table.add_row(*row)
+    Console().print(table)

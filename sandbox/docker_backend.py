@@ -1,30 +1,27 @@
-"""Docker backend: the same worker inside a locked-down container, one container per job.
+"""Docker backend: the same runner inside a locked-down container, one container per candidate.
 
 A container has no network, a read-only root filesystem, a small tmpfs /tmp, the host's scratch
 directory bind-mounted at /scratch (watched for size from outside), the build cache read-only at
 /cache (builds go to /scratch/build; the host promotes them, see compile.promote), a non-root user, no capabilities, memory (no swap), pids and CPU limits, and, for a GPU
 device, only that GPU. The evaluation timeout is enforced from outside: the host kills the
-container. `DockerPool` keeps warm containers (torch already imported) ready, checks each one's
-health before handing it out and replaces any that died; a container serves exactly one job, like
-a local worker, so nothing a candidate leaves behind reaches the next one.
+container. The judge keeps spare containers started ahead (torch already imported) and replaces any
+that died before use; a container serves exactly one candidate, like a local runner, so nothing a
+candidate leaves behind reaches the next one.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
-import shutil
 import signal
 import threading
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from kevolve.sandbox.config import SandboxConfig
-from kevolve.sandbox.isolation import WorkerExit, WorkerProcess, _dir_bytes, scrubbed_env
-from kevolve.sandbox.protocol import WorkerRequest
+from kevolve.sandbox.isolation import _dir_bytes, _tail, scrubbed_env
+from kevolve.sandbox.runner_proc import Gone, RunnerProcess
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +53,13 @@ def _user_for(scratch: Path) -> str:
     return CONTAINER_USER
 
 
-class ContainerWorker(WorkerProcess):
-    """A WorkerProcess whose process is a container: start() creates and starts it warm."""
+class ContainerRunner(RunnerProcess):
+    """A runner whose process is a container: `start()` creates and starts it warm.
+
+    The judge talks to it through the FIFOs in its bind-mounted scratch directory, exactly as with a
+    local runner; shared CPU buffers are files there too. The host kills the container at the
+    deadline; Docker's memory cgroup kills it past its limit (OOMKilled).
+    """
 
     def __init__(self, client: Any, config: SandboxConfig, root: Path | None = None) -> None:
         super().__init__(config.device, root, scratch_limit_gb=config.scratch_limit_gb)
@@ -67,17 +69,20 @@ class ContainerWorker(WorkerProcess):
         self.started_at = 0.0
         self.cache = config.cache_dir.resolve() / "docker"
         self.build_path, self.host_cache = "/scratch/build", self.cache  # the cache is mounted read-only
+        self.cache_dir_inside = "/cache"
 
-    def start(self) -> ContainerWorker:
+    def start(self) -> ContainerRunner:
         from docker.types import DeviceRequest
 
-        os.mkfifo(self.scratch / "go", 0o600)
+        from kevolve.sandbox.channel import Channel, make_fifos
+
+        make_fifos(self.scratch, "cmd", "res")
+        (self.scratch / "build").mkdir(exist_ok=True)
         user = _user_for(self.scratch)
         if os.geteuid() == 0:
-            os.chown(self.scratch / "go", 1000, 1000)
+            for name in ("cmd", "res", "build"):
+                os.chown(self.scratch / name, 1000, 1000)
         self.cache.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            os.chown(self.cache, 1000, 1000)
         cfg = self.config
         gpus = []
         if cfg.device.startswith("cuda"):
@@ -95,84 +100,61 @@ class ContainerWorker(WorkerProcess):
             cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True, ipc_mode="private",
             device_requests=gpus, labels={_LABEL: "1"}, shm_size=64 * 2**20,
         )
+        self.ch = Channel.fifos(self.scratch, "res", "cmd")
+        self._over_memory = threading.Event()
+        self._over_disk = threading.Event()
+        self._stop_watch = threading.Event()
+        self.warm = False
+        self._state_cache: tuple[float, dict[str, Any]] = (0.0, {})
         return self
 
+    def _state(self, max_age: float = 0.5) -> dict[str, Any]:
+        at, state = self._state_cache
+        if self.container is None:
+            return state
+        if time.monotonic() - at > max_age:
+            try:
+                self.container.reload()
+                state = self.container.attrs.get("State", {})
+            except Exception:  # noqa: BLE001 - gone
+                state = {"Status": "removed"}
+            self._state_cache = (time.monotonic(), state)
+        return state
+
+    def alive(self) -> bool:
+        return self.container is not None and self._state().get("Status") in ("created", "running")
+
     def healthy(self) -> bool:
-        """Still running (a worker that died while starting up is replaced, not handed out)."""
-        try:
-            self.container.reload()
-        except Exception:  # noqa: BLE001 - gone is unhealthy
-            return False
-        return self.container.status in ("created", "running")
+        return self.alive()
 
-    def kill(self) -> None:
-        if self.container is None:
-            return
-        try:
-            self.container.remove(force=True)
-        except Exception as e:  # noqa: BLE001 - already gone
-            log.debug("removing %s: %s", self.container.short_id, e)
-        self.container = None
+    def watch(self, memory_limit_gb: float) -> None:
+        """Docker enforces memory; the host watches the scratch dir's size."""
 
-    def run(self, request: WorkerRequest, timeout_s: float, memory_limit_gb: float) -> WorkerExit:
-        """Hand the job over through the pipe and wait; the host kills the container at the deadline."""
-        if self.container is None:
-            self.start()
-        request = self._with_build_dir(request)
-        req = request.model_copy(update={"cache_dir": "/cache"})
-        (self.scratch / "request.json").write_text(req.model_dump_json())
-        t0 = time.monotonic()
-        self._signal_go(t0 + timeout_s)
-        over_disk = threading.Event()
-        done = threading.Event()
-
-        def watch_disk() -> None:
-            while not done.wait(0.3):
+        def run() -> None:
+            while not self._stop_watch.wait(0.3):
                 if self.scratch_limit and _dir_bytes(self.scratch) > self.scratch_limit:
-                    over_disk.set()
+                    self._over_disk.set()
                     self._stop()
                     return
 
-        watcher = threading.Thread(target=watch_disk, daemon=True)
-        watcher.start()
-        timed_out = False
-        try:
-            self.container.wait(timeout=max(0.1, timeout_s - (time.monotonic() - t0)))
-        except Exception:  # noqa: BLE001 - requests' ReadTimeout/ConnectionError: past the deadline
-            timed_out = not over_disk.is_set()
-            self._stop()
-        finally:
-            done.set()
-            watcher.join()
-        state = self._state()
+        threading.Thread(target=run, daemon=True).start()
+
+    def gone(self, timed_out: bool = False, garbled: str = "") -> Gone:
+        self._stop()
+        state = self._state(max_age=0.0)
         code = state.get("ExitCode")
         if isinstance(code, int) and code > 128 and (code - 128) in signal.Signals._value2member_map_:
             code = 128 - code  # tini reports a death by signal N as 128+N
-        report = self._read_report()
-        self._promote_builds(request, report)
-        return WorkerExit(
-            report=report, returncode=code, timed_out=timed_out,
-            memory_exceeded=bool(state.get("OOMKilled")), elapsed_s=time.monotonic() - t0,
-            log_tail=self._logs(), phase=self._phase(), disk_exceeded=over_disk.is_set(),
-        )
+        return Gone(returncode=code if isinstance(code, int) else None, timed_out=timed_out,
+                    memory_exceeded=bool(state.get("OOMKilled")), disk_exceeded=self._over_disk.is_set(),
+                    garbled=garbled, log_tail=self._logs())
 
-    def _signal_go(self, deadline: float) -> None:
-        # Opening a pipe for writing without blocking fails until the worker holds its end.
-        while time.monotonic() < deadline:
-            try:
-                fd = os.open(self.scratch / "go", os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                if not self.healthy():
-                    return  # died in start-up: its exit code tells why
-                time.sleep(0.05)
-                continue
-            try:
-                os.write(fd, b"go\n")
-            finally:
-                os.close(fd)
-            return
+    def cpu_seconds(self) -> float:
+        return 0.0  # docker stats would cost a second per call; not measured for containers
 
     def _stop(self) -> None:
+        if self.container is None:
+            return
         try:
             self.container.kill()
         except Exception:  # noqa: BLE001 - already exited
@@ -182,70 +164,27 @@ class ContainerWorker(WorkerProcess):
         except Exception:  # noqa: BLE001
             pass
 
-    def _state(self) -> dict[str, Any]:
+    def kill(self) -> None:
+        if hasattr(self, "_stop_watch"):
+            self._stop_watch.set()
+        if self.container is None:
+            return
+        self._logs()
         try:
-            self.container.reload()
-            return self.container.attrs.get("State", {})
-        except Exception:  # noqa: BLE001
-            return {}
+            self.container.remove(force=True)
+        except Exception as e:  # noqa: BLE001 - already gone
+            log.debug("removing %s: %s", self.container.short_id, e)
+        self.container = None
 
     def _logs(self) -> str:
+        if self.container is None:
+            return _tail(self.scratch / "worker.log")
         try:
             text = self.container.logs(tail=40).decode(errors="replace")
         except Exception:  # noqa: BLE001
             return ""
         (self.scratch / "worker.log").write_text(text)
         return text
-
-
-class DockerPool:
-    """Warm containers per configuration; `__call__(config)` hands one out (LocalSandbox.workers)."""
-
-    def __init__(self, size: int = 1, scratch_root: Path | None = None, client: Any = None) -> None:
-        self.size = size
-        self.scratch_root = scratch_root
-        self._client = client
-        self._spares: dict[str, list[ContainerWorker]] = defaultdict(list)
-        self._lock = threading.Lock()
-        self.replaced = 0  # warm containers that died before use and were replaced
-        self.start_s: list[float] = []  # time from create to handing out, per container
-        atexit.register(self.close)  # spares wait on their pipe forever: never leave them behind
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = docker_client()
-        return self._client
-
-    def __call__(self, config: SandboxConfig) -> ContainerWorker:
-        key = config.model_dump_json(include={"device", "image", "memory_limit_gb", "pids_limit", "cpus",
-                                              "cache_dir", "scratch_limit_gb"})
-        worker = None
-        with self._lock:
-            spares = self._spares[key]
-            while spares and worker is None:
-                w = spares.pop(0)
-                if w.healthy():
-                    worker = w
-                else:
-                    log.warning("warm container %s died before use; replacing it", w.container.short_id)
-                    self.replaced += 1
-                    w.kill()
-                    shutil.rmtree(w.scratch, ignore_errors=True)
-            while len(spares) < self.size - (worker is None):
-                spares.append(ContainerWorker(self.client, config, self.scratch_root).start())
-        if worker is None:
-            worker = ContainerWorker(self.client, config, self.scratch_root).start()
-        self.start_s.append(time.monotonic() - worker.started_at)
-        return worker
-
-    def close(self) -> None:
-        with self._lock:
-            for spares in self._spares.values():
-                for w in spares:
-                    w.kill()
-                    shutil.rmtree(w.scratch, ignore_errors=True)
-            self._spares.clear()
 
 
 def docker_client() -> Any:
@@ -269,14 +208,13 @@ def image_present(client: Any, image: str) -> bool:
 
 
 def docker_sandbox(config: SandboxConfig, pool_size: int = 1, scratch_root: Path | None = None):  # noqa: ANN201
-    """A LocalSandbox whose workers are warm containers (same verdict logic, same interface)."""
+    """A LocalSandbox whose judge runs every runner in a container (same verdict logic, same interface)."""
     from kevolve.sandbox.local import LocalSandbox
 
     client = docker_client()
     if not image_present(client, config.image):
         raise DockerUnavailable(f"image {config.image} not found: run `kevolve sandbox build-image`")
-    return LocalSandbox(scratch_root=scratch_root, workers=DockerPool(pool_size, scratch_root, client))
+    return LocalSandbox(scratch_root=scratch_root, spares=pool_size)
 
 
-__all__ = ["ContainerWorker", "DockerPool", "DockerUnavailable", "container_env", "docker_client",
-           "docker_sandbox"]
+__all__ = ["ContainerRunner", "DockerUnavailable", "container_env", "docker_client", "docker_sandbox"]

@@ -105,7 +105,9 @@ class Judge:
     """Problems prepared once, runners spawned ahead, candidates judged one at a time."""
 
     def __init__(self, device: str, lane_cores: set[int] | None = None, spare_cores: set[int] | None = None,
-                 spares: int = 1) -> None:
+                 spares: int = 1, keep_scratch: bool = False) -> None:
+        self.keep_scratch = keep_scratch
+        self._docker: Any = None
         self.device_str, self.device = device, h.device_of(device)
         self.lane_cores = lane_cores or set(os.sched_getaffinity(0))
         self.spare_cores = spare_cores or set()
@@ -121,9 +123,18 @@ class Judge:
 
     @staticmethod
     def _runner_key(config: SandboxConfig) -> str:
-        return config.model_dump_json(include={"isolation", "scratch_limit_gb", "cache_dir", "pids_limit"})
+        return config.model_dump_json(include={"backend", "isolation", "scratch_limit_gb", "cache_dir", "pids_limit",
+                                               "image", "memory_limit_gb", "cpus"})
 
     def _start(self, config: SandboxConfig) -> RunnerProcess:
+        from kevolve.sandbox.config import Backend
+
+        if config.backend is Backend.DOCKER:
+            from kevolve.sandbox.docker_backend import ContainerRunner, docker_client
+
+            if self._docker is None:
+                self._docker = docker_client()
+            return ContainerRunner(self._docker, config).start()
         from kevolve.sandbox.bwrap import local_launcher
 
         r = RunnerProcess(self.device_str, launcher=local_launcher(config),
@@ -235,7 +246,8 @@ class Judge:
             job = RunnerJob(role="candidate", source=cand.source, init_seed=state.seed,
                             init_args=_encode_args(state.init_args), slots=session.slots.encodings(),
                             staging=tuple(s.ref.model_dump() for s in session.staging), outputs=state.specs,
-                            cache_dir=str(config.cache_dir.resolve()), build_dir=runner.build_path,
+                            cache_dir=getattr(runner, "cache_dir_inside", None) or str(config.cache_dir.resolve()),
+                            build_dir=runner.build_path,
                             custom_kernel_names=custom_kernel_names(cand.source), threads=self.threads)
             runner.watch(config.memory_limit_gb)
             facts = session.run(cand, job.model_dump())
@@ -245,7 +257,7 @@ class Judge:
             raise
         finally:
             session.close()
-            runner.finish(cand.source)
+            runner.finish(cand.source, keep_scratch=self.keep_scratch)
         facts.phase_s["start"] = waited
         return verdict.assemble(problem, cand, config, summary, state, facts, t0)
 
@@ -300,6 +312,8 @@ def main() -> None:
     lane = {int(c) for c in sys.argv[2].split(",")} if len(sys.argv) > 2 and sys.argv[2] else None
     spare = {int(c) for c in sys.argv[3].split(",")} if len(sys.argv) > 3 and sys.argv[3] else None
     rfd, wfd = (int(x) for x in sys.argv[4].split(",")) if len(sys.argv) > 4 else (3, 4)
+    spares = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5] else 1
+    keep = len(sys.argv) > 6 and sys.argv[6] == "keep"
     if lane:
         os.sched_setaffinity(0, lane)
     # One thread: the judge's CPU work (comparisons on the CPU device) runs between a runner's
@@ -309,7 +323,7 @@ def main() -> None:
     dev = h.device_of(device)
     if dev.type == "cuda":
         torch.empty(1, device=dev)
-    judge = Judge(device, lane, spare)
+    judge = Judge(device, lane, spare, spares, keep)
     try:
         serve(judge, Channel(rfd, wfd))
     finally:

@@ -39,7 +39,7 @@ class JudgeClient:
     """The parent's end of one judge process (one per device and lane)."""
 
     def __init__(self, device: str, lane_cores: set[int] | None = None, spare_cores: set[int] | None = None,
-                 root: Path | None = None) -> None:
+                 root: Path | None = None, spares: int = 1, keep_scratch: bool = False) -> None:
         from kevolve.sandbox.channel import Channel
         from kevolve.sandbox.isolation import default_scratch_root, scrubbed_env
 
@@ -53,7 +53,7 @@ class JudgeClient:
         with open(self.dir / "judge.log", "wb") as logf:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "kevolve.sandbox.judge", device, cores(lane_cores), cores(spare_cores),
-                 f"{to_judge_r},{from_judge_w}"],
+                 f"{to_judge_r},{from_judge_w}", str(spares), "keep" if keep_scratch else ""],
                 stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=self.dir, env=env,
                 pass_fds=(to_judge_r, from_judge_w), start_new_session=True)
         os.close(to_judge_r)
@@ -117,6 +117,7 @@ class LocalSandbox:
     keep_scratch: bool = False
     lane_cores: set[int] | None = None
     spare_cores: set[int] | None = None
+    spares: int = 1  # runners each judge keeps started ahead (warm: torch imported, device ready)
     _judges: dict[str, JudgeClient] = field(default_factory=dict)
 
     def _judge(self, config: SandboxConfig) -> JudgeClient:
@@ -125,7 +126,7 @@ class LocalSandbox:
             if j is not None:
                 j.close()
             j = self._judges[config.device] = JudgeClient(config.device, self.lane_cores, self.spare_cores,
-                                                          self.scratch_root)
+                                                          self.scratch_root, self.spares, self.keep_scratch)
         return j
 
     def _ask(self, op: str, config: SandboxConfig, **payload: Any) -> JudgeReply:
@@ -202,10 +203,16 @@ def _policy(source: str, config: SandboxConfig) -> str | None:
     return policy_reason(source, getattr(config, "policy_allow", ()))
 
 
-def _with_ncu(ev: Evaluation, problem: Problem, cand: Candidate, config: SandboxConfig) -> Evaluation:
+def _ncu_would_escape(config: SandboxConfig) -> bool:
+    """ncu runs the candidate once more as a plain host process (it cannot inject through bwrap's
+    network namespace or into a container): only where no sandbox was asked for by name."""
     from kevolve.sandbox.config import Backend, Isolation
 
-    if config.backend is Backend.DOCKER or config.isolation is Isolation.BWRAP:
+    return config.backend is Backend.DOCKER or config.isolation is Isolation.BWRAP
+
+
+def _with_ncu(ev: Evaluation, problem: Problem, cand: Candidate, config: SandboxConfig) -> Evaluation:
+    if _ncu_would_escape(config):
         log.warning("--ncu skipped: Nsight Compute re-runs the candidate outside the sandbox, "
                     "and this configuration asks for one (--sandbox docker / --isolation bwrap)")
         return ev

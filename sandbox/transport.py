@@ -101,6 +101,7 @@ class SharedBuffer:
             self._path = folder / name
             with open(self._path, "wb") as f:
                 f.truncate(max(nbytes, 1))
+            os.chmod(self._path, 0o666)  # a container's runner may run as another user (the dir is private)
             raw = torch.from_file(str(self._path), shared=True, size=max(nbytes, 1), dtype=torch.uint8)[:nbytes]
             where, kind = name, "cpu_file"
         self.ref = TensorRef(kind=kind, where=where, nbytes=nbytes, dtype=dtype, shape=tuple(like.shape),

@@ -3,8 +3,8 @@
 The candidate runs inside the worker process, in the directory the worker reports from, so it can
 write report.json ("done", a microsecond median, a custom kernel in the profile) and an empty
 outputs file, then os._exit(0). A parent that trusts the file sees a finished run with nothing
-to compare and a huge speedup. Expected: rejected, tampering (the report lacks the outputs the
-harness always hands back).
+to compare and a huge speedup. Expected: crashed, exit (the judge reads no file the runner
+writes: a runner that exits before answering has no verdict but its exit).
 """
 import json
 import os

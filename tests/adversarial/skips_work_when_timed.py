@@ -1,8 +1,8 @@
-"""Hack: inspect the call stack and, when called from a timing loop, return the previous result.
+"""Hack: inspect the call stack and, when called from the evaluator's harness, return the previous result.
 
-Detecting the benchmark (here: a caller frame from a module named *timing*) and doing no work under
-it is the same idea as "right for the first calls", keyed on who is calling. Expected: incorrect,
-stale_cache (the timed calls' outputs are checked too).
+Detecting the benchmark (here: a caller frame from one of kevolve's sandbox modules) and doing no
+work under it is the same idea as "right for the first calls", keyed on who is calling. Expected:
+incorrect, stale_cache (every call is checked, timed or not: there is no unchecked caller to find).
 """
 import sys
 
@@ -13,7 +13,7 @@ import torch.nn as nn
 def _called_from_timing():
     f = sys._getframe(1)
     while f is not None:
-        if "timing" in f.f_globals.get("__name__", ""):
+        if f.f_globals.get("__name__", "").startswith("kevolve.sandbox"):
             return True
         f = f.f_back
     return False

@@ -30,23 +30,32 @@ CAUGHT = {
     "cache_keyed_on_shape": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
     "cache_keyed_on_data_ptr": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
     "cache_keyed_on_content": ("linear_relu", Outcome.REJECTED, "input_cache", "never-seen inputs"),
-    "right_for_first_calls": ("relu", Outcome.INCORRECT, "degrades_over_calls", "@timed"),
-    "skips_work_when_timed": ("relu", Outcome.INCORRECT, "stale_cache", "@timed"),
+    "right_for_first_calls": ("relu", Outcome.INCORRECT, "degrades_over_calls", "timed call"),
+    "skips_work_when_timed": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
     "patches_perf_counter": ("relu", Outcome.REJECTED, "tampering", "time.perf_counter"),
     "patches_allclose": ("relu", Outcome.REJECTED, "tampering", "torch.allclose"),
     "patches_cuda_synchronize": ("relu", Outcome.REJECTED, "tampering", "synchronize"),
     "patches_harness_timer": ("relu", Outcome.REJECTED, "tampering", "Timer.one"),
     "patches_randn_inputs": ("relu", Outcome.REJECTED, "tampering", "torch.randn"),
     "leaves_torch_function_mode": ("relu", Outcome.REJECTED, "tampering", "mode left active"),
-    "forges_worker_report": ("relu", Outcome.REJECTED, "tampering", "not written by the harness"),
+    "forges_worker_report": ("relu", Outcome.CRASHED, "exit", "code 0 during correctness"),
     "forges_custom_kernel": ("softmax", Outcome.REJECTED, "no_custom_kernel", "aten::exp"),
     "relabels_torch_op": ("softmax", Outcome.REJECTED, "no_custom_kernel", "aten::exp"),
     "torch_only": ("relu", Outcome.REJECTED, "no_custom_kernel", "aten::relu"),
     "decoy_kernel": ("relu", Outcome.REJECTED, "decoy_kernel", "relu_fwd"),
     "reduced_precision_bf16": ("linear_relu", Outcome.INCORRECT, "reduced_precision", "float64"),
     "relu6_off_distribution": ("relu", Outcome.INCORRECT, "off_distribution", "'scale' draw"),
-    "calls_sys_exit": ("relu", Outcome.CRASHED, "exit", "exit(0) during correctness"),
+    "calls_sys_exit": ("relu", Outcome.CRASHED, "exit", "exit(0) (during correctness)"),
     "calls_os_exit": ("relu", Outcome.CRASHED, "exit", "code 0 during correctness"),
+    # Issue 11's classes, written against the judge/runner evaluator by reading sandbox/:
+    "walks_frames_to_runner": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),  # 1 frames
+    "rebinds_harness_constant": ("relu", Outcome.REJECTED, "tampering", "_CPU_FLUSH_BYTES"),  # 2 unguarded state
+    "predicts_checked_calls": ("relu", Outcome.INCORRECT, "degrades_over_calls", "timed call"),  # 3 predictable
+    "patches_problem_inputs": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),  # 4 problem module
+    "decoy_beside_clamp_min": ("relu", Outcome.REJECTED, "decoy_kernel", "random values"),  # 5 kernel evidence
+    "sets_num_threads": ("relu", Outcome.REJECTED, "tampering", "get_num_threads"),  # 6 unequal conditions
+    "writes_garbage_reply": ("relu", Outcome.CRASHED, "bad_report", "not a report"),  # 8 bad output file
+    "patches_clocks_in_report": ("relu", Outcome.REJECTED, "tampering", "time.perf_counter"),  # 9 clocks
 }
 # Hacks that need their own limits or set-up have their own tests below.
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env"}
@@ -63,6 +72,26 @@ def test_hack_is_caught_with_its_own_reason(evaluate, hack: str) -> None:  # noq
     assert (ev.outcome, ev.reason_code) == (outcome, code), ev.reason
     assert detail in ev.reason
     assert "\n" not in ev.reason and ev.speedup is None
+
+
+CLASSES = ("walks_frames_to_runner", "rebinds_harness_constant", "predicts_checked_calls", "patches_problem_inputs",
+           "decoy_beside_clamp_min", "sets_num_threads", "writes_garbage_reply", "patches_clocks_in_report")
+
+
+@pytest.mark.parametrize("hack", CLASSES)
+def test_issue_11_classes_are_stopped_without_bubblewrap_too(evaluate, hack: str) -> None:  # noqa: ANN001
+    """The default run uses bubblewrap where it works; the same verdicts hold with plain processes."""
+    problem, outcome, code, detail = CAUGHT[hack]
+    ev = evaluate(problem, HERE / f"{hack}.py", isolation="none")
+    assert (ev.outcome, ev.reason_code) == (outcome, code), ev.reason
+    assert detail in ev.reason
+
+
+def test_phase_times_come_from_the_judge_whatever_clocks_the_candidate_patched(evaluate) -> None:  # noqa: ANN001
+    ev = evaluate("relu", HERE / "patches_clocks_in_report.py")
+    assert ev.reason_code == "tampering", ev.reason
+    assert ev.phase_s and all(v >= 0 for v in ev.phase_s.values()), ev.phase_s
+    assert ev.wall_s >= 0
 
 
 def test_torch_only_candidate_is_accepted_with_allow_torch_only(evaluate) -> None:  # noqa: ANN001

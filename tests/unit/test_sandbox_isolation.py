@@ -9,19 +9,24 @@ import pytest
 
 from kevolve.records import Outcome
 from kevolve.sandbox.config import Isolation, SandboxConfig
-from kevolve.sandbox.isolation import WorkerExit
-from kevolve.sandbox.verdict import _exit_reason
-
-
-def _exit(**kw: object) -> WorkerExit:
-    base = dict(report=None, returncode=-9, timed_out=False, memory_exceeded=False, elapsed_s=1.0,
-                log_tail="", phase="correctness")
-    return WorkerExit(**{**base, **kw})  # type: ignore[arg-type]
+from kevolve.sandbox.runner_proc import Gone
+from kevolve.sandbox.verdict import _gone_reason
 
 
 def test_scratch_overflow_is_crashed_with_disk_limit_reason() -> None:
-    outcome, reason = _exit_reason(_exit(disk_exceeded=True))
+    outcome, reason = _gone_reason(Gone(returncode=-9, disk_exceeded=True), "correctness")
     assert outcome is Outcome.CRASHED and reason.startswith("disk_limit:") and "during correctness" in reason
+
+
+def test_a_runner_gone_in_each_way_gets_its_own_reason() -> None:
+    cases = {Gone(returncode=None, timed_out=True): (Outcome.TIMEOUT, "timeout"),
+             Gone(returncode=-9, memory_exceeded=True): (Outcome.CRASHED, "memory_limit"),
+             Gone(returncode=None, garbled="frame is not JSON"): (Outcome.CRASHED, "bad_report"),
+             Gone(returncode=-11): (Outcome.CRASHED, "signal"),
+             Gone(returncode=0): (Outcome.CRASHED, "exit")}
+    for gone, (outcome, code) in cases.items():
+        got, reason = _gone_reason(gone, "timing")
+        assert (got, reason.split(":", 1)[0]) == (outcome, code) and "timing" in reason
 
 
 def test_bwrap_argv_binds_only_scratch_writable_and_the_cache_read_only(tmp_path) -> None:  # noqa: ANN001

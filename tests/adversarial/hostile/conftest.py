@@ -19,23 +19,21 @@ BACKENDS = ("bwrap", "docker")
 
 
 @pytest.fixture(scope="session")
-def bwrap_box():  # noqa: ANN201
+def bwrap_box() -> Iterator[object]:
     from kevolve.sandbox.bwrap import probe
     from kevolve.sandbox.local import LocalSandbox
 
     works, why = probe()
     if not works:
         unavailable(why)
-    return LocalSandbox()
+    box = LocalSandbox()
+    yield box
+    box.close()
 
 
 @pytest.fixture(scope="session")
 def docker_box() -> Iterator[object]:
-    from kevolve.sandbox.docker_backend import (
-        DockerPool,
-        DockerUnavailable,
-        docker_client,
-    )
+    from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client
     from kevolve.sandbox.docker_image import ensure_local
     from kevolve.sandbox.local import LocalSandbox
 
@@ -44,9 +42,9 @@ def docker_box() -> Iterator[object]:
     except DockerUnavailable as e:
         unavailable(str(e))
     ensure_local("kevolve-eval:test", client)
-    pool = DockerPool(size=1, client=client)
-    yield LocalSandbox(workers=pool)
-    pool.close()
+    box = LocalSandbox(spares=1)  # the judge starts each runner in a container (config.backend)
+    yield box
+    box.close()
 
 
 @pytest.fixture
