@@ -96,6 +96,9 @@ class OptimizeConfig(Record):
     archive: bool = Field(default=True, description=(
         "use the archive: retrieve examples from it, and (unless archive_ingest says otherwise) store candidates"))
     archive_k: int = 3
+    audit: bool = Field(default=True, description=(
+        "measure the run's winner again before reporting it: a fresh runner, fresh inputs and the judge's own "
+        "clock; a winner the audit overturns gives way to the next fastest"))
     archive_ingest: IngestMode | None = Field(default=None, description=(
         "which evaluated candidates go into the archive as their evaluations return: 'winners' (ok and faster "
         "than every one this run stored for the problem), 'all' or 'none'; None = 'all', or 'none' with archive off"))

@@ -154,4 +154,31 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
         raise UsageError(str(e)) from None
     finally:
         conn.close()
+    if config.audit:
+        state = audit_best(state, sandbox, config)
     return write_results(run, state, state.get("stop_reason") or "done")
+
+
+def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int = 3) -> dict:
+    """The run's winner, measured again in a fresh process with a second timer (sandbox.audit).
+
+    A winner the audit overturns keeps its trial, now `rejected: audit_mismatch`, and the next
+    fastest is audited in turn (at most `tries`). A sandbox without `audit` (a test fake) is left be.
+    """
+    from kevolve.agent.evolution import best_candidate
+
+    audit = getattr(sandbox, "audit", None)
+    trials = list(state.get("trials", []))
+    problem = state.get("problem")
+    if audit is None or problem is None:
+        return state
+    for _ in range(tries):
+        best = best_candidate(trials)
+        if best is None or best.candidate is None or best.evaluation is None or best.evaluation.audit is not None:
+            break
+        ev = audit(problem, best.candidate, config.sandbox, best.evaluation)
+        trials = [t.model_copy(update={"evaluation": ev}) if t is best else t for t in trials]
+        log.info("audit of %s: %s", best.candidate.id, ev.audit.reason if ev.audit else ev.reason)
+        if ev.ok:
+            break
+    return {**state, "trials": trials}

@@ -42,6 +42,8 @@ def eval_cmd(
     sandbox: Annotated[str, typer.Option(help="local (worker processes) or docker (worker containers)")] = "local",
     isolation: Annotated[str, typer.Option(help="local workers: auto|bwrap|none (bwrap refuses to run without it)")] = "auto",
     timings: Annotated[bool, typer.Option("--timings", help="show where the time went (phases, wall and CPU)")] = False,
+    audit: Annotated[bool, typer.Option("--audit", help="if ok, measure again: fresh runner, fresh inputs, the "
+                                        "judge's own clock (audit_mismatch overturns the verdict)")] = False,
 ) -> None:
     """Evaluate one candidate: correctness, integrity, timing against eager and torch.compile."""
     from kevolve.kernelbench.problem import ProblemError, load_problem
@@ -74,7 +76,7 @@ def eval_cmd(
     config = SandboxConfig(device=dev, timeout_s=timeout, trials=trials, allow_torch_only=allow_torch_only,
                            seed=seed, compile_baseline=CompileBaseline(compile_baseline),
                            tolerance_factor=tolerance_factor, memory_limit_gb=memory_limit_gb, ncu=ncu,
-                           backend=Backend(sandbox), isolation=Isolation(isolation))
+                           backend=Backend(sandbox), isolation=Isolation(isolation), audit=audit)
     cand = Candidate.from_source(source, prob.id)
     box = None
     try:

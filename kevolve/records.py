@@ -129,6 +129,18 @@ class Profile(Record):
                                    "(its kernels on CUDA, its top-level ATen compute ops on the CPU)")
 
 
+class Audit(Record):
+    """An accepted candidate measured again: fresh runner, fresh inputs, and the judge's own clock."""
+
+    passed: bool
+    reason: str = Field(description="one line; 'audit_mismatch: …' when it overturned the verdict")
+    speedup: float | None = Field(default=None, description="the audit's own speedup over eager (same timer)")
+    judge_clock_speedup: float | None = Field(
+        default=None, description="eager / candidate by the judge's clock, end to end (launch included, no GPU pad)")
+    seeds: tuple[int, ...] = ()
+    wall_s: float = 0.0
+
+
 class Evaluation(Record):
     """The sandbox's verdict on one candidate. Always returned, never raised."""
 
@@ -153,6 +165,7 @@ class Evaluation(Record):
     seeds: tuple[int, ...] = Field(default=(), description="input-draw seeds, for reproducing the verdict")
     wall_s: float = 0.0
     log_tail: str = Field(default="", description="last lines of compiler / worker output")
+    audit: Audit | None = Field(default=None, description="the independent re-measurement, where one was asked for")
 
     @property
     def ok(self) -> bool:
@@ -201,6 +214,7 @@ class Evaluation(Record):
             "cpu_s": dict(self.cpu_s),
             "seeds": list(self.seeds),
             "wall_s": self.wall_s,
+            "audit": None if self.audit is None else self.audit.model_dump(),
             "candidate_id": self.candidate_id,
             "problem_id": self.problem_id,
         }

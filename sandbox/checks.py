@@ -54,6 +54,8 @@ class Call:
     check: CheckResult
     miss: Mismatch | None
     print_: tuple[int, ...] = ()
+    judge_ms: float = 0.0  # the judge's own clock, from sending the call to its answer
+    host_ms: float = 0.0
 
 
 @dataclass
@@ -79,17 +81,18 @@ class Ledger:
 
 def check_call(n: int, key: str, phase: str, staged: list[torch.Tensor] | None, truth: list[torch.Tensor],
                eager_err: tuple[tuple[float, float], ...], factor: float, ms: float, wall_ms: float,
-               shape_note: str = "") -> Call:
+               shape_note: str = "", judge_ms: float = 0.0, host_ms: float = 0.0) -> Call:
     """Compare one call's staged outputs (None: not staged, `shape_note` says why) with the truth."""
     name = f"{key}@{phase}{n}"
     if staged is None:
         detail = shape_note or "outputs were not staged"
         miss = Mismatch(name, "shape", detail)
-        return Call(n, key, phase, ms, wall_ms, CheckResult(name=f"correct:{name}", passed=False, detail=detail), miss)
+        return Call(n, key, phase, ms, wall_ms, CheckResult(name=f"correct:{name}", passed=False, detail=detail), miss,
+                    judge_ms=judge_ms, host_ms=host_ms)
     dev = staged[0].device if staged else torch.device("cpu")
     truth = [t.to(dev) for t in truth]
     check, miss = compare_one(name, staged, truth, eager_err, factor)
-    return Call(n, key, phase, ms, wall_ms, check, miss, fingerprint(staged))
+    return Call(n, key, phase, ms, wall_ms, check, miss, fingerprint(staged), judge_ms, host_ms)
 
 
 def classify(ledger: Ledger, truth_prints: dict[str, tuple[int, ...]], plain: set[str]) -> str:

@@ -61,9 +61,9 @@ class ReferenceRunner:
         if not (isinstance(msg, dict) and msg.get("op") == "ready"):
             raise h.StageError("problem_error", f"the reference failed to load in its runner: {_why(msg)}")
 
-    def call(self, key: str, deadline: float, op: str = "call") -> StepResult:
+    def call(self, key: str, deadline: float, op: str = "call", pad_ms: float = 0.05, noflush: bool = False) -> StepResult:
         i = self.slots.slot_for(key)
-        msg = self.runner.request({"op": op, "slot": i}, deadline)
+        msg = self.runner.request({"op": op, "slot": i, "pad_ms": pad_ms, "noflush": noflush}, deadline)
         if isinstance(msg, Gone) or not msg.get("ok"):
             raise h.StageError("problem_error", f"the reference failed in its runner: {_why(msg)}")
         return StepResult.model_validate(msg)
@@ -74,10 +74,11 @@ class ReferenceRunner:
         for i in range(max(1, config.warmup)):
             flush()
             self.call(pool[i % len(pool)], first_deadline if i == 0 else time.monotonic() + config.timeout_s)
-        times, walls, t0 = [], [], time.monotonic()
+        times, walls, t0, pad = [], [], time.monotonic(), 0.05
         while not enough(times, [], config.trials, time.monotonic() - t0, config.max_timing_s):
             flush()
-            r = self.call(pool[len(times) % len(pool)], time.monotonic() + config.timeout_s)
+            r = self.call(pool[len(times) % len(pool)], time.monotonic() + config.timeout_s, pad_ms=pad)
+            pad = min(max(2 * r.host_ms + 0.02, 0.05), 20.0)
             times.append(r.ms)
             walls.append(r.wall_ms)
         return stats(times, _method(config), walls if config.is_cuda else None)
@@ -228,7 +229,28 @@ class Judge:
 
     # ------------------------------------------------------------------ candidates
 
+    def audit(self, problem: Problem, cand: Candidate, config: SandboxConfig, original: Evaluation) -> Evaluation:
+        """Measure an accepted candidate again: fresh runner, fresh inputs, the judge's own clock."""
+        from kevolve.sandbox import audit
+        from kevolve.sandbox.config import CompileBaseline
+
+        t0 = time.monotonic()
+        seed = secrets.randbelow(2**31 - 1000)
+        cfg = config.model_copy(update={"seed": seed, "compile_baseline": CompileBaseline.OFF, "ncu": False})
+        try:
+            again, clock = self._evaluate(problem, cand, cfg, audit.CLOCK_CALLS)
+        finally:
+            key = (problem.id, seed, cfg.n_draws)
+            if key in self.problems:
+                self._drop(key)
+        return audit.decide(original, again, audit.judge_clock_speedup(clock), again.seeds, time.monotonic() - t0,
+                            config.audit_tolerance)
+
     def evaluate(self, problem: Problem, cand: Candidate, config: SandboxConfig) -> Evaluation:
+        return self._evaluate(problem, cand, config)[0]
+
+    def _evaluate(self, problem: Problem, cand: Candidate, config: SandboxConfig,
+                  clock_calls: int = 0) -> tuple[Evaluation, list[tuple[float, float, float, float]]]:
         from kevolve.sandbox import verdict
 
         t0 = time.monotonic()
@@ -240,8 +262,8 @@ class Judge:
         if gone is not None:
             runner.finish()
             return verdict.infra(problem, cand, summary, f"infra_error: runner failed to start: "
-                                 f"{(gone.log_tail.strip().splitlines() or [''])[-1][:200]}", t0)
-        session = Session(state, runner, eager, config, self.device, self.flush)
+                                 f"{(gone.log_tail.strip().splitlines() or [''])[-1][:200]}", t0), []
+        session = Session(state, runner, eager, config, self.device, self.flush, clock_calls)
         try:
             job = RunnerJob(role="candidate", source=cand.source, init_seed=state.seed,
                             init_args=_encode_args(state.init_args), slots=session.slots.encodings(),
@@ -259,7 +281,7 @@ class Judge:
             session.close()
             runner.finish(cand.source, keep_scratch=self.keep_scratch)
         facts.phase_s["start"] = waited
-        return verdict.assemble(problem, cand, config, summary, state, facts, t0)
+        return verdict.assemble(problem, cand, config, summary, state, facts, t0), facts.clock
 
 
 # ---------------------------------------------------------------------- the process
@@ -293,6 +315,10 @@ def _answer(judge: Judge, op: str | None, req: dict[str, Any]) -> JudgeReply:
             return JudgeReply(ok=True, reference=judge.reference(problem, config))
         if op == "evaluate":
             ev = judge.evaluate(problem, Candidate.model_validate(req["candidate"]), config)
+            return JudgeReply(ok=True, evaluation=ev.model_dump(mode="json"))
+        if op == "audit":
+            ev = judge.audit(problem, Candidate.model_validate(req["candidate"]), config,
+                             Evaluation.model_validate(req["evaluation"]))
             return JudgeReply(ok=True, evaluation=ev.model_dump(mode="json"))
         return JudgeReply(infra_error=f"unknown request {op!r}")
     except h.StageError as e:

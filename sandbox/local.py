@@ -152,9 +152,28 @@ class LocalSandbox:
         if reply.evaluation is None:
             return _early(problem, candidate, Outcome.INFRA_ERROR, reply.infra_error or "infra_error: no answer", t0)
         ev = Evaluation.model_validate(reply.evaluation)
+        if config.audit and ev.ok:
+            ev = self.audit(problem, candidate, config, ev)
         if config.ncu and ev.ok:
             ev = _with_ncu(ev, problem, candidate, config)
         return ev
+
+    def audit(self, problem: Problem, candidate: Candidate, config: SandboxConfig, ev: Evaluation) -> Evaluation:
+        """Measure an accepted candidate again (fresh runner, fresh inputs, the judge's own clock).
+
+        Returns `ev` with its audit attached, overturned to `rejected: audit_mismatch` where the audit
+        disagrees; anything but an ok evaluation comes back unchanged.
+        """
+        if not ev.ok:
+            return ev
+        reply = self._ask("audit", config, problem=problem, candidate=candidate, evaluation=ev)
+        if reply.problem_error:
+            raise ProblemError(f"{Path(problem.path).name}: {reply.problem_error}")
+        if reply.evaluation is None:
+            from kevolve.records import Audit
+
+            return ev.model_copy(update={"audit": Audit(passed=False, reason=reply.infra_error or "infra_error")})
+        return Evaluation.model_validate(reply.evaluation)
 
     def reference(self, problem: Problem, config: SandboxConfig) -> ReferenceSummary:
         """Prepare the problem in the judge (draws, truth, baselines); ProblemError if it is broken."""

@@ -129,7 +129,8 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
         if op == "ablate":
             res = _ablate(stepper, model, slot, bool(job.staging))
         else:
-            res = stepper.step(model, slot, stage=bool(job.staging), around=around if op == "profile" else None)
+            res = stepper.step(model, slot, stage=bool(job.staging), around=around if op == "profile" else None,
+                               pad_ms=float(cmd.get("pad_ms", 0.05)), flush=not cmd.get("noflush"))
         res = res.model_copy(update={"nonce": cmd.get("nonce", 0)})
         bad = guards.tampered()
         if bad:

@@ -42,6 +42,11 @@ def cpu_flush_bytes() -> int:
     return max(64 * 2**20, 2 * max(sizes, default=0))
 
 
+def _pad_for(host_ms: float) -> float:
+    """The GPU sleep queued before the next call: twice the last call's host time, within bounds."""
+    return min(max(2 * host_ms + 0.02, 0.05), 20.0)
+
+
 class Flusher:
     """The judge's own cache flush before every call: no runner can shrink or skip it."""
 
@@ -81,13 +86,15 @@ class Facts:
     phase: str = "start-up"
     ablated: int = 0  # extension calls an ablation call replaced (0: nothing to ablate)
     ablation_still_right: bool = False
+    clock: list[tuple[float, float, float, float]] = field(default_factory=list)  # judge ms / claimed ms, cand and ref
 
 
 class Session:
     """Drives one candidate runner (and the problem's eager runner) through the schedule."""
 
     def __init__(self, state: ProblemState, runner: RunnerProcess, eager: Any, config: SandboxConfig,
-                 device: torch.device, flush: Flusher) -> None:
+                 device: torch.device, flush: Flusher, clock_calls: int = 0) -> None:
+        self.clock_calls = clock_calls
         self.state, self.runner, self.eager, self.config = state, runner, eager, config
         self.device, self.flush = device, flush
         self.facts = Facts()
@@ -98,6 +105,7 @@ class Session:
                                                  device="meta"), folder, device) for s in state.specs]
         self.deadline = 0.0
         self.n = 0
+        self.pad_ms = self.eager_pad = 0.05
 
     # ------------------------------------------------------------------ one call
 
@@ -115,20 +123,27 @@ class Session:
                                      "(not written by the runner's harness)")
         return res
 
-    def call(self, key: str, phase: str, slot: int | None = None, op: str = "call") -> Call:
+    def call(self, key: str, phase: str, slot: int | None = None, op: str = "call", pad_ms: float | None = None,
+             noflush: bool = False) -> Call:
         """One candidate call on `key`'s values, checked; raises Verdict when it decides the outcome."""
         self.n += 1
         i = self.slots.slot_for(key) if slot is None else slot
         self.flush()
         nonce = secrets.randbits(62) + 1
-        res = self._answer(self.runner.request({"op": op, "slot": i, "nonce": nonce}, self.deadline), nonce)
+        pad = self.pad_ms if pad_ms is None else pad_ms
+        t_send = time.perf_counter()
+        res = self._answer(self.runner.request({"op": op, "slot": i, "nonce": nonce, "pad_ms": pad,
+                                                "noflush": noflush}, self.deadline), nonce)
+        judge_ms = (time.perf_counter() - t_send) * 1e3
+        self.pad_ms = _pad_for(res.host_ms)
         t0 = time.perf_counter()
         draw = self.state.draws[key]
         staged = [s.tensor for s in self.staging] if res.staged else None
         note = "" if res.staged else (f"{len(res.outputs)} outputs {[f'{o.dtype}{list(o.shape)}' for o in res.outputs]}, "
                                       f"expected {[f'{o.dtype}{list(o.shape)}' for o in self.state.specs]}")
         c = self.facts.ledger.add(check_call(self.n, key, phase, staged, draw.truth, draw.eager_err,
-                                             self.config.tolerance_factor, res.ms, res.wall_ms, note))
+                                             self.config.tolerance_factor, res.ms, res.wall_ms, note,
+                                             judge_ms=judge_ms, host_ms=res.host_ms))
         moved = self.slots.changed(i)
         self.facts.phase_s["compare"] = self.facts.phase_s.get("compare", 0.0) + time.perf_counter() - t0
         if moved is not None:
@@ -142,7 +157,9 @@ class Session:
         if self.eager is None:
             return
         self.flush()
-        self.facts.ref_ms.append(self.eager.call(key, self.deadline).ms)
+        r = self.eager.call(key, self.deadline, pad_ms=self.eager_pad)
+        self.eager_pad = _pad_for(r.host_ms)
+        self.facts.ref_ms.append(r.ms)
 
     # ------------------------------------------------------------------ phases
 
@@ -159,6 +176,8 @@ class Session:
             if f.ledger.misses:
                 raise Verdict("incorrect", self._classify())
             self._timed_phase("timing", self._timing)
+            if self.clock_calls and self.eager is not None:
+                self._timed_phase("clock", self._clock)
             if self.config.profile:
                 self._timed_phase("profile", lambda: self.call(self.state.pool[0], "profile", op="profile"))
             if f.ledger.misses:
@@ -244,6 +263,23 @@ class Session:
                            self.config.tolerance_factor, 0.0, 0.0)
             self.facts.ablation_still_right = c.miss is None
         self.facts.ablated = res.ablated
+
+    def _clock(self) -> None:
+        """Calls without the GPU pad, candidate and reference alternating, timed by the judge's own clock.
+
+        The same runner code serves both, so what the judge's clock adds to a call (channel, flush,
+        checks) is the same on both sides and is read off the reference, whose own times are trusted.
+        """
+        pool = self.state.pool
+        for i in range(self.clock_calls):
+            key = pool[i % len(pool)]
+            c = self.call(key, "clock", pad_ms=0.0, noflush=True)  # the judge has flushed; nothing else runs
+            if c.miss is not None:
+                raise Verdict("incorrect", self._classify())
+            self.flush()
+            t0 = time.perf_counter()
+            r = self.eager.call(key, self.deadline, pad_ms=0.0, noflush=True)
+            self.facts.clock.append((c.judge_ms, c.ms, (time.perf_counter() - t0) * 1e3, r.ms))
 
     def _finish(self) -> None:
         msg = self.runner.request({"op": "finish"}, self.deadline)

@@ -58,7 +58,7 @@ CAUGHT = {
     "patches_clocks_in_report": ("relu", Outcome.REJECTED, "tampering", "time.perf_counter"),  # 9 clocks
 }
 # Hacks that need their own limits or set-up have their own tests below.
-SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env"}
+SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times"}
 
 
 def hack_files() -> list[Path]:
@@ -92,6 +92,21 @@ def test_phase_times_come_from_the_judge_whatever_clocks_the_candidate_patched(e
     assert ev.reason_code == "tampering", ev.reason
     assert ev.phase_s and all(v >= 0 for v in ev.phase_s.values()), ev.phase_s
     assert ev.wall_s >= 0
+
+
+def test_times_forged_inside_the_runner_are_overturned_by_the_audit(evaluate) -> None:  # noqa: ANN001
+    ev = evaluate("relu", HERE / "forges_call_times.py", audit=True)
+    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "audit_mismatch"), ev.reason
+    assert ev.audit is not None and not ev.audit.passed and ev.audit.judge_clock_speedup is not None
+    assert "judge's own clock" in ev.reason
+
+
+def test_an_honest_candidate_passes_its_audit(evaluate) -> None:  # noqa: ANN001
+    # CPU timing on a shared 2-core machine moves by more than the default 10 % between two
+    # processes; the GPU test (tests/gpu) holds the audit to the default.
+    ev = evaluate("relu", HONEST_RELU, audit=True, audit_tolerance=0.5)
+    assert ev.ok, ev.reason
+    assert ev.audit is not None and ev.audit.passed and ev.audit.speedup is not None
 
 
 def test_torch_only_candidate_is_accepted_with_allow_torch_only(evaluate) -> None:  # noqa: ANN001
