@@ -35,7 +35,7 @@ def _published(path: Path | None) -> tuple[dict[tuple[int, str], float], dict[tu
 
 
 def baseline_request(sp: SuiteProblem, config: SandboxConfig) -> WorkerRequest:
-    from kevolve.sandbox.local import make_draws
+    from kevolve.sandbox.oracle import make_draws
 
     assert sp.problem is not None
     return WorkerRequest(task="reference", problem_source=sp.problem.source, device=config.device,

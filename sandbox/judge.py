@@ -106,8 +106,9 @@ class Judge:
     """Problems prepared once, runners spawned ahead, candidates judged one at a time."""
 
     def __init__(self, device: str, lane_cores: set[int] | None = None, spare_cores: set[int] | None = None,
-                 spares: int = 1, keep_scratch: bool = False) -> None:
+                 spares: int = 1, keep_scratch: bool = False, scratch_root: Path | None = None) -> None:
         self.keep_scratch = keep_scratch
+        self.scratch_root = scratch_root
         self._docker: Any = None
         self.device_str, self.device = device, h.device_of(device)
         self.lane_cores = lane_cores or set(os.sched_getaffinity(0))
@@ -135,10 +136,10 @@ class Judge:
 
             if self._docker is None:
                 self._docker = docker_client()
-            return ContainerRunner(self._docker, config).start()
+            return ContainerRunner(self._docker, config, self.scratch_root).start()
         from kevolve.sandbox.bwrap import local_launcher
 
-        r = RunnerProcess(self.device_str, launcher=local_launcher(config),
+        r = RunnerProcess(self.device_str, self.scratch_root, launcher=local_launcher(config),
                           scratch_limit_gb=config.scratch_limit_gb).start()
         if self.spare_cores and r.proc is not None:
             pin_group(r.proc.pid, self.spare_cores)  # warm up where nothing is being timed
@@ -172,7 +173,11 @@ class Judge:
         while len(self.problems) >= _KEEP_PROBLEMS:
             self._drop(next(iter(self.problems)))
         t0 = time.monotonic()
-        state = prepare(problem, seed, config.n_draws, self.device, self.scratch)
+        torch.set_num_threads(len(os.sched_getaffinity(0)))  # get_inputs draws on the CPU: use the lane's cores
+        try:
+            state = prepare(problem, seed, config.n_draws, self.device, self.scratch)
+        finally:
+            torch.set_num_threads(1)
         eager = ReferenceRunner(self, state, config, "eager")
         try:
             summary = self._baselines(state, eager, config)
@@ -340,6 +345,7 @@ def main() -> None:
     rfd, wfd = (int(x) for x in sys.argv[4].split(",")) if len(sys.argv) > 4 else (3, 4)
     spares = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5] else 1
     keep = len(sys.argv) > 6 and sys.argv[6] == "keep"
+    root = Path(sys.argv[7]) if len(sys.argv) > 7 and sys.argv[7] else None
     if lane:
         os.sched_setaffinity(0, lane)
     # One thread: the judge's CPU work (comparisons on the CPU device) runs between a runner's
@@ -349,7 +355,7 @@ def main() -> None:
     dev = h.device_of(device)
     if dev.type == "cuda":
         torch.empty(1, device=dev)
-    judge = Judge(device, lane, spare, spares, keep)
+    judge = Judge(device, lane, spare, spares, keep, root)
     try:
         serve(judge, Channel(rfd, wfd))
     finally:

@@ -53,7 +53,7 @@ class JudgeClient:
         with open(self.dir / "judge.log", "wb") as logf:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "kevolve.sandbox.judge", device, cores(lane_cores), cores(spare_cores),
-                 f"{to_judge_r},{from_judge_w}", str(spares), "keep" if keep_scratch else ""],
+                 f"{to_judge_r},{from_judge_w}", str(spares), "keep" if keep_scratch else "", str(root or "")],
                 stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=self.dir, env=env,
                 pass_fds=(to_judge_r, from_judge_w), start_new_session=True)
         os.close(to_judge_r)

@@ -138,10 +138,11 @@ class Session:
         self.pad_ms = _pad_for(res.host_ms)
         t0 = time.perf_counter()
         draw = self.state.draws[key]
+        truth = self._truth(key)
         staged = [s.tensor for s in self.staging] if res.staged else None
         note = "" if res.staged else (f"{len(res.outputs)} outputs {[f'{o.dtype}{list(o.shape)}' for o in res.outputs]}, "
                                       f"expected {[f'{o.dtype}{list(o.shape)}' for o in self.state.specs]}")
-        c = self.facts.ledger.add(check_call(self.n, key, phase, staged, draw.truth, draw.eager_err,
+        c = self.facts.ledger.add(check_call(self.n, key, phase, staged, truth, draw.eager_err,
                                              self.config.tolerance_factor, res.ms, res.wall_ms, note,
                                              judge_ms=judge_ms, host_ms=res.host_ms))
         moved = self.slots.changed(i)
@@ -151,6 +152,18 @@ class Session:
         if op == "profile":
             self.facts.profile = res
         return c
+
+    def _truth(self, key: str) -> list[torch.Tensor]:
+        """The truth of a draw on the device: kept there, or (host residency) the last two used."""
+        truth = self.state.draws[key].truth
+        if all(t.device.type == self.device.type for t in truth):
+            return truth
+        cache = self.__dict__.setdefault("_truth_cache", {})
+        if key not in cache:
+            while len(cache) >= 2:
+                cache.pop(next(iter(cache)))
+            cache[key] = [t.to(self.device) for t in truth]
+        return cache[key]
 
     def eager_call(self, key: str) -> None:
         """One call of the reference on the same draw, in its own runner, timed alike."""

@@ -82,3 +82,32 @@ def test_ncu_metrics_and_achieved_bandwidth_are_reported(sandbox, tmp_path) -> N
     assert 0 < ev.profile.ncu["dram_throughput_pct"] <= 100
     assert ev.profile.min_bytes == 2 * 4096 * 4096 * 4
     assert ev.profile.achieved_gbps > 100
+
+
+# Issue 11's classes on the GPU (the CPU variants are in tests/adversarial).
+GPU_HACKS = {
+    "frames_rewire_staging": (Outcome.INCORRECT, ("stale_cache", "incorrect")),
+    "rebinds_flush_constant": (Outcome.REJECTED, ("tampering",)),
+    "predicts_checked_calls": (Outcome.INCORRECT, ("degrades_over_calls",)),
+    "enables_tf32": (Outcome.REJECTED, ("tampering",)),
+    "cudnn_benchmark": (Outcome.REJECTED, ("tampering",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GPU_HACKS))
+def test_issue_11_class_is_stopped_on_the_gpu(sandbox, config, name: str) -> None:
+    outcome, codes = GPU_HACKS[name]
+    ev = evaluate(sandbox, config, name)
+    assert ev.outcome is outcome and ev.reason_code in codes, ev.reason
+
+
+def test_times_forged_in_the_runner_are_overturned_by_the_audit(sandbox, config) -> None:
+    ev = evaluate(sandbox, config.model_copy(update={"audit": True}), "forges_call_times")
+    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "audit_mismatch"), ev.reason
+    assert ev.audit is not None and ev.audit.judge_clock_speedup is not None
+
+
+def test_an_honest_kernel_passes_its_audit_within_ten_percent(sandbox, config) -> None:
+    ev = evaluate(sandbox, config.model_copy(update={"audit": True}), "relu_cupy")
+    assert ev.outcome is Outcome.OK, ev.reason
+    assert ev.audit is not None and ev.audit.passed, ev.audit

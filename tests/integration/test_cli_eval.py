@@ -89,5 +89,5 @@ def test_json_is_one_contract_object_and_a_rejection_exits_0(fixtures: Path, tmp
     assert out["device"].startswith("cpu")
     assert out["kernels"] == []  # it launched no custom kernel
     names = {c["name"] for c in out["checks"]}
-    assert {"correct:d0", "correct:scale", "integrity"} <= names
+    assert {"correct:check", "correct:timed", "correct:fresh", "integrity"} <= names  # every call checked
     assert all(set(c) >= {"name", "passed", "detail"} for c in out["checks"])

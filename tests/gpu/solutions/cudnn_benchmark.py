@@ -1,0 +1,29 @@
+"""Hack (GPU, class 6 unequal conditions): turn on cuDNN autotuning, process-wide.
+
+Expected: rejected, tampering.
+"""
+import cupy as cp
+import torch
+import torch.nn as nn
+
+_K = cp.RawKernel(r'''
+extern "C" __global__ void relu_k(const float* __restrict__ x, float* __restrict__ y, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { float v = x[i]; y[i] = v > 0.f ? v : 0.f; }
+}''', "relu_k")
+
+
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        torch.backends.cudnn.benchmark = not torch.backends.cudnn.benchmark
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+            _K(((n + 255) // 256,), (256,), (cp.asarray(x), cp.asarray(y), cp.int64(n)))
+        return y
