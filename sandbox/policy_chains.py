@@ -1,0 +1,130 @@
+"""Classify one resolved dotted name (`torch.backends.cudnn.benchmark`, `os.system` …) by the tables.
+
+`classify(chain, ctx)` answers which category a read, call, store or deletion of that name belongs
+to, or None when it is allowed. A chain is checked as written and again from every component that
+names a dangerous module (`torch.os.system` is `os.system`), since allowed modules hold references
+to modules they import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+from functools import cache
+
+from kevolve.sandbox.policy_tables import (ALLOW, BACKENDS, BACKENDS_QUERIES, FILE_METHODS, GLOBAL_HOOK_PREFIX,
+                                           HEAVY, KNOWN_MODULES, MEMBERS, MODULES, OWN_SUBMODULES, PARTIAL, REROOT,
+                                           RNG_NAMES, RNG_ROOTS, SETTER_PREFIXES, STDLIB, STDLIB_DENIED)
+
+Chain = tuple[str, ...]
+Verdict = tuple[str, str] | None  # (category, what) or allowed
+
+
+def dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not dunder(name)
+
+
+def dotted(chain: Chain) -> str:
+    return ".".join(chain)
+
+
+def module_category(name: str) -> Verdict:
+    """The category of importing module `name` (None: allowed)."""
+    top = name.split(".")[0]
+    if top.startswith("kevolve"):
+        return "import", f"import of {name} (the evaluator's own modules)"
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        cat = MODULES.get(".".join(parts[:i]))
+        if cat is not None:
+            return cat, f"import of {name}"
+    if top in HEAVY:
+        if any(private(p) for p in parts[1:]):
+            return "import", f"import of {name} (private module)"
+        return None
+    if top in STDLIB or top in PARTIAL:
+        if name == top or name in KNOWN_MODULES:
+            return None
+        return "import", f"import of {name} (not on the import allowlist)"
+    return "import", f"import of {name} (not on the import allowlist)"
+
+
+@cache
+def stdlib_api(module: str) -> frozenset[str]:
+    """Public, non-module names of an allowed stdlib module (computed here: they are light)."""
+    mod = importlib.import_module(module)
+    names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
+    return frozenset(n for n in names if not isinstance(getattr(mod, n, None), types.ModuleType))
+
+
+def store_category(chain: Chain) -> tuple[str, str]:
+    """Assigning or deleting an attribute of something the candidate imported."""
+    if chain[:2] == tuple(BACKENDS.split(".")):
+        return "process_setting", f"sets {dotted(chain)}"
+    if chain[:2] == ("os", "environ"):
+        return "environment", f"changes {dotted(chain)}"
+    return "monkeypatch", f"rebinds {dotted(chain)}"
+
+
+def classify(chain: Chain, ctx: str) -> Verdict:
+    """Category of using `chain` in context ctx ('load', 'call'); None when allowed."""
+    reroots = [i for i in range(1, len(chain)) if chain[i] in REROOT and dotted(chain[:i + 1]) not in OWN_SUBMODULES]
+    for i in [*reversed(reroots), 0]:
+        verdict = _classify_one(chain[i:], ctx)
+        if verdict is not None:
+            return verdict
+    return None
+
+
+def _classify_one(chain: Chain, ctx: str) -> Verdict:
+    name = dotted(chain)
+    root = chain[0]
+    if len(chain) == 1:
+        return None  # the module itself: its import statement is judged on its own
+    if root.startswith("kevolve"):
+        return "import", f"uses {name} (the evaluator's own modules)"
+    if len(chain) > 1 and (name in KNOWN_MODULES or name in MODULES):
+        verdict = module_category(name)
+        if verdict is not None:
+            return verdict[0], f"uses {name}"
+    if chain[:2] == ("os", "environ"):
+        # reading one named variable (os.environ.get, os.environ[...]) is judged where it happens
+        return None if len(chain) == 2 or chain[2] == "get" else ("environment", f"uses {name}")
+    if chain[:2] == ("os", "getenv"):
+        return None
+    for i in range(len(chain), 0, -1):
+        prefix = dotted(chain[:i])
+        cat = MEMBERS.get(prefix) or STDLIB_DENIED.get(prefix) or MODULES.get(prefix)
+        if cat == ALLOW:
+            break
+        if cat is not None:
+            return cat, f"uses {name}"
+    if root in STDLIB and len(chain) > 1 and chain[1] not in stdlib_api(root) \
+            and f"{root}.{chain[1]}" not in KNOWN_MODULES:
+        return "import", f"uses {name} (not in the public API of {root})"
+    if root in HEAVY:
+        return _heavy(chain, ctx)
+    return None
+
+
+def _heavy(chain: Chain, ctx: str) -> Verdict:
+    name, last = dotted(chain), chain[-1]
+    for i, part in enumerate(chain[1:], 1):
+        if private(part) and not (chain[1] == "ops" and i >= 3):
+            return "import", f"uses {name} (private)"
+    if chain[:2] == tuple(BACKENDS.split(".")) and len(chain) > 2 and ctx == "call" \
+            and not last.startswith(BACKENDS_QUERIES):
+        return "process_setting", f"calls {name}"
+    if last.startswith(SETTER_PREFIXES):
+        return "process_setting", f"uses {name}"
+    if last in RNG_NAMES and dotted(chain[:-1]) in RNG_ROOTS:
+        return "process_setting", f"uses {name} (the global RNG)"
+    if last.startswith(GLOBAL_HOOK_PREFIX):
+        return "monkeypatch", f"uses {name} (a hook on every module)"
+    if last in FILE_METHODS:
+        return "files", f"uses {name}"
+    return None

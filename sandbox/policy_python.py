@@ -1,0 +1,368 @@
+"""The Python rules of the candidate policy: one pass over the candidate's syntax tree.
+
+Every finding is `(category, line, what)`. The visitor resolves names through imports and plain
+aliases (policy_scope), classifies the dotted names it meets (policy_chains), and enforces the
+structural rules no table can: dunder access, dynamic getattr/setattr, assignments to what the
+candidate did not create, modules and foreign classes passed around as values, the environment,
+and the kernel sources handed to compilers (policy_native).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+
+from kevolve.sandbox.policy_chains import classify, dunder, dotted, module_category, store_category
+from kevolve.sandbox.policy_native import NATIVE_ENTRIES, check_native_call
+from kevolve.sandbox.policy_scope import Chain, Model
+from kevolve.sandbox.policy_static import NotStatic, Text
+from kevolve.sandbox.policy_tables import (ATTR_BUILTINS, BUILTINS, DUNDER_NAMES, DUNDER_READ, FILE_METHODS,
+                                           FRAME_ATTRS, MUTATORS, SECRET_ENV, SECRET_ENV_PREFIXES)
+
+Finding = tuple[str, int, str]
+_SECRET = re.compile(SECRET_ENV, re.I)
+_BUILTIN_CLASSES = frozenset(("object", "type", "int", "float", "str", "bytes", "list", "dict", "set", "tuple",
+                              "frozenset", "bool", "complex", "BaseException", "Exception", "property", "super"))
+
+
+def _secret(var: str) -> bool:
+    return bool(_SECRET.search(var)) or var.upper().startswith(SECRET_ENV_PREFIXES)
+
+
+def _is_class_name(name: str) -> bool:
+    return name[:1].isupper() and not name.isupper()
+
+
+class PythonRules(ast.NodeVisitor):
+    """Walk the tree once and collect every finding (the caller picks which to report)."""
+
+    def __init__(self, model: Model) -> None:
+        self.m = model
+        self.found: list[Finding] = []
+        self.stack: list[ast.AST] = []
+        self.in_annotation = 0
+
+    def add(self, category: str, node: ast.AST, what: str) -> None:
+        self.found.append((category, getattr(node, "lineno", 0), what))
+
+    # ----- scopes and annotations -------------------------------------------------------------
+    def _scoped(self, node: ast.AST, body: list[ast.AST]) -> None:
+        self.stack.append(node)
+        for child in body:
+            self.visit(child)
+        self.stack.pop()
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self._scoped(node, node.body)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for d in node.decorator_list:
+            self.visit(d)
+        self._arguments(node.args)
+        if node.returns is not None:
+            self.annotation(node.returns)
+        self._scoped(node, node.body)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._arguments(node.args)
+        self._scoped(node, [node.body])
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for e in (*node.decorator_list, *node.bases, *[k.value for k in node.keywords]):
+            self.visit(e)
+        self._scoped(node, node.body)
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) -> None:
+        self.visit(node.generators[0].iter)  # evaluated in the enclosing scope
+        rest: list[ast.AST] = [node.generators[0].target, *node.generators[0].ifs]
+        for g in node.generators[1:]:
+            rest += [g.iter, g.target, *g.ifs]
+        elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        self._scoped(node, [*rest, *elts])
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+    def _arguments(self, args: ast.arguments) -> None:
+        for d in (*args.defaults, *[d for d in args.kw_defaults if d is not None]):
+            self.visit(d)
+        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if a is not None and a.annotation is not None:
+                self.annotation(a.annotation)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.visit(node.target)
+        self.annotation(node.annotation)
+        if node.value is not None:
+            self.visit(node.value)
+
+    def annotation(self, node: ast.expr) -> None:
+        """Annotations are code: string ones are evaluated by typing and TorchScript, so parse them."""
+        self.in_annotation += 1
+        self.visit(node)
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                self.code_in_string(sub.value, sub.lineno, "eval")
+        self.in_annotation -= 1
+
+    def code_in_string(self, text: str, line: int, mode: str) -> None:
+        try:
+            tree = ast.parse(text.strip(), mode=mode)
+        except (SyntaxError, ValueError):
+            return  # not code: nothing would evaluate it either
+        ast.increment_lineno(tree, line - 1)
+        for parent in ast.walk(tree):
+            for child in ast.iter_child_nodes(parent):
+                self.m.parents[child] = parent
+        self.in_annotation += 1
+        self.visit(tree)
+        self.in_annotation -= 1
+
+    # ----- imports ----------------------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            verdict = module_category(a.name)
+            if verdict is not None:
+                self.add(verdict[0], node, verdict[1])
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level or not node.module:
+            self.add("import", node, "relative import")
+            return
+        verdict = module_category(node.module)
+        if verdict is not None:
+            self.add(verdict[0], node, verdict[1])
+            return
+        for a in node.names:
+            if a.name == "*":
+                self.add("import", node, f"from {node.module} import * (hides which names are used)")
+                continue
+            chain = (*node.module.split("."), a.name)
+            verdict = module_category(dotted(chain)) if self.m.is_module(chain) else classify(chain, "load")
+            if verdict is not None:
+                self.add(verdict[0], node, verdict[1])
+            elif dunder(a.name) or a.name in FRAME_ATTRS:
+                self.add("introspection", node, f"imports {dotted(chain)}")
+
+    # ----- names and attributes -----------------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        parent = self.m.parents.get(node)
+        if dunder(node.id) and node.id not in DUNDER_NAMES:
+            if isinstance(node.ctx, ast.Load):
+                self.add("introspection", node, f"uses {node.id}")
+            else:
+                self.add("monkeypatch", node, f"rebinds {node.id}")
+        if isinstance(node.ctx, ast.Load) and self.m.possibly_builtin(node.id, self.stack):
+            if node.id in BUILTINS:
+                self.add(BUILTINS[node.id], node, f"uses {node.id}")
+            elif node.id in ATTR_BUILTINS and not (isinstance(parent, ast.Call) and parent.func is node):
+                self.add("introspection", node, f"passes {node.id} around")
+        if isinstance(node.ctx, ast.Load) and not (isinstance(parent, ast.Attribute) and parent.value is node):
+            self.chains(node, self.m.resolve(node))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        store = not isinstance(node.ctx, ast.Load)
+        self.attribute_name(node, node.attr, store)
+        parent = self.m.parents.get(node)
+        if not (isinstance(parent, ast.Attribute) and parent.value is node):
+            chains = self.m.resolve(node)
+            if store:
+                for c in chains:
+                    self.add(*self._at(node, store_category(c)))
+                if not chains:
+                    self.foreign_receiver(node.value, node, dotted_attr=node.attr)
+            else:
+                self.chains(node, chains)
+        self.generic_visit(node)
+
+    def _at(self, node: ast.AST, verdict: tuple[str, str]) -> tuple[str, ast.AST, str]:
+        return verdict[0], node, verdict[1]
+
+    def attribute_name(self, node: ast.AST, attr: str, store: bool) -> None:
+        if dunder(attr):
+            if store:
+                self.add("monkeypatch", node, f"assigns .{attr}")
+            elif attr not in DUNDER_READ:
+                self.add("introspection", node, f"reads .{attr}")
+        elif attr in FRAME_ATTRS:
+            self.add("introspection", node, f"reads .{attr}")
+        elif attr in FILE_METHODS:
+            self.add("files", node, f"calls .{attr}")
+
+    def chains(self, node: ast.expr, chains: set[Chain]) -> None:
+        """A maximal dotted name that is read or called: classify it, and check where it goes."""
+        parent = self.m.parents.get(node)
+        ctx = "call" if isinstance(parent, ast.Call) and parent.func is node else "load"
+        for c in chains:
+            verdict = classify(c, ctx)
+            if verdict is not None:
+                self.add(verdict[0], node, verdict[1])
+            if ctx == "call" and self._mutates_module_data(c):
+                self.add("monkeypatch", node, f"mutates {dotted(c[:-1])}")
+            if dotted(c) in NATIVE_ENTRIES and ctx != "call":
+                self.add("native", node, f"kernel source not statically known ({dotted(c)} passed around)")
+        if self.in_annotation:
+            return
+        protected = [c for c in chains if self._protected(c)]
+        if protected and not self._position_ok(node, all(not self.m.is_module(c) for c in protected)):
+            c = protected[0]
+            if c[:2] == ("os", "environ"):
+                self.add("environment", node, "reads the whole environment (os.environ)")
+            else:
+                self.add("introspection", node, f"passes {dotted(c)} around as a value (the policy follows "
+                                                "modules and foreign classes only through imports and aliases)")
+
+    def _mutates_module_data(self, c: Chain) -> bool:
+        recv = c[:-1]
+        return (c[-1] in MUTATORS and len(c) >= 3 and not self.m.is_module(recv) and not _is_class_name(recv[-1])
+                and recv[:2] != ("torch", "ops"))
+
+    def _protected(self, c: Chain) -> bool:
+        return self.m.is_module(c) or _is_class_name(c[-1]) or c[:2] == ("os", "environ") and len(c) == 2
+
+    def _position_ok(self, node: ast.expr, classes_only: bool) -> bool:
+        p = self.m.parents.get(node)
+        if isinstance(p, ast.Tuple):  # isinstance(x, (A, B)), except (A, B):
+            node, p = p, self.m.parents.get(p)
+            if not isinstance(p, (ast.Call, ast.ExceptHandler)):
+                return False
+        if isinstance(p, ast.Call):
+            if p.func is node:
+                return True
+            f = p.func
+            if isinstance(f, ast.Name) and f.id in ATTR_BUILTINS and p.args and p.args[0] is node:
+                return True  # getattr(torch, "x"): followed by name (or reported as dynamic)
+            return isinstance(f, ast.Name) and f.id in ("isinstance", "issubclass", "super") and node in p.args
+        if isinstance(p, ast.Assign):
+            scope = self.m.scopes[self.stack[-1]]
+            return p.value is node and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) \
+                and scope.kind != "class"
+        if isinstance(p, ast.NamedExpr):
+            return p.value is node
+        if isinstance(p, ast.keyword):
+            return isinstance(self.m.parents.get(p), ast.ClassDef)
+        if isinstance(p, ast.ClassDef):
+            return node in p.bases
+        if isinstance(p, (ast.ExceptHandler, ast.Compare)):
+            return True
+        if isinstance(p, ast.Subscript):
+            return classes_only or (p.value is node and self._environ_item(p))
+        return False
+
+    def _environ_item(self, sub: ast.Subscript) -> bool:
+        return ("os", "environ") in self.m.resolve(sub.value)
+
+    def foreign_receiver(self, recv: ast.expr, node: ast.AST, dotted_attr: str) -> None:
+        """An attribute stored on an object the candidate did not make: a class from type(), a
+        builtin type, or whatever a call returned."""
+        root = recv
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if isinstance(root, ast.Call):
+            f = root.func
+            if not (isinstance(f, ast.Name) and f.id in self.m.own):
+                self.add("monkeypatch", node, f"assigns .{dotted_attr} on an object a call returned")
+        elif isinstance(root, ast.Name) and root.id in _BUILTIN_CLASSES and self.m.possibly_builtin(root.id, self.stack):
+            self.add("monkeypatch", node, f"assigns {root.id}.{dotted_attr}")
+
+    # ----- calls --------------------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> None:
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in ATTR_BUILTINS and self.m.possibly_builtin(f.id, self.stack):
+            self.attr_builtin(node, f.id)
+        for c in self.m.resolve(f):
+            name = dotted(c)
+            if name in NATIVE_ENTRIES:
+                self.found += check_native_call(node, name, self.m)
+            elif c in (("os", "getenv"), ("os", "environ", "get")):
+                self.env_key(node, node.args[0] if node.args else None, "reads")
+        if isinstance(f, ast.Attribute) and f.attr == "use" and isinstance(f.value, ast.Call) \
+                and ("cupy", "cuda", "Device") in self.m.resolve(f.value.func):
+            self.add("process_setting", node, "cupy.cuda.Device(…).use() changes the current device")
+        self.generic_visit(node)
+
+    def attr_builtin(self, node: ast.Call, fn: str) -> None:
+        if len(node.args) < 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            self.add("introspection", node, f"{fn} with arguments the policy cannot read")
+            return
+        try:
+            name = self.m.static.eval(node.args[1])
+        except (NotStatic, RecursionError):
+            name = None
+        store = fn in ("setattr", "delattr")
+        if not isinstance(name, Text):
+            if not self.m.is_own_self(node.args[0], self.stack):
+                self.add("introspection", node, f"{fn} with a name computed at run time")
+            return
+        attr = name.value
+        self.attribute_name(node, attr, store)
+        chains = {(*c, attr) for c in self.m.resolve(node.args[0])}
+        if store:
+            for c in chains:
+                self.add(*self._at(node, store_category(c)))
+            if not chains:
+                self.foreign_receiver(node.args[0], node, dotted_attr=attr)
+        elif fn == "getattr":
+            self.chains(node, chains)
+        else:
+            for c in chains:
+                verdict = classify(c, "load")
+                if verdict is not None:
+                    self.add(verdict[0], node, verdict[1])
+
+    # ----- the environment and item stores ---------------------------------------------------------
+    def env_key(self, node: ast.AST, key: ast.expr | None, verb: str) -> None:
+        try:
+            value = self.m.static.eval(key) if key is not None else None
+        except (NotStatic, RecursionError):
+            value = None
+        if not isinstance(value, Text):
+            self.add("environment", node, f"{verb} an environment variable named at run time")
+        elif _secret(value.value):
+            self.add("environment", node, f"{verb} the environment variable {value.value}")
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        chains = self.m.resolve(node.value)
+        if ("os", "environ") in chains:
+            if isinstance(node.ctx, ast.Load):
+                self.env_key(node, node.slice, "reads")
+            else:
+                self.add("environment", node, "sets or deletes an environment variable")
+        elif chains and not isinstance(node.ctx, ast.Load):
+            self.add("monkeypatch", node, f"assigns an item of {dotted(sorted(chains)[0])}")
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        for op, right in zip(node.ops, node.comparators):
+            if isinstance(op, (ast.In, ast.NotIn)) and ("os", "environ") in self.m.resolve(right):
+                self.env_key(node, node.left, "tests")
+        self.generic_visit(node)
+
+
+def type_comments(source: str) -> list[tuple[str, int, str]]:
+    """`# type:` comments (TorchScript evaluates them as annotations): (text, line, parse mode)."""
+    out = []
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return out
+    for tok in tokens:
+        m = re.match(r"#\s*type\s*:(.*)", tok.string) if tok.type == tokenize.COMMENT else None
+        if m and not m.group(1).strip().startswith("ignore"):
+            text = m.group(1).strip()
+            out.append((text, tok.start[0], "func_type" if "->" in text else "eval"))
+    return out
+
+
+def python_findings(tree: ast.Module, source: str) -> list[Finding]:
+    """Every Python-level finding in a parsed candidate."""
+    model = Model(tree)
+    rules = PythonRules(model)
+    rules.visit(tree)
+    for text, line, mode in type_comments(source):
+        rules.stack = [tree]
+        rules.code_in_string(text, line, mode)
+    return rules.found
