@@ -13,7 +13,7 @@ import types
 from functools import cache
 
 from kevolve.sandbox.policy_tables import (ALLOW, BACKENDS, BACKENDS_QUERIES, FILE_METHODS, GLOBAL_HOOK_PREFIX,
-                                           HEAVY, KNOWN_MODULES, MEMBERS, MODULES, OWN_SUBMODULES, PARTIAL, REROOT,
+                                           HEAVY, KNOWN_MODULES, MEMBERS, MODULES, OWN_SUBMODULES, PARTIAL, PRIVATE_OK, REROOT,
                                            RNG_NAMES, RNG_ROOTS, SETTER_PREFIXES, STDLIB, STDLIB_DENIED)
 
 Chain = tuple[str, ...]
@@ -114,7 +114,7 @@ def _classify_one(chain: Chain, ctx: str) -> Verdict:
 def _heavy(chain: Chain, ctx: str) -> Verdict:
     name, last = dotted(chain), chain[-1]
     for i, part in enumerate(chain[1:], 1):
-        if private(part) and not (chain[1] == "ops" and i >= 3):
+        if private(part) and not (chain[1] == "ops" and i >= 3) and dotted(chain[:i + 1]) not in PRIVATE_OK:
             return "import", f"uses {name} (private)"
     if chain[:2] == tuple(BACKENDS.split(".")) and len(chain) > 2 and ctx == "call" \
             and not last.startswith(BACKENDS_QUERIES):

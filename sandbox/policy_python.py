@@ -16,10 +16,10 @@ import tokenize
 
 from kevolve.sandbox.policy_chains import classify, dunder, dotted, module_category, store_category
 from kevolve.sandbox.policy_native import NATIVE_ENTRIES, check_native_call
-from kevolve.sandbox.policy_scope import Chain, Model
+from kevolve.sandbox.policy_scope import TYPE_OF, Chain, Model, is_class
 from kevolve.sandbox.policy_static import NotStatic, Text
 from kevolve.sandbox.policy_tables import (ATTR_BUILTINS, BUILTINS, DUNDER_NAMES, DUNDER_READ, FILE_METHODS,
-                                           FRAME_ATTRS, MUTATORS, SECRET_ENV, SECRET_ENV_PREFIXES)
+                                           FRAME_ATTRS, MUTATORS, SECRET_ENV, SECRET_ENV_PREFIXES, TYPE_ARG_METHODS)
 
 Finding = tuple[str, int, str]
 _SECRET = re.compile(SECRET_ENV, re.I)
@@ -29,10 +29,6 @@ _BUILTIN_CLASSES = frozenset(("object", "type", "int", "float", "str", "bytes", 
 
 def _secret(var: str) -> bool:
     return bool(_SECRET.search(var)) or var.upper().startswith(SECRET_ENV_PREFIXES)
-
-
-def _is_class_name(name: str) -> bool:
-    return name[:1].isupper() and not name.isupper()
 
 
 class PythonRules(ast.NodeVisitor):
@@ -217,25 +213,33 @@ class PythonRules(ast.NodeVisitor):
 
     def _mutates_module_data(self, c: Chain) -> bool:
         recv = c[:-1]
-        return (c[-1] in MUTATORS and len(c) >= 3 and not self.m.is_module(recv) and not _is_class_name(recv[-1])
+        return (c[-1] in MUTATORS and len(c) >= 3 and not self.m.is_module(recv) and not is_class(recv)
                 and recv[:2] != ("torch", "ops"))
 
     def _protected(self, c: Chain) -> bool:
-        return self.m.is_module(c) or _is_class_name(c[-1]) or c[:2] == ("os", "environ") and len(c) == 2
+        return self.m.is_module(c) or is_class(c) or c[:2] == ("os", "environ") and len(c) == 2
 
     def _position_ok(self, node: ast.expr, classes_only: bool) -> bool:
+        """Where a module or foreign class may appear: used, aliased, tested against — not stored
+        or carried where the policy would lose track of it."""
         p = self.m.parents.get(node)
         if isinstance(p, ast.Tuple):  # isinstance(x, (A, B)), except (A, B):
             node, p = p, self.m.parents.get(p)
-            if not isinstance(p, (ast.Call, ast.ExceptHandler)):
+            if not isinstance(p, (ast.Call, ast.ExceptHandler)) or isinstance(p, ast.Call) and p.func is node:
                 return False
+        if isinstance(p, ast.keyword) and isinstance(self.m.parents.get(p), ast.Call):
+            return classes_only and self._class_argument_ok(self.m.parents[p])  # type: ignore[arg-type]
         if isinstance(p, ast.Call):
-            if p.func is node:
-                return True
             f = p.func
+            if f is node:
+                return True
             if isinstance(f, ast.Name) and f.id in ATTR_BUILTINS and p.args and p.args[0] is node:
                 return True  # getattr(torch, "x"): followed by name (or reported as dynamic)
-            return isinstance(f, ast.Name) and f.id in ("isinstance", "issubclass", "super") and node in p.args
+            if isinstance(f, ast.Name) and f.id in ("isinstance", "issubclass") and node in p.args:
+                return True
+            return classes_only and self._class_argument_ok(p)
+        if isinstance(p, ast.arguments):  # a default: the parameter is followed like an alias
+            return classes_only
         if isinstance(p, ast.Assign):
             scope = self.m.scopes[self.stack[-1]]
             return p.value is node and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) \
@@ -252,6 +256,14 @@ class PythonRules(ast.NodeVisitor):
             return classes_only or (p.value is node and self._environ_item(p))
         return False
 
+    def _class_argument_ok(self, call: ast.Call) -> bool:
+        """A class may be handed to the candidate's own functions and classes (their parameters are
+        then followed like aliases) and to x.view/type/to (legacy tensor types), nothing else."""
+        f = call.func
+        if isinstance(f, ast.Name):
+            return f.id in self.m.own
+        return isinstance(f, ast.Attribute) and f.attr in TYPE_ARG_METHODS and f.attr not in self.m.own
+
     def _environ_item(self, sub: ast.Subscript) -> bool:
         return ("os", "environ") in self.m.resolve(sub.value)
 
@@ -263,10 +275,13 @@ class PythonRules(ast.NodeVisitor):
             root = root.value
         if isinstance(root, ast.Call):
             f = root.func
-            if not (isinstance(f, ast.Name) and f.id in self.m.own):
+            if not (isinstance(f, ast.Name) and isinstance(self.m.own.get(f.id), ast.ClassDef)):
                 self.add("monkeypatch", node, f"assigns .{dotted_attr} on an object a call returned")
         elif isinstance(root, ast.Name) and root.id in _BUILTIN_CLASSES and self.m.possibly_builtin(root.id, self.stack):
             self.add("monkeypatch", node, f"assigns {root.id}.{dotted_attr}")
+        elif isinstance(root, ast.Name) and self.m.param_kind(root.id, self.stack) == "param":
+            self.add("monkeypatch", node, f"assigns .{dotted_attr} on the parameter {root.id} (which may hold "
+                                          "a class the candidate did not create)")
 
     # ----- calls --------------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
@@ -279,12 +294,16 @@ class PythonRules(ast.NodeVisitor):
                 self.found += check_native_call(node, name, self.m)
             elif c in (("os", "getenv"), ("os", "environ", "get")):
                 self.env_key(node, node.args[0] if node.args else None, "reads")
+        if TYPE_OF in self.m.resolve(node) and not self.in_annotation and not self._position_ok(node, True):
+            self.add("introspection", node, "passes type(…) around as a value")
         if isinstance(f, ast.Attribute) and f.attr == "use" and isinstance(f.value, ast.Call) \
                 and ("cupy", "cuda", "Device") in self.m.resolve(f.value.func):
             self.add("process_setting", node, "cupy.cuda.Device(…).use() changes the current device")
         self.generic_visit(node)
 
     def attr_builtin(self, node: ast.Call, fn: str) -> None:
+        """getattr/setattr/delattr/hasattr: with names known statically (a literal, or each value of
+        a loop over literals) they are attribute accesses like any other; else introspection."""
         if len(node.args) < 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             self.add("introspection", node, f"{fn} with arguments the policy cannot read")
             return
@@ -292,26 +311,27 @@ class PythonRules(ast.NodeVisitor):
             name = self.m.static.eval(node.args[1])
         except (NotStatic, RecursionError):
             name = None
-        store = fn in ("setattr", "delattr")
-        if not isinstance(name, Text):
+        names = [name.value] if isinstance(name, Text) else self.m.choices(node.args[1])
+        if names is None:
             if not self.m.is_own_self(node.args[0], self.stack):
                 self.add("introspection", node, f"{fn} with a name computed at run time")
             return
-        attr = name.value
-        self.attribute_name(node, attr, store)
-        chains = {(*c, attr) for c in self.m.resolve(node.args[0])}
-        if store:
-            for c in chains:
-                self.add(*self._at(node, store_category(c)))
-            if not chains:
-                self.foreign_receiver(node.args[0], node, dotted_attr=attr)
-        elif fn == "getattr":
-            self.chains(node, chains)
-        else:
-            for c in chains:
-                verdict = classify(c, "load")
-                if verdict is not None:
-                    self.add(verdict[0], node, verdict[1])
+        store = fn in ("setattr", "delattr")
+        for attr in names:
+            self.attribute_name(node, attr, store)
+            chains = {(*c, attr) for c in self.m.resolve(node.args[0])}
+            if store:
+                for c in chains:
+                    self.add(*self._at(node, store_category(c)))
+                if not chains and not self.m.is_own_self(node.args[0], self.stack):
+                    self.foreign_receiver(node.args[0], node, dotted_attr=attr)
+            elif fn == "getattr" and isinstance(name, Text):
+                self.chains(node, chains)
+            else:
+                for c in chains:
+                    verdict = classify(c, "load")
+                    if verdict is not None:
+                        self.add(verdict[0], node, verdict[1])
 
     # ----- the environment and item stores ---------------------------------------------------------
     def env_key(self, node: ast.AST, key: ast.expr | None, verb: str) -> None:

@@ -15,6 +15,13 @@ from kevolve.sandbox.policy_static import NotStatic, StaticEval
 from kevolve.sandbox.policy_tables import KNOWN_MODULES
 
 Chain = tuple[str, ...]
+TYPE_OF: Chain = ("type()",)  # the class of some object: type(x)
+
+
+def is_class(chain: Chain) -> bool:
+    """A class the candidate did not define (CamelCase by convention), or the result of type()."""
+    last = chain[-1]
+    return chain == TYPE_OF or (last[:1].isupper() and not last.isupper())
 _FUNCTION_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
                     ast.GeneratorExp)
 SCOPES = (ast.Module, ast.ClassDef, *_FUNCTION_SCOPES)
@@ -40,11 +47,13 @@ class Model:
         self.imported: set[str] = set()  # dotted names of modules imported (and their parents)
         self.values: dict[str, list[tuple[str, ast.expr]]] = defaultdict(list)
         self.opaque: set[str] = set()  # names also bound by parameters, loops, imports, defs …
-        self.own: set[str] = set()  # classes and functions the candidate defines
+        self.own: dict[str, ast.AST] = {}  # classes and functions the candidate defines
         self.scopes: dict[ast.AST, Scope] = {}
         self._aliases: list[tuple[str, ast.expr]] = []
+        self._calls: list[ast.Call] = []
+        self.loop_values: dict[str, list[ast.expr]] = defaultdict(list)  # for NAME in (literal, …)
         self._collect(tree, [])
-        self.static = StaticEval(self.values, self.opaque, self.resolve)
+        self.static = StaticEval(self.values, self.opaque, self.resolve, self.own_receiver)
         self._resolve_aliases()
 
     # ----- collection -------------------------------------------------------------------------
@@ -95,8 +104,20 @@ class Model:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             outer = self.scopes[stack[-2]]
             outer.assigned.add(node.name)
-            self.own.add(node.name)
+            self.own.setdefault(node.name, node)
             self.opaque.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            self._attr_value(node)
+        elif isinstance(node, ast.Call):
+            self._calls.append(node)
+            if isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+                name = node.args[1] if len(node.args) > 1 else None
+                if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                    self.opaque.add(".*")  # any attribute may be set to anything: none is static
+                elif node.func.id == "setattr" and len(node.args) == 3:
+                    self.values["." + name.value].append(("=", node.args[2]))
+                else:
+                    self.opaque.add("." + name.value)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             self._import(node, scope)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -120,30 +141,47 @@ class Model:
         elif isinstance(node, ast.arg):
             self.opaque.add(node.arg)
 
+    def _attr_value(self, node: ast.Attribute) -> None:
+        """Attribute stores, by attribute name (".X"): `self.X` is static only if every store of an
+        attribute X anywhere is."""
+        if not self._record("." + node.attr, node):
+            self.opaque.add("." + node.attr)
+
+    def _record(self, key: str, target: ast.expr) -> bool:
+        """Record `key`'s value if `target` is assigned simply (=, +=, annotated, walrus)."""
+        parent = self.parents.get(target)
+        if isinstance(parent, ast.Assign) and target in parent.targets:
+            self.values[key].append(("=", parent.value))
+        elif isinstance(parent, ast.AnnAssign) and parent.value is not None:
+            self.values[key].append(("=", parent.value))
+        elif isinstance(parent, ast.AugAssign) and isinstance(parent.op, ast.Add):
+            self.values[key].append(("+=", parent.value))
+        elif isinstance(parent, ast.NamedExpr):
+            self.values[key].append(("=", parent.value))
+        elif isinstance(parent, ast.Tuple) and isinstance(self.parents.get(parent), ast.Assign) \
+                and isinstance(self.parents[parent].value, ast.Tuple) \
+                and len(self.parents[parent].value.elts) == len(parent.elts):  # type: ignore[attr-defined]
+            self.values[key].append(("=", self.parents[parent].value.elts[parent.elts.index(target)]))  # type: ignore[attr-defined]
+        else:
+            return False
+        return True
+
     def _value_of(self, name: ast.Name, scope: Scope) -> None:
         """Record a simple assignment's value (for static evaluation and aliases); else opaque."""
         parent = self.parents.get(name)
-        if isinstance(parent, ast.Assign) and name in parent.targets:
-            self.values[name.id].append(("=", parent.value))
-            if scope.kind != "class":
-                self._aliases.append((name.id, parent.value))
+        if isinstance(parent, (ast.For, ast.comprehension)) and parent.target is name \
+                and isinstance(parent.iter, (ast.List, ast.Tuple)):
+            self.loop_values[name.id] += parent.iter.elts
+        else:
+            self.loop_values[name.id].append(name)  # bound otherwise too: not a fixed choice
+        if scope.kind == "class" and not self._record("." + name.id, name):  # also read as self.X
+            self.opaque.add("." + name.id)
+        if not self._record(name.id, name):
+            self.opaque.add(name.id)
             return
-        if isinstance(parent, ast.AnnAssign) and parent.value is not None:
-            self.values[name.id].append(("=", parent.value))
-            return
-        if isinstance(parent, ast.AugAssign) and isinstance(parent.op, ast.Add):
-            self.values[name.id].append(("+=", parent.value))
-            return
-        if isinstance(parent, ast.NamedExpr):
-            self.values[name.id].append(("=", parent.value))
+        parent = self.parents.get(name)
+        if isinstance(parent, ast.NamedExpr) or isinstance(parent, ast.Assign) and scope.kind != "class":
             self._aliases.append((name.id, parent.value))
-            return
-        if isinstance(parent, ast.Tuple) and isinstance(self.parents.get(parent), ast.Assign):
-            assign = self.parents[parent]
-            if isinstance(assign.value, ast.Tuple) and len(assign.value.elts) == len(parent.elts):
-                self.values[name.id].append(("=", assign.value.elts[parent.elts.index(name)]))
-                return
-        self.opaque.add(name.id)
 
     def _import(self, node: ast.Import | ast.ImportFrom, scope: Scope) -> None:
         if isinstance(node, ast.Import):
@@ -168,15 +206,38 @@ class Model:
             self.opaque.add(bound)
 
     def _resolve_aliases(self) -> None:
-        for _ in range(8):  # aliases of aliases, to a fixpoint
+        for _ in range(8):  # aliases of aliases, and classes handed to the candidate's functions
             changed = False
-            for target, value in self._aliases:
+            for target, value in [*self._aliases, *self._class_arguments()]:
                 new = self.resolve(value) - self.names[target]
                 if new:
                     self.names[target] |= new
                     changed = True
             if not changed:
                 return
+
+    def _class_arguments(self) -> list[tuple[str, ast.expr]]:
+        """(parameter, value) for class-valued defaults and arguments of the candidate's own
+        functions and classes: such parameters are followed like aliases."""
+        out: list[tuple[str, ast.expr]] = []
+        for fn in self.own.values():
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = fn.args
+                pos = [*a.posonlyargs, *a.args]
+                out += [(p.arg, d) for p, d in zip(pos[len(pos) - len(a.defaults):], a.defaults)]
+                out += [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+        for call in self._calls:
+            fn = self.own.get(call.func.id) if isinstance(call.func, ast.Name) else None
+            if isinstance(fn, ast.ClassDef):
+                fn = next((f for f in fn.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+                params = [p.arg for p in (fn.args.posonlyargs + fn.args.args)[1:]] if fn else []
+            elif isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = [p.arg for p in fn.args.posonlyargs + fn.args.args]
+            else:
+                continue
+            out += [(p, v) for p, v in zip(params, call.args)]
+            out += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        return [(p, v) for p, v in out if any(is_class(c) for c in self.resolve(v))]
 
     # ----- queries ----------------------------------------------------------------------------
     def resolve(self, node: ast.expr) -> set[Chain]:
@@ -188,7 +249,26 @@ class Model:
         name = self.getattr_name(node)
         if name is not None:
             return {(*c, name) for c in self.resolve(node.args[0])}  # type: ignore[attr-defined]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
+                and len(node.args) == 1:
+            return {TYPE_OF}
         return set()
+
+    def own_receiver(self, node: ast.expr) -> bool:
+        """`self` or one of the candidate's classes: whose attributes the candidate itself sets."""
+        return isinstance(node, ast.Name) and (node.id == "self" or isinstance(self.own.get(node.id), ast.ClassDef))
+
+    def param_kind(self, name: str, stack: list[ast.AST]) -> str:
+        """'first' (self, cls, ctx), 'param', 'local' or 'global': what binds `name` here."""
+        for node in reversed(stack):
+            s = self.scopes[node]
+            if s.kind != "function" or name in s.declared_global:
+                continue
+            if name in s.params:
+                return "first" if name == s.first_param else "param"
+            if name in s.assigned:
+                return "local"
+        return "global"
 
     def getattr_name(self, node: ast.expr) -> str | None:
         """`getattr(x, NAME[, default])` with a statically known NAME: that name."""
@@ -200,6 +280,22 @@ class Model:
         except (NotStatic, RecursionError):
             return None
         return v.value if hasattr(v, "value") else None  # type: ignore[union-attr]
+
+    def choices(self, node: ast.expr) -> list[str] | None:
+        """The names a loop variable takes when it only ever iterates over a literal list of
+        strings (`for p in ("weight", "bias"): getattr(m, p)`); else None."""
+        if not isinstance(node, ast.Name) or not self.loop_values.get(node.id):
+            return None
+        out = []
+        for e in self.loop_values[node.id]:
+            try:
+                v = self.static.eval(e) if not isinstance(e, ast.Name) or e.ctx.__class__ is ast.Load else None
+            except (NotStatic, RecursionError):
+                return None
+            if not hasattr(v, "value"):
+                return None
+            out.append(v.value)  # type: ignore[union-attr]
+        return out
 
     def is_module(self, chain: Chain) -> bool:
         dotted = ".".join(chain)

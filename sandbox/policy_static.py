@@ -83,8 +83,8 @@ class StaticEval:
     """Evaluate expressions over the module's simple assignments (`values`: name -> [(op, expr)])."""
 
     def __init__(self, values: dict[str, list[tuple[str, ast.expr]]], opaque: set[str],
-                 resolve: Callable[[ast.expr], set[tuple[str, ...]]]) -> None:
-        self.values, self.opaque, self.resolve = values, opaque, resolve
+                 resolve: Callable[[ast.expr], set[tuple[str, ...]]], own: Callable[[ast.expr], bool]) -> None:
+        self.values, self.opaque, self.resolve, self.own = values, opaque, resolve, own
         self._busy: set[str] = set()
 
     def eval(self, node: ast.expr) -> object:
@@ -150,12 +150,21 @@ class StaticEval:
     _Tuple = _List
 
     def _Name(self, n: ast.Name) -> object:
-        if n.id in self.opaque or n.id not in self.values or n.id in self._busy:
+        return self._named(n.id)
+
+    def _Attribute(self, n: ast.Attribute) -> object:
+        """self.X or OwnClass.X: every value any attribute named X is given in the source."""
+        if not self.own(n.value) or ".*" in self.opaque:
             raise NotStatic
-        self._busy.add(n.id)
+        return self._named("." + n.attr)
+
+    def _named(self, key: str) -> object:
+        if key in self.opaque or key not in self.values or key in self._busy:
+            raise NotStatic
+        self._busy.add(key)
         try:
             out: object = None
-            for op, expr in self.values[n.id]:
+            for op, expr in self.values[key]:
                 v = self.eval(expr)
                 if out is None:
                     out = v
@@ -167,7 +176,7 @@ class StaticEval:
                     raise NotStatic
             return out
         finally:
-            self._busy.discard(n.id)
+            self._busy.discard(key)
 
     def _Call(self, n: ast.Call) -> object:
         if any(isinstance(a, ast.Starred) for a in n.args) or any(k.arg is None for k in n.keywords):

@@ -135,10 +135,19 @@ OWN_SUBMODULES = ("torch.types", "torch.signal", "torch.random", "torch.cuda.ran
 # treated as that module: a chain is re-checked from each of them.
 REROOT = frozenset(n for n, c in MODULES.items() if "." not in n and c != "import") | {"os", "sys"}
 
+# Private torch helpers that LLM-written modules copy from nn's own layers (pure functions of shapes).
+PRIVATE_OK = frozenset(("torch.nn.init._calculate_fan_in_and_fan_out", "torch.nn.init._calculate_correct_fan",
+                        "torch.nn.modules.utils._pair", "torch.nn.modules.utils._single",
+                        "torch.nn.modules.utils._triple", "torch.nn.modules.utils._quadruple",
+                        "torch.nn.modules.utils._ntuple", "torch.nn.modules.utils._reverse_repeat_tuple"))
+# Tensor methods that take a (legacy) tensor type as an argument: x.view(torch.cuda.FloatTensor).
+TYPE_ARG_METHODS = frozenset(("view", "type", "to"))
+
 # Last components that set process-wide state wherever they live under the heavy packages.
 SETTER_PREFIXES = ("set_", "use_deterministic")
 RNG_NAMES = frozenset(("manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
-                       "get_rng_state_all", "set_rng_state", "set_rng_state_all", "fork_rng"))
+                       "get_rng_state_all", "set_rng_state", "set_rng_state_all", "fork_rng", "default_generator",
+                       "default_generators"))
 RNG_ROOTS = ("torch", "torch.cuda", "torch.random", "torch.cuda.random", "torch.mps", "torch.xpu", "torch.cpu")
 GLOBAL_HOOK_PREFIX = "register_module_"  # torch.nn.modules.module.register_module_forward_hook & co.
 
@@ -148,7 +157,7 @@ BACKENDS_QUERIES = ("is_", "get_", "version", "preferred_blas_library_", "flags_
 
 # Builtin names (when not shadowed by the candidate) by category. getattr & co. have their own rules.
 BUILTINS: dict[str, str] = {
-    **dict.fromkeys(("eval", "exec", "compile", "globals", "locals", "vars", "dir", "breakpoint", "id"),
+    **dict.fromkeys(("eval", "exec", "compile", "globals", "locals", "vars", "dir", "breakpoint"),
                     "introspection"),
     "open": "files", "help": "processes",
     **dict.fromkeys(("exit", "quit", "SystemExit", "KeyboardInterrupt"), "exit"),
