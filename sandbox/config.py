@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from kevolve.records import Record
 
@@ -50,6 +50,17 @@ class SandboxConfig(Record):
     image: str = Field(default="kevolve-eval:latest", description="Docker image of the evaluation worker")
     cpus: float = Field(default=2.0, description="CPU limit of a Docker worker")
     pids_limit: int = Field(default=512, description="process/thread limit of a sandboxed worker")
+    policy_allow: tuple[str, ...] = Field(
+        default=(), description="candidate-policy categories to permit before anything runs (sandbox/policy.py); "
+                                "'all' turns the policy off")
+
+    @field_validator("policy_allow")
+    @classmethod
+    def _known_categories(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from kevolve.sandbox.policy import validate_allow
+
+        validate_allow(v)  # UnknownCategory is a ValueError: pydantic reports it as a validation error
+        return tuple(dict.fromkeys(v))
 
     @property
     def is_cuda(self) -> bool:
