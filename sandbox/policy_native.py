@@ -29,7 +29,8 @@ _FLAG_KWARGS = ("extra_cflags", "extra_cuda_cflags", "extra_sycl_cflags", "extra
 _NOT_TEXT = ("name", "functions", "verbose", "with_cuda", "with_sycl", "is_python_module",
              "with_pytorch_error_handling", "keep_intermediates", "use_pch", "no_implicit_headers", "reduce_dims",
              "no_return", "return_tuple", "backend", "jitify", "translate_cucomplex", "enable_cooperative_groups",
-             "name_expressions", "reduce_type", "identity")
+             "reduce_type", "identity")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 _NOT_MEMBER = r"(?<![\w.:])(?<!->)"  # a free function, not x.open( or std::bind(
 _CUDA_API = (r"(?:cuda(?:Event|Stream|Device|Malloc|Free|Memcpy|Memset|Launch|Graph|Get|Set|Func|Ctx|Profiler|Host"
@@ -56,16 +57,20 @@ RULES: tuple[tuple[str, str, str], ...] = (
      r"fexecve|system|popen|posix_spawnp?|daemon|setsid|kill|killpg|ptrace|process_vm_(?:readv|writev)|signal|"
      r"sigaction|raise)\s*\(", "code"),
     ("process exit", _NOT_MEMBER + r"(?:std::)?(?:exit|_exit|_Exit|quick_exit|abort|terminate)\s*\(", "code"),
-    ("threads", r"\bpthread_create\b|\bstd::(?:thread|jthread|async)\b|\bboost::thread\b|\bCreateThread\b", "code"),
+    ("threads", r"\bpthread_create\b|\bstd::(?:thread|jthread|async)\b|\bboost::thread\b|\bCreateThread\b|"
+     r"\bat::(?:launch|intraop_launch|internal::launch)\b|\bc10::ThreadPool\b|\bcu(?:da)?LaunchHostFunc\b|"
+     r"\bcu(?:da)?StreamAddCallback\b", "code"),
     ("files", _NOT_MEMBER + r"(?:std::)?(?:fopen|fopen64|freopen|fdopen|open|open64|openat|creat|opendir|unlink|"
      r"mkfifo|truncate)\s*\(|\bstd::(?:i|o)?fstream\b|\bstd::filebuf\b|\bstd::filesystem\b", "code"),
-    ("system path", r"/(?:proc|dev|etc|sys)/", "text"),
+    ("system path", r"/(?:proc|dev|etc|sys|root|home)(?:/|\b)", "text"),
     ("sockets", _NOT_MEMBER + r"(?:socket|connect|bind|listen|accept|sendto|recvfrom|getaddrinfo|gethostbyname)"
-     r"\s*\(|\bsockaddr\w*|sys/socket\.h|netinet/|arpa/inet\.h|\bcurl_\w+", "text"),
+     r"\s*\(|\bsockaddr\w*|\bcurl_\w+", "code"),
+    ("sockets", r"#\s*include\s*[<\"](?:sys/socket\.h|netinet/|arpa/inet\.h|netdb\.h|curl/)", "text"),
     ("memory mapping", _NOT_MEMBER + r"(?:mmap|mmap64|mprotect|munmap|mremap|madvise|shm_open|memfd_create)\s*\(",
      "code"),
     ("environment", _NOT_MEMBER + r"(?:std::)?(?:getenv|secure_getenv|setenv|putenv|unsetenv|clearenv)\s*\(|"
-     r"\benviron\b|LD_PRELOAD", "text"),
+     r"\benviron\b", "code"),
+    ("environment", r"LD_PRELOAD", "text"),
     ("load-time constructor", r"__attribute__\s*\(\(\s*(?:constructor|destructor)|\[\[\s*gnu::(?:constructor|"
      r"destructor)|\bsection\s*\(\s*\"\s*\.(?:init|fini|ctors|dtors|preinit)", "text"),
     ("L2 persistence", r"\bcudaLimitPersistingL2CacheSize\b|\bCU_LIMIT_PERSISTING_L2_CACHE_SIZE\b|"
@@ -79,18 +84,21 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("process-wide torch setting", r"\bglobalContext\s*\(\s*\)\s*\.\s*set\w*|\b(?:at|torch|c10)::(?:set_num_threads|"
      r"set_num_interop_threads|manual_seed|set_default_dtype)\b|\bset(?:Current)?CUDAStream\s*\(|"
      r"\bCUDACachingAllocator::set\w*|\bGradMode::set_enabled\b|\btls_set_dispatch_key_\w+|"
-     r"\bset_current_seed\b|\bset_philox_offset_per_thread\b|\b(?:c10|at)::cuda::set_device\b", "code"),
+     r"\bset_current_seed\b|\bset_philox_offset_per_thread\b|\b(?:c10|at)::cuda::set_device\b|"
+     r"\b(?:omp_set_num_threads|omp_set_dynamic|omp_set_nested|omp_set_max_active_levels|mkl_set_num_threads|"
+     r"openblas_set_num_threads)\b", "code"),
     ("operator registration", r"\bc10::Dispatcher\b|\bDispatcher::singleton\b|\b(?:torch|c10)::RegisterOperators\b|"
      r"\btorch::Library\b|\bTORCH_LIBRARY_FRAGMENT\b", "code"),
     ("token pasting", r"##|%:%:", "code"),
 )
 _FLAG_DENY = re.compile(r"--wrap|--defsym|-Wl,-init|-Wl,-fini|-Wl,-e\b|--entry|-fplugin|^-B|-specs|-wrapper|"
-                        r"--compiler-bindir|-ccbin|-include\b|-imacros|^@|--keep-dir|-save-temps|--undefined|"
-                        r"-trigraphs|--pre-include|-Xlinker|-load\b|LD_PRELOAD")
+                        r"--compiler-bindir|-ccbin|-include\b|-imacros|^@|--keep|^-keep|-save-temps|--undefined|"
+                        r"-trigraphs|--pre-include|-Xlinker|-load\b|LD_PRELOAD|^--?run\b|^-o|--output|^-M[FDT]|"
+                        r"-Wl,-Map|-fprofile|-fdump|--sysroot|--dependency-output|^-odir")
 _ASM = re.compile(r"\b(?:__asm__|__asm|asm)\b\s*(?:(?:volatile|__volatile__|goto|inline)\s*)*\(")
 _ASM_DENY = re.compile(r"\bsyscall\b|\bsysenter\b|\bint\s+\$?(?:0x80|128)\b|\.incbin|\.include|\.init_array|"
                        r"\.ctors|\.section|\.pushsection|\bwrmsr\b", re.I)
-_INCLUDE = re.compile(r"#\s*include(?:_next)?\s*(?:<([^>\n]*)>|\"([^\"\n]*)\"|(\S+))")
+_INCLUDE = re.compile(r"(?:#|%:)\s*include(?:_next)?\s*(?:<([^>\n]*)>|\"([^\"\n]*)\"|(\S+))")
 _DEFINE_API = re.compile(r"#\s*define\s+(" + _CUDA_API + r")\b")
 _DECLARE_API = re.compile(r"\b([A-Za-z_][\w:]*(?:\s*<[^<>;{}()]*>)?)([\s*&]+)(" + _CUDA_API + r")\s*\(")
 
@@ -124,9 +132,14 @@ def _views(src: str) -> tuple[str, str]:
                     code[j] = text[j] = " "
             i = end
         elif c in "\"'":
-            m = re.match(r'R"([^(\s]{0,16})\(', src[i - 1:i + 18]) if c == '"' and i and src[i - 1] == "R" else None
+            prefix = re.search(r"[A-Za-z0-9_]*$", src[max(0, i - 64):i]).group(0)  # type: ignore[union-attr]
+            if c == "'" and prefix and prefix not in ("L", "u", "U", "u8"):
+                i += 1  # a digit separator (1'000), not a character literal
+                continue
+            raw = c == '"' and prefix in ("R", "LR", "uR", "UR", "u8R")
+            m = re.match(r'"([^()\\\s]{0,16})\(', src[i:i + 18]) if raw else None
             if m:
-                end = src.find(")" + m.group(1) + '"', i)
+                end = src.find(")" + m.group(1) + '"', i + len(m.group(0)))
                 end = n if end < 0 else end + len(m.group(1)) + 2
             else:
                 j = i + 1
@@ -245,13 +258,61 @@ def check_native_call(call: ast.Call, entry: str, model: Model) -> list[Finding]
 
 
 def _extension_name(call: ast.Call, entry: str, model: Model) -> list[Finding]:
+    """load_inline's name and function names end up in build paths, -D flags and generated C++:
+    they must be plain identifiers, known before the build, and no module's name."""
     if entry != LOAD_INLINE:
         return []
+    out: list[Finding] = []
     node = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "name"), None)
-    try:
-        name = model.static.eval(node).value if node is not None else None  # type: ignore[union-attr]
-    except (NotStatic, RecursionError, AttributeError):
+    names = _static_strings(node, model)
+    if names is None and _numbered_name(node, model, 0):
+        names = ["numbered_extension"]
+    if names is None or len(names) != 1 or not _IDENTIFIER.fullmatch(names[0]):
+        out.append(("native", call.lineno, "extension name not a static identifier"))
+    elif names[0] in sys.stdlib_module_names or names[0] in HEAVY or names[0].startswith("kevolve"):
+        out.append(("native", call.lineno, f"extension named like the module {names[0]}"))
+    funcs = call.args[4] if len(call.args) > 4 else next((k.value for k in call.keywords if k.arg == "functions"), None)
+    if funcs is not None:
+        docs = isinstance(funcs, ast.Dict)
+        fnames = _static_strings(ast.List(elts=[*funcs.keys], ctx=ast.Load()) if docs else funcs, model)  # type: ignore[list-item]
+        fdocs = _static_strings(ast.List(elts=funcs.values, ctx=ast.Load()), model) if docs else []  # type: ignore[union-attr]
+        if fnames is None or fdocs is None or not all(_IDENTIFIER.fullmatch(f) for f in fnames) \
+                or any(re.search(r'["\\\n]', d) for d in fdocs):
+            out.append(("native", call.lineno, "functions= not static identifiers (they are pasted into C++)"))
+    return out
+
+
+_NUMBER_CALLS = frozenset((("id",), ("len",), ("int",), ("os", "getpid")))
+
+
+def _numbered_name(node: ast.expr | None, model: Model, depth: int) -> bool:
+    """An f-string of identifier text and numbers only (f"ext_{os.getpid()}", f"k{id(self)}", f"{n:d}")."""
+    if isinstance(node, ast.Name) and depth < 4 and node.id not in model.opaque and len(model.values[node.id]) == 1:
+        return _numbered_name(model.values[node.id][0][1], model, depth + 1)
+    if not isinstance(node, ast.JoinedStr):
+        return False
+    for part in node.values:
+        if isinstance(part, ast.Constant):
+            if not re.fullmatch(r"\w*", str(part.value)):
+                return False
+        elif isinstance(part, ast.FormattedValue):
+            spec = part.format_spec
+            int_spec = isinstance(spec, ast.JoinedStr) and len(spec.values) == 1 \
+                and isinstance(spec.values[0], ast.Constant) and str(spec.values[0].value)[-1:] in ("d", "x")
+            v = part.value
+            chain = (v.func.id,) if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) else \
+                next(iter(model.resolve(v.func)), None) if isinstance(v, ast.Call) else None
+            if not (int_spec or chain in _NUMBER_CALLS):
+                return False
+    return True
+
+
+def _static_strings(node: ast.expr | None, model: Model) -> list[str] | None:
+    if node is None:
         return []
-    if isinstance(name, str) and (name in sys.stdlib_module_names or name in HEAVY or name.startswith("kevolve")):
-        return [("native", call.lineno, f"extension named like the module {name}")]
-    return []
+    try:
+        v = model.static.eval(node)
+    except (NotStatic, RecursionError):
+        return None
+    items = v if isinstance(v, list) else [v]
+    return [i.value for i in items] if all(isinstance(i, Text) for i in items) else None

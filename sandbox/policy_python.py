@@ -19,7 +19,8 @@ from kevolve.sandbox.policy_native import NATIVE_ENTRIES, check_native_call
 from kevolve.sandbox.policy_scope import TYPE_OF, Chain, Model, is_class
 from kevolve.sandbox.policy_static import NotStatic, Text
 from kevolve.sandbox.policy_tables import (ATTR_BUILTINS, BUILTINS, DUNDER_NAMES, DUNDER_READ, FILE_METHODS,
-                                           FRAME_ATTRS, MUTATORS, SECRET_ENV, SECRET_ENV_PREFIXES, TYPE_ARG_METHODS)
+                                           FRAME_ATTRS, MUTATORS, SECRET_ENV, SECRET_ENV_PREFIXES, THREAD_METHODS,
+                                           TYPE_ARG_METHODS)
 
 Finding = tuple[str, int, str]
 _SECRET = re.compile(SECRET_ENV, re.I)
@@ -187,6 +188,8 @@ class PythonRules(ast.NodeVisitor):
             self.add("introspection", node, f"reads .{attr}")
         elif attr in FILE_METHODS:
             self.add("files", node, f"calls .{attr}")
+        elif attr in THREAD_METHODS:
+            self.add("threads", node, f"calls .{attr} (Python run on a driver thread)")
 
     def chains(self, node: ast.expr, chains: set[Chain]) -> None:
         """A maximal dotted name that is read or called: classify it, and check where it goes."""
@@ -223,6 +226,8 @@ class PythonRules(ast.NodeVisitor):
         """Where a module or foreign class may appear: used, aliased, tested against — not stored
         or carried where the policy would lose track of it."""
         p = self.m.parents.get(node)
+        if isinstance(p, ast.Attribute) and p.value is node:
+            return True  # an attribute of it, followed as a dotted name
         if isinstance(p, ast.Tuple):  # isinstance(x, (A, B)), except (A, B):
             node, p = p, self.m.parents.get(p)
             if not isinstance(p, (ast.Call, ast.ExceptHandler)) or isinstance(p, ast.Call) and p.func is node:
@@ -250,7 +255,7 @@ class PythonRules(ast.NodeVisitor):
             return isinstance(self.m.parents.get(p), ast.ClassDef)
         if isinstance(p, ast.ClassDef):
             return node in p.bases
-        if isinstance(p, (ast.ExceptHandler, ast.Compare)):
+        if isinstance(p, (ast.ExceptHandler, ast.Compare, ast.MatchClass)):
             return True
         if isinstance(p, ast.Subscript):
             return classes_only or (p.value is node and self._environ_item(p))
@@ -296,9 +301,12 @@ class PythonRules(ast.NodeVisitor):
                 self.env_key(node, node.args[0] if node.args else None, "reads")
         if TYPE_OF in self.m.resolve(node) and not self.in_annotation and not self._position_ok(node, True):
             self.add("introspection", node, "passes type(…) around as a value")
-        if isinstance(f, ast.Attribute) and f.attr == "use" and isinstance(f.value, ast.Call) \
-                and ("cupy", "cuda", "Device") in self.m.resolve(f.value.func):
-            self.add("process_setting", node, "cupy.cuda.Device(…).use() changes the current device")
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and (f.attr == "use" or
+                                                                          f.attr.startswith(("set_", "enable_"))):
+            made = {c for c in self.m.resolve(f.value.func) if c[0] in ("torch", "cupy", "numpy", "triton")}
+            if made:
+                self.add("process_setting", node, f"{dotted(sorted(made)[0])}(…).{f.attr}() changes process-wide "
+                                                  "state")
         self.generic_visit(node)
 
     def attr_builtin(self, node: ast.Call, fn: str) -> None:

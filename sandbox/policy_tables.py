@@ -48,7 +48,8 @@ MODULES: dict[str, str] = {
                      "ftplib", "smtplib", "poplib", "imaplib", "telnetlib", "xmlrpc", "socketserver", "selectors",
                      "websocket", "websockets", "paramiko", "torch.hub", "torch.distributed",
                      "torch.utils.model_zoo", "torch.cuda.nccl"), "network"),
-    **dict.fromkeys(("cupy.cuda.nvrtc", "cupy.cuda.compiler", "cupy.cuda.jitify"), "native"),
+    **dict.fromkeys(("cupy.cuda.nvrtc", "cupy.cuda.compiler", "cupy.cuda.jitify", "cupy.cuda.compile_with_cache"),
+                    "native"),
     **dict.fromkeys(("kevolve", "kevolve_problem", "kevolve_candidate", "torch.package"), "import"),
 }
 
@@ -77,7 +78,7 @@ MEMBERS: dict[str, str] = {
     "torch.compile": "process_setting", "torch.cuda.cudart": "introspection",
     "torch.cuda.memory.change_current_allocator": "process_setting",
     "torch.cuda.memory.CUDAPluggableAllocator": "process_setting",
-    "torch.jit.fork": "threads", "torch.jit.wait": "threads", "torch.jit.save": "files", "torch.jit.load": "files",
+    "torch.jit.enable_onednn_fusion": "process_setting", "torch.jit.fork": "threads", "torch.jit.wait": "threads", "torch.jit.save": "files", "torch.jit.load": "files",
     "torch.save": "files", "torch.load": "files",
     "torch.utils.cpp_extension": "files",
     **dict.fromkeys((f"torch.utils.cpp_extension.{n}" for n in (
@@ -174,6 +175,8 @@ FRAME_ATTRS = frozenset((
     "co_linetable", "co_exceptiontable", "co_flags", "co_positions", "co_lines", "mro", "with_traceback"))
 # Method names that read or write files on any receiver (ndarray.tofile, cupy Module.load_file …).
 FILE_METHODS = frozenset(("tofile", "load_file", "from_file", "load_library"))
+# Method names that run Python on a driver thread (CuPy stream callbacks), on any receiver.
+THREAD_METHODS = frozenset(("add_callback", "launch_host_func"))
 # In-place container methods: called on a data attribute of a module they mutate shared state.
 MUTATORS = frozenset(("append", "extend", "insert", "add", "update", "clear", "pop", "popitem", "remove",
                       "discard", "setdefault", "sort", "reverse", "__setitem__", "__delitem__"))
