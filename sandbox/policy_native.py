@@ -40,7 +40,8 @@ _CUDA_API = (r"(?:cuda(?:Event|Stream|Device|Malloc|Free|Memcpy|Memset|Launch|Gr
              r"|Profiler|Ipc|Occupancy|External|Import|Signal|Wait|Library|Kernel)"
              r"|cublas\w*|cudnn\w*|nvrtc\w*|cupti\w*|nccl\w*)\w*")
 _KEYWORDS = frozenset(("return", "else", "case", "throw", "delete", "new", "sizeof", "co_return", "co_await",
-                       "goto", "do", "typedef", "using", "__global__", "__device__", "decltype", "not", "and", "or"))
+                       "goto", "do", "typedef", "using", "__global__", "__device__", "decltype", "not", "and", "or",
+                       "define", "undef", "ifdef", "ifndef", "if", "elif"))
 
 # (sub-detail, pattern, view): "code" has strings blanked, "text" keeps them (comments removed in both).
 RULES: tuple[tuple[str, str, str], ...] = (
@@ -62,7 +63,6 @@ RULES: tuple[tuple[str, str, str], ...] = (
      r"\bcu(?:da)?StreamAddCallback\b", "code"),
     ("files", _NOT_MEMBER + r"(?:std::)?(?:fopen|fopen64|freopen|fdopen|open|open64|openat|creat|opendir|unlink|"
      r"mkfifo|truncate)\s*\(|\bstd::(?:i|o)?fstream\b|\bstd::filebuf\b|\bstd::filesystem\b", "code"),
-    ("system path", r"/(?:proc|dev|etc|sys|root|home)(?:/|\b)", "text"),
     ("sockets", _NOT_MEMBER + r"(?:socket|connect|bind|listen|accept|sendto|recvfrom|getaddrinfo|gethostbyname)"
      r"\s*\(|\bsockaddr\w*|\bcurl_\w+", "code"),
     ("sockets", r"#\s*include\s*[<\"](?:sys/socket\.h|netinet/|arpa/inet\.h|netdb\.h|curl/)", "text"),
@@ -94,7 +94,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
 _FLAG_DENY = re.compile(r"--wrap|--defsym|-Wl,-init|-Wl,-fini|-Wl,-e\b|--entry|-fplugin|^-B|-specs|-wrapper|"
                         r"--compiler-bindir|-ccbin|-include\b|-imacros|^@|--keep|^-keep|-save-temps|--undefined|"
                         r"-trigraphs|--pre-include|-Xlinker|-load\b|LD_PRELOAD|^--?run\b|^-o|--output|^-M[FDT]|"
-                        r"-Wl,-Map|-fprofile|-fdump|--sysroot|--dependency-output|^-odir")
+                        r"-Wl,-Map|-fprofile|-fdump|--sysroot|--dependency-output|^-odir|"
+                        r"/(?:proc|dev|etc|sys|root|home)\b")
 _ASM = re.compile(r"\b(?:__asm__|__asm|asm)\b\s*(?:(?:volatile|__volatile__|goto|inline)\s*)*\(")
 _ASM_DENY = re.compile(r"\bsyscall\b|\bsysenter\b|\bint\s+\$?(?:0x80|128)\b|\.incbin|\.include|\.init_array|"
                        r"\.ctors|\.section|\.pushsection|\bwrmsr\b", re.I)

@@ -259,13 +259,14 @@ class Model:
         return isinstance(node, ast.Name) and (node.id == "self" or isinstance(self.own.get(node.id), ast.ClassDef))
 
     def param_kind(self, name: str, stack: list[ast.AST]) -> str:
-        """'first' (self, cls, ctx), 'param', 'local' or 'global': what binds `name` here."""
-        for node in reversed(stack):
-            s = self.scopes[node]
+        """'first' (a method's self, cls or ctx), 'param', 'local' or 'global': what binds `name` here."""
+        for i in range(len(stack) - 1, -1, -1):
+            s = self.scopes[stack[i]]
             if s.kind != "function" or name in s.declared_global:
                 continue
             if name in s.params:
-                return "first" if name == s.first_param else "param"
+                method = i > 0 and isinstance(stack[i - 1], ast.ClassDef) and name not in s.assigned
+                return "first" if method and name == s.first_param else "param"
             if name in s.assigned:
                 return "local"
         return "global"
@@ -310,15 +311,7 @@ class Model:
         return True
 
     def is_own_self(self, node: ast.expr, stack: list[ast.AST]) -> bool:
-        """`self` as the untouched first parameter of the enclosing method."""
-        if not (isinstance(node, ast.Name) and node.id == "self"):
+        """`self` as the untouched first parameter of the enclosing method, never handed a class."""
+        if not (isinstance(node, ast.Name) and node.id == "self") or self.resolve(node):
             return False
-        for scope_node in reversed(stack):
-            s = self.scopes[scope_node]
-            if s.kind != "function":
-                continue
-            if isinstance(scope_node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                return s.first_param == "self" and "self" not in s.assigned
-            if "self" in s.params or "self" in s.assigned:
-                return False
-        return False
+        return self.param_kind("self", stack) == "first"
