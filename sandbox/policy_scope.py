@@ -127,7 +127,8 @@ class Model:
             if isinstance(self.parents.get(node), ast.NamedExpr):
                 target_scope = next(self.scopes[s] for s in reversed(stack)
                                     if not isinstance(s, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)))
-            target_scope.assigned.add(node.id)
+            if not self._rebinds_to_itself(node, scope):
+                target_scope.assigned.add(node.id)
             self._value_of(node, scope)
         elif isinstance(node, ast.ExceptHandler) and node.name:
             scope.assigned.add(node.name)
@@ -140,6 +141,16 @@ class Model:
             self.opaque.add(node.rest)
         elif isinstance(node, ast.arg):
             self.opaque.add(node.arg)
+
+    def _rebinds_to_itself(self, node: ast.Name, scope: Scope) -> bool:
+        """`self = self.to(...)`: a parameter rebound to something reached from itself stays itself."""
+        parent = self.parents.get(node)
+        if node.id not in scope.params or not isinstance(parent, ast.Assign) or parent.targets != [node]:
+            return False
+        root = parent.value
+        while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        return isinstance(root, ast.Name) and root.id == node.id
 
     def _attr_value(self, node: ast.Attribute) -> None:
         """Attribute stores, by attribute name (".X"): `self.X` is static only if every store of an
