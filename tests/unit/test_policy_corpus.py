@@ -66,7 +66,8 @@ def _kernelbench_examples() -> list[tuple[str, str]]:
     names = subprocess.run(["git", "-C", str(KERNELBENCH), "ls-tree", "-r", "--name-only", "HEAD",
                             "src/kernelbench/prompts"], capture_output=True, text=True).stdout.split()
     return [(n, subprocess.run(["git", "-C", str(KERNELBENCH), "show", f"HEAD:{n}"], capture_output=True,
-                               text=True).stdout) for n in names if "model_new_ex" in n and n.endswith(".py")]
+                               text=True).stdout) for n in names if ("model_new_ex" in n or "/cot/" in n)
+            and n.endswith(".py")]
 
 
 @pytest.mark.skipif(not KERNELBENCH.exists(), reason="no KernelBench mirror here (CI has none)")
