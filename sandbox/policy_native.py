@@ -32,7 +32,12 @@ _NOT_TEXT = ("name", "functions", "verbose", "with_cuda", "with_sycl", "is_pytho
              "reduce_type", "identity")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
-_NOT_MEMBER = r"(?<![\w.:])(?<!->)"  # a free function, not x.open( or std::bind(
+def _used(names: str, std: bool = True) -> str:
+    """Common words as libc functions: called or taken as a value (`system(`, `::system;`, `&kill`),
+    not as members (x.open()) or other namespaces' functions (std::bind() where std=False)."""
+    ns = r"(?:::)?(?:std::)?" if std else r"(?:::)?"
+    return (r"(?<![\w.:])(?<!->)" + ns + rf"(?:{names})\s*\(|" + r"(?:[&=,(]|\breturn)\s*" + ns
+            + rf"(?:{names})\s*[;,)]")
 _CUDA_API = (r"(?:cuda(?:Event|Stream|Device|Malloc|Free|Memcpy|Memset|Launch|Graph|Get|Set|Func|Ctx|Profiler|Host"
              r"|Peek|Thread|Runtime|Driver|Occupancy|Import|External|Array|Create|Destroy|Mem|Pointer|Ipc|Register"
              r"|Unregister|Signal|Wait|Peer|Library|Kernel)"
@@ -53,23 +58,22 @@ RULES: tuple[tuple[str, str, str], ...] = (
      r"\btorch::(?:jit|python)::|\bPyInterpreter\b", "text"),
     ("dynamic loading", r"\bdl(?:open|sym|vsym|mopen|info|error)\b|\bRTLD_\w+|\bLoadLibrary\w*|\bGetProcAddress\b",
      "code"),
-    ("system call", r"\bsyscall\s*\(|\b__NR_\w+", "code"),
-    ("process control", _NOT_MEMBER + r"(?:std::)?(?:fork|vfork|execl|execle|execlp|execv|execve|execvp|execvpe|"
-     r"fexecve|system|popen|posix_spawnp?|daemon|setsid|kill|killpg|ptrace|process_vm_(?:readv|writev)|signal|"
-     r"sigaction|raise)\s*\(", "code"),
-    ("process exit", _NOT_MEMBER + r"(?:std::)?(?:exit|_exit|_Exit|quick_exit|abort|terminate)\s*\(", "code"),
+    ("system call", r"\bsyscall\b|\b__NR_\w+", "code"),
+    ("process control", r"\b(?:fork|vfork|execl|execle|execlp|execv|execve|execvp|execvpe|fexecve|popen|"
+     r"posix_spawnp?|daemon|setsid|killpg|ptrace|process_vm_readv|process_vm_writev|sigaction)\b|"
+     + _used(r"system|kill|signal|raise"), "code"),
+    ("process exit", r"\b(?:_exit|_Exit|quick_exit)\b|" + _used(r"exit|abort|terminate"), "code"),
     ("threads", r"\bpthread_create\b|\bstd::(?:thread|jthread|async)\b|\bboost::thread\b|\bCreateThread\b|"
      r"\bat::(?:launch|intraop_launch|internal::launch)\b|\bc10::ThreadPool\b|\bcu(?:da)?LaunchHostFunc\b|"
      r"\bcu(?:da)?StreamAddCallback\b", "code"),
-    ("files", _NOT_MEMBER + r"(?:std::)?(?:fopen|fopen64|freopen|fdopen|open|open64|openat|creat|opendir|unlink|"
-     r"mkfifo|truncate)\s*\(|\bstd::(?:i|o)?fstream\b|\bstd::filebuf\b|\bstd::filesystem\b", "code"),
-    ("sockets", _NOT_MEMBER + r"(?:socket|connect|bind|listen|accept|sendto|recvfrom|getaddrinfo|gethostbyname)"
-     r"\s*\(|\bsockaddr\w*|\bcurl_\w+", "code"),
-    ("sockets", r"#\s*include\s*[<\"](?:sys/socket\.h|netinet/|arpa/inet\.h|netdb\.h|curl/)", "text"),
-    ("memory mapping", _NOT_MEMBER + r"(?:mmap|mmap64|mprotect|munmap|mremap|madvise|shm_open|memfd_create)\s*\(",
+    ("files", r"\b(?:fopen|fopen64|freopen|fdopen|open64|openat|opendir|mkfifo)\b|"
+     + _used(r"open|creat|unlink|truncate") + r"|\bstd::(?:i|o)?fstream\b|\bstd::filebuf\b|\bstd::filesystem\b",
      "code"),
-    ("environment", _NOT_MEMBER + r"(?:std::)?(?:getenv|secure_getenv|setenv|putenv|unsetenv|clearenv)\s*\(|"
-     r"\benviron\b", "code"),
+    ("sockets", r"\b(?:socket|getaddrinfo|gethostbyname|sendto|recvfrom)\b|" + _used(r"connect|bind|listen|accept", std=False)
+     + r"|\bsockaddr\w*|\bcurl_\w+", "code"),
+    ("sockets", r"#\s*include\s*[<\"](?:sys/socket\.h|netinet/|arpa/inet\.h|netdb\.h|curl/)", "text"),
+    ("memory mapping", r"\b(?:mmap|mmap64|mprotect|mremap|madvise|shm_open|memfd_create)\b", "code"),
+    ("environment", r"\b(?:getenv|secure_getenv|setenv|putenv|unsetenv|clearenv|environ)\b", "code"),
     ("environment", r"LD_PRELOAD", "text"),
     ("load-time constructor", r"__attribute__\s*\(\(\s*(?:constructor|destructor)|\[\[\s*gnu::(?:constructor|"
      r"destructor)|\bsection\s*\(\s*\"\s*\.(?:init|fini|ctors|dtors|preinit)", "text"),
@@ -91,14 +95,15 @@ RULES: tuple[tuple[str, str, str], ...] = (
      r"\btorch::Library\b|\bTORCH_LIBRARY_FRAGMENT\b", "code"),
     ("token pasting", r"##|%:%:", "code"),
 )
-_FLAG_DENY = re.compile(r"--wrap|--defsym|-Wl,-init|-Wl,-fini|-Wl,-e\b|--entry|-fplugin|^-B|-specs|-wrapper|"
+_FLAG_DENY = re.compile(r"-{1,2}wrap\b|-{1,2}defsym|-Wl,-init|-Wl,-fini|-Wl,-e\b|--entry|-fplugin|^-B|-specs|-wrapper|"
                         r"--compiler-bindir|-ccbin|-include\b|-imacros|^@|--keep|^-keep|-save-temps|--undefined|"
                         r"-trigraphs|--pre-include|-Xlinker|-load\b|LD_PRELOAD|^--?run\b|^-o|--output|^-M[FDT]|"
-                        r"-Wl,-Map|-fprofile|-fdump|--sysroot|--dependency-output|^-odir|"
+                        r"-Wl,-Map|-fprofile|-fdump|--sysroot|--dependency-output|^-odir|--linker-options|"
+                        r"--options-file|^-optf|--ld-path|-fuse-ld=/|"
                         r"/(?:proc|dev|etc|sys|root|home)\b")
 _ASM = re.compile(r"\b(?:__asm__|__asm|asm)\b\s*(?:(?:volatile|__volatile__|goto|inline)\s*)*\(")
 _ASM_DENY = re.compile(r"\bsyscall\b|\bsysenter\b|\bint\s+\$?(?:0x80|128)\b|\.incbin|\.include|\.init_array|"
-                       r"\.ctors|\.section|\.pushsection|\bwrmsr\b", re.I)
+                       r"\.ctors|\.section|\.pushsection|\bwrmsr\b|@PLT|@GOTPCREL|\bcall[lq]?\s+[*%]", re.I)
 _INCLUDE = re.compile(r"(?:#|%:)\s*include(?:_next)?\s*(?:<([^>\n]*)>|\"([^\"\n]*)\"|(\S+))")
 _DEFINE_API = re.compile(r"#\s*define\s+(" + _CUDA_API + r")\b")
 _DECLARE_API = re.compile(r"\b([A-Za-z_][\w:]*(?:\s*<[^<>;{}()]*>)?)([\s*&]+)(" + _CUDA_API + r")\s*\(")
@@ -182,6 +187,8 @@ def _asm_hits(code: str, text: str, line) -> list[tuple[int, str]]:  # noqa: ANN
         bad = _ASM_DENY.search(body)
         if bad:
             hits.append((line(m.start()), f"host assembly ({bad.group(0)})"))
+        hits += [(line(m.start()), f"{what} in asm ({b.group(0)[:40]})") for what, pattern, view in RULES
+                 if view == "code" for b in [re.search(pattern, body)] if b]  # names an asm string could call
     return hits
 
 

@@ -226,14 +226,18 @@ class PythonRules(ast.NodeVisitor):
         """Where a module or foreign class may appear: used, aliased, tested against — not stored
         or carried where the policy would lose track of it."""
         p = self.m.parents.get(node)
+        while isinstance(p, (ast.IfExp, ast.BoolOp)) and node is not getattr(p, "test", None):
+            node, p = p, self.m.parents.get(p)  # a choice between values goes where the choice goes
         if isinstance(p, ast.Attribute) and p.value is node:
             return True  # an attribute of it, followed as a dotted name
-        if isinstance(p, ast.Tuple):  # isinstance(x, (A, B)), except (A, B):
+        if isinstance(p, ast.Tuple):  # isinstance(x, (A, B)), except (A, B): — and nothing else
             node, p = p, self.m.parents.get(p)
-            if not isinstance(p, (ast.Call, ast.ExceptHandler)) or isinstance(p, ast.Call) and p.func is node:
-                return False
+            if isinstance(p, ast.ExceptHandler):
+                return True
+            return isinstance(p, ast.Call) and isinstance(p.func, ast.Name) \
+                and p.func.id in ("isinstance", "issubclass") and node in p.args
         if isinstance(p, ast.keyword) and isinstance(self.m.parents.get(p), ast.Call):
-            return classes_only and self._class_argument_ok(self.m.parents[p])  # type: ignore[arg-type]
+            return classes_only and self._class_argument_ok(self.m.parents[p], p)  # type: ignore[arg-type]
         if isinstance(p, ast.Call):
             f = p.func
             if f is node:
@@ -242,7 +246,7 @@ class PythonRules(ast.NodeVisitor):
                 return True  # getattr(torch, "x"): followed by name (or reported as dynamic)
             if isinstance(f, ast.Name) and f.id in ("isinstance", "issubclass") and node in p.args:
                 return True
-            return classes_only and self._class_argument_ok(p)
+            return classes_only and self._class_argument_ok(p, node)
         if isinstance(p, ast.arguments):  # a default: the parameter is followed like an alias
             return classes_only
         if isinstance(p, ast.Assign):
@@ -261,13 +265,18 @@ class PythonRules(ast.NodeVisitor):
             return classes_only or (p.value is node and self._environ_item(p))
         return False
 
-    def _class_argument_ok(self, call: ast.Call) -> bool:
-        """A class may be handed to the candidate's own functions and classes (their parameters are
-        then followed like aliases) and to x.view/type/to (legacy tensor types), nothing else."""
+    def _class_argument_ok(self, call: ast.Call, arg: ast.AST) -> bool:
+        """A class may be handed to a named parameter of the candidate's own functions and classes
+        (then followed like an alias) and to x.view/type/to (legacy tensor types), nothing else."""
         f = call.func
-        if isinstance(f, ast.Name):
-            return f.id in self.m.own
-        return isinstance(f, ast.Attribute) and f.attr in TYPE_ARG_METHODS and f.attr not in self.m.own
+        if isinstance(f, ast.Attribute):
+            return f.attr in TYPE_ARG_METHODS and f.attr not in self.m.own
+        params = self.m.callee_params(call)
+        if params is None:
+            return False
+        if isinstance(arg, ast.keyword):
+            return arg.arg in params
+        return call.args.index(arg) < len(params)  # type: ignore[arg-type]
 
     def _environ_item(self, sub: ast.Subscript) -> bool:
         return ("os", "environ") in self.m.resolve(sub.value)

@@ -12,16 +12,25 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from kevolve.sandbox.policy_static import NotStatic, StaticEval
-from kevolve.sandbox.policy_tables import KNOWN_MODULES
+from kevolve.sandbox.policy_tables import KNOWN_MODULES, OWN_SUBMODULES, REROOT
 
 Chain = tuple[str, ...]
+TYPE: Chain = ("type",)  # the builtin, which hands out classes: followed like one
 TYPE_OF: Chain = ("type()",)  # the class of some object: type(x)
 
 
 def is_class(chain: Chain) -> bool:
-    """A class the candidate did not define (CamelCase by convention), or the result of type()."""
+    """A class the candidate did not define (CamelCase by convention), `type`, or what type() returned."""
     last = chain[-1]
-    return chain == TYPE_OF or (last[:1].isupper() and not last.isupper())
+    return chain in (TYPE, TYPE_OF) or (last[:1].isupper() and not last.isupper())
+
+
+def canonical(chain: Chain) -> Chain:
+    """The chain from the last dangerous module it names (REROOT), unless that is the package's own."""
+    for i in range(len(chain) - 1, 0, -1):
+        if chain[i] in REROOT and ".".join(chain[:i + 1]) not in OWN_SUBMODULES:
+            return chain[i:]
+    return chain
 _FUNCTION_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
                     ast.GeneratorExp)
 SCOPES = (ast.Module, ast.ClassDef, *_FUNCTION_SCOPES)
@@ -52,6 +61,8 @@ class Model:
         self._aliases: list[tuple[str, ast.expr]] = []
         self._calls: list[ast.Call] = []
         self.loop_values: dict[str, list[ast.expr]] = defaultdict(list)  # for NAME in (literal, …)
+        self.bindings: dict[str, int] = defaultdict(int)  # how many statements bind each name
+        self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
         self._collect(tree, [])
         self.static = StaticEval(self.values, self.opaque, self.resolve, self.own_receiver)
         self._resolve_aliases()
@@ -85,6 +96,8 @@ class Model:
         for child in ast.iter_child_nodes(args):
             self.parents[child] = args
             if isinstance(child, ast.arg):
+                self.opaque.add(child.arg)
+                self.bindings[child.arg] += 1
                 for sub in ast.iter_child_nodes(child):
                     self.parents[sub] = child
                     self._collect(sub, stack)
@@ -101,11 +114,20 @@ class Model:
     def _bind(self, node: ast.AST, stack: list[ast.AST], scope: Scope | None) -> None:
         if scope is None:
             return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            self._functions.append(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             outer = self.scopes[stack[-2]]
             outer.assigned.add(node.name)
             self.own.setdefault(node.name, node)
             self.opaque.add(node.name)
+            self.bindings[node.name] += 1
+            if outer.kind == "class":  # a method or property named X: self.X is not a plain value
+                self.opaque.add("." + node.name)
+                if node.name in ("__getattr__", "__getattribute__"):
+                    self.opaque.add(".*")
+            if isinstance(node, ast.ClassDef) and any(k.arg == "metaclass" for k in node.keywords):
+                self.opaque.add(".*")
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
             self._attr_value(node)
         elif isinstance(node, ast.Call):
@@ -123,6 +145,7 @@ class Model:
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             scope.declared_global.update(node.names if isinstance(node, ast.Global) else ())
         elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            self.bindings[node.id] += 1
             target_scope = scope
             if isinstance(self.parents.get(node), ast.NamedExpr):
                 target_scope = next(self.scopes[s] for s in reversed(stack)
@@ -133,6 +156,7 @@ class Model:
         elif isinstance(node, ast.ExceptHandler) and node.name:
             scope.assigned.add(node.name)
             self.opaque.add(node.name)
+            self.bindings[node.name] += 1
         elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
             scope.assigned.add(node.name)
             self.opaque.add(node.name)
@@ -141,6 +165,7 @@ class Model:
             self.opaque.add(node.rest)
         elif isinstance(node, ast.arg):
             self.opaque.add(node.arg)
+            self.bindings[node.arg] += 1
 
     def _rebinds_to_itself(self, node: ast.Name, scope: Scope) -> bool:
         """`self = self.to(...)`: a parameter rebound to something reached from itself stays itself."""
@@ -203,6 +228,7 @@ class Model:
                 self.names[bound].add(parts if a.asname else parts[:1])
                 scope.assigned.add(bound)
                 self.opaque.add(bound)
+                self.bindings[bound] += 1
             return
         if node.level or not node.module:
             return
@@ -215,6 +241,7 @@ class Model:
             self.names[bound].add((*base, a.name))
             scope.assigned.add(bound)
             self.opaque.add(bound)
+            self.bindings[bound] += 1
 
     def _resolve_aliases(self) -> None:
         for _ in range(8):  # aliases of aliases, and classes handed to the candidate's functions
@@ -228,46 +255,70 @@ class Model:
                 return
 
     def _class_arguments(self) -> list[tuple[str, ast.expr]]:
-        """(parameter, value) for class-valued defaults and arguments of the candidate's own
-        functions and classes: such parameters are followed like aliases."""
+        """(parameter, value) for class-valued defaults, and for arguments of calls of the candidate's
+        own functions and classes: such parameters are followed like aliases."""
         out: list[tuple[str, ast.expr]] = []
-        for fn in self.own.values():
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                a = fn.args
-                pos = [*a.posonlyargs, *a.args]
-                out += [(p.arg, d) for p, d in zip(pos[len(pos) - len(a.defaults):], a.defaults)]
-                out += [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+        for fn in self._functions:
+            a = fn.args
+            pos = [*a.posonlyargs, *a.args]
+            out += [(p.arg, d) for p, d in zip(pos[len(pos) - len(a.defaults):], a.defaults)]
+            out += [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
         for call in self._calls:
-            fn = self.own.get(call.func.id) if isinstance(call.func, ast.Name) else None
-            if isinstance(fn, ast.ClassDef):
-                fn = next((f for f in fn.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-                params = [p.arg for p in (fn.args.posonlyargs + fn.args.args)[1:]] if fn else []
-            elif isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                params = [p.arg for p in fn.args.posonlyargs + fn.args.args]
-            else:
+            params = self.callee_params(call)
+            if params is None:
                 continue
             out += [(p, v) for p, v in zip(params, call.args)]
-            out += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+            out += [(k.arg, k.value) for k in call.keywords if k.arg in params]
         return [(p, v) for p, v in out if any(is_class(c) for c in self.resolve(v))]
+
+    def callee_params(self, call: ast.Call) -> list[str] | None:
+        """The named parameters a call of one of the candidate's own functions or classes binds (a
+        class's own __init__ minus self), or None when the callee is anything else: a name bound more
+        than once, decorated, a class without its own __init__ or with __new__ or a metaclass."""
+        f = call.func
+        fn = self.own.get(f.id) if isinstance(f, ast.Name) and self.bindings.get(f.id) == 1 else None
+        if fn is None or getattr(fn, "decorator_list", None):
+            return None
+        if isinstance(fn, ast.ClassDef):
+            if fn.keywords or any(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == "__new__"
+                                  for b in fn.body):
+                return None
+            fn = next((b for b in fn.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
+            if fn is None or fn.decorator_list:
+                return None
+            return [p.arg for p in (fn.args.posonlyargs + fn.args.args)[1:] + fn.args.kwonlyargs]
+        a = fn.args  # type: ignore[union-attr]
+        return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
 
     # ----- queries ----------------------------------------------------------------------------
     def resolve(self, node: ast.expr) -> set[Chain]:
-        """Every dotted name an expression may stand for (empty when it is not import-rooted)."""
+        """Every dotted name an expression may stand for (empty when it is not import-rooted), cut
+        to the last dangerous module it passes through (`torch.os.environ` is `os.environ`)."""
+        return {canonical(c) for c in self._resolve(node)}
+
+    def _resolve(self, node: ast.expr) -> set[Chain]:
         if isinstance(node, ast.Name):
-            return set(self.names.get(node.id, ()))
+            bound = set(self.names.get(node.id, ()))
+            return bound | {TYPE} if node.id == "type" else bound  # even where a local shadows it: caution
         if isinstance(node, ast.Attribute):
-            return {(*c, node.attr) for c in self.resolve(node.value)}
+            return {(*c, node.attr) for c in self._resolve(node.value)}
+        if isinstance(node, ast.IfExp):  # `norm_layer if cond else None`: either
+            return self._resolve(node.body) | self._resolve(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return set().union(*(self._resolve(v) for v in node.values))
         name = self.getattr_name(node)
         if name is not None:
-            return {(*c, name) for c in self.resolve(node.args[0])}  # type: ignore[attr-defined]
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
-                and len(node.args) == 1:
-            return {TYPE_OF}
+            return {(*c, name) for c in self._resolve(node.args[0])}  # type: ignore[attr-defined]
+        if isinstance(node, ast.Call):
+            f = node.func.value if isinstance(node.func, ast.Subscript) else node.func  # type[X](x) is type(x)
+            if TYPE in self._resolve(f) and (len(node.args) == 1 or f is not node.func):
+                return {TYPE_OF}
         return set()
 
     def own_receiver(self, node: ast.expr) -> bool:
-        """`self` or one of the candidate's classes: whose attributes the candidate itself sets."""
-        return isinstance(node, ast.Name) and (node.id == "self" or isinstance(self.own.get(node.id), ast.ClassDef))
+        """`self` or one of the candidate's classes (bound once): whose attributes the candidate sets."""
+        return isinstance(node, ast.Name) and (node.id == "self" or isinstance(self.own.get(node.id), ast.ClassDef)
+                                               and self.bindings.get(node.id) == 1)
 
     def param_kind(self, name: str, stack: list[ast.AST]) -> str:
         """'first' (a method's self, cls or ctx), 'param', 'local' or 'global': what binds `name` here."""

@@ -188,6 +188,7 @@ STDLIB_DENIED: dict[str, str] = {
     "typing.ForwardRef": "introspection", "typing.get_args": "introspection", "typing.get_origin": "introspection",
     "functools.singledispatch": "introspection", "functools.singledispatchmethod": "introspection",
     "contextlib.chdir": "files", "time.tzset": "process_setting",
+    "dataclasses.fields": "introspection",  # Field.type hands out the classes of annotations
 }
 
 # Dunder attributes that may be read (anything else is introspection; any dunder store is monkeypatch).

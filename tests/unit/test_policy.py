@@ -205,3 +205,13 @@ def test_every_finding_of_a_broken_source_is_listed_in_priority_order() -> None:
     src = HEAD + "import json\nimport os\nos._exit(0)\nopen('r.json', 'w')\n"
     assert [v.category for v in find_violations(src)] == ["files", "exit", "import"]
     assert re.match(r"policy_files: uses open at line 6", reason(src) or "")
+
+
+def test_a_property_or_getattribute_makes_self_attributes_unknown() -> None:
+    src = (HEAD + "from torch.utils.cpp_extension import load_inline\n\n\nclass K(nn.Module):\n    SRC = 'void f() {}'\n\n"
+           "    def build(self):\n        return load_inline(name='e', cpp_sources=self.SRC, functions=['f'])\n")
+    assert reason(src) is None
+    shadowed = src + "\n\nclass L(K):\n    @property\n    def SRC(self):\n        return input()\n"
+    assert "not statically known" in reason(shadowed)  # type: ignore[operator]
+    hooked = src + "\n\nclass M(K):\n    def __getattribute__(self, name):\n        return input()\n"
+    assert "not statically known" in reason(hooked)  # type: ignore[operator]
