@@ -13,8 +13,9 @@ import types
 from functools import cache
 
 from kevolve.sandbox.policy_tables import (ALLOW, BACKENDS, BACKENDS_QUERIES, FILE_METHODS, GLOBAL_HOOK_PREFIX,
-                                           HEAVY, KNOWN_MODULES, MEMBERS, MODULES, OWN_SUBMODULES, PARTIAL, PRIVATE_OK, REROOT,
-                                           RNG_NAMES, RNG_ROOTS, SETTER_PREFIXES, STDLIB, STDLIB_DENIED)
+                                           HEAVY, KNOWN_MODULES, MEMBERS, MODULES, OWN_SUBMODULES, PARTIAL,
+                                           PRIVATE_OK, REROOT, RNG_NAMES, RNG_ROOTS, SETTER_PREFIXES, STDLIB,
+                                           STDLIB_DENIED)
 
 Chain = tuple[str, ...]
 Verdict = tuple[str, str] | None  # (category, what) or allowed

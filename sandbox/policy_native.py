@@ -69,7 +69,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("files", r"\b(?:fopen|fopen64|freopen|fdopen|open64|openat|opendir|mkfifo)\b|"
      + _used(r"open|creat|unlink|truncate") + r"|\bstd::(?:i|o)?fstream\b|\bstd::filebuf\b|\bstd::filesystem\b",
      "code"),
-    ("sockets", r"\b(?:socket|getaddrinfo|gethostbyname|sendto|recvfrom)\b|" + _used(r"connect|bind|listen|accept", std=False)
+    ("sockets", r"\b(?:socket|getaddrinfo|gethostbyname|sendto|recvfrom)\b|"
+     + _used(r"connect|bind|listen|accept", std=False)
      + r"|\bsockaddr\w*|\bcurl_\w+", "code"),
     ("sockets", r"#\s*include\s*[<\"](?:sys/socket\.h|netinet/|arpa/inet\.h|netdb\.h|curl/)", "text"),
     ("memory mapping", r"\b(?:mmap|mmap64|mprotect|mremap|madvise|shm_open|memfd_create)\b", "code"),
@@ -281,9 +282,11 @@ def _extension_name(call: ast.Call, entry: str, model: Model) -> list[Finding]:
         out.append(("native", call.lineno, f"extension named like the module {names[0]}"))
     funcs = call.args[4] if len(call.args) > 4 else next((k.value for k in call.keywords if k.arg == "functions"), None)
     if funcs is not None:
-        docs = isinstance(funcs, ast.Dict)
-        fnames = _static_strings(ast.List(elts=[*funcs.keys], ctx=ast.Load()) if docs else funcs, model)  # type: ignore[list-item]
-        fdocs = _static_strings(ast.List(elts=funcs.values, ctx=ast.Load()), model) if docs else []  # type: ignore[union-attr]
+        if isinstance(funcs, ast.Dict):  # {name: docstring}
+            fnames = _static_strings(ast.List(elts=[k for k in funcs.keys if k is not None], ctx=ast.Load()), model)
+            fdocs = _static_strings(ast.List(elts=funcs.values, ctx=ast.Load()), model)
+        else:
+            fnames, fdocs = _static_strings(funcs, model), []
         if fnames is None or fdocs is None or not all(_IDENTIFIER.fullmatch(f) for f in fnames) \
                 or any(re.search(r'["\\\n]', d) for d in fdocs):
             out.append(("native", call.lineno, "functions= not static identifiers (they are pasted into C++)"))

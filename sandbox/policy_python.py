@@ -16,11 +16,11 @@ import tokenize
 
 from kevolve.sandbox.policy_chains import classify, dunder, dotted, module_category, store_category
 from kevolve.sandbox.policy_native import NATIVE_ENTRIES, check_native_call
+from kevolve.sandbox.policy_positions import position_ok, protected_value
 from kevolve.sandbox.policy_scope import TYPE_OF, Chain, Model, is_class
 from kevolve.sandbox.policy_static import NotStatic, Text
 from kevolve.sandbox.policy_tables import (ATTR_BUILTINS, BUILTINS, DUNDER_NAMES, DUNDER_READ, FILE_METHODS,
-                                           FRAME_ATTRS, MUTATORS, SECRET_ENV, SECRET_ENV_PREFIXES, THREAD_METHODS,
-                                           TYPE_ARG_METHODS)
+                                           FRAME_ATTRS, MUTATORS, SECRET_ENV, SECRET_ENV_PREFIXES, THREAD_METHODS)
 
 Finding = tuple[str, int, str]
 _SECRET = re.compile(SECRET_ENV, re.I)
@@ -205,8 +205,8 @@ class PythonRules(ast.NodeVisitor):
                 self.add("native", node, f"kernel source not statically known ({dotted(c)} passed around)")
         if self.in_annotation:
             return
-        protected = [c for c in chains if self._protected(c)]
-        if protected and not self._position_ok(node, all(not self.m.is_module(c) for c in protected)):
+        protected = [c for c in chains if protected_value(self.m, c)]
+        if protected and not position_ok(self.m, self.stack, node, all(not self.m.is_module(c) for c in protected)):
             c = protected[0]
             if c[:2] == ("os", "environ"):
                 self.add("environment", node, "reads the whole environment (os.environ)")
@@ -219,68 +219,6 @@ class PythonRules(ast.NodeVisitor):
         return (c[-1] in MUTATORS and len(c) >= 3 and not self.m.is_module(recv) and not is_class(recv)
                 and recv[:2] != ("torch", "ops"))
 
-    def _protected(self, c: Chain) -> bool:
-        return self.m.is_module(c) or is_class(c) or c[:2] == ("os", "environ") and len(c) == 2
-
-    def _position_ok(self, node: ast.expr, classes_only: bool) -> bool:
-        """Where a module or foreign class may appear: used, aliased, tested against — not stored
-        or carried where the policy would lose track of it."""
-        p = self.m.parents.get(node)
-        while isinstance(p, (ast.IfExp, ast.BoolOp)) and node is not getattr(p, "test", None):
-            node, p = p, self.m.parents.get(p)  # a choice between values goes where the choice goes
-        if isinstance(p, ast.Attribute) and p.value is node:
-            return True  # an attribute of it, followed as a dotted name
-        if isinstance(p, ast.Tuple):  # isinstance(x, (A, B)), except (A, B): — and nothing else
-            node, p = p, self.m.parents.get(p)
-            if isinstance(p, ast.ExceptHandler):
-                return True
-            return isinstance(p, ast.Call) and isinstance(p.func, ast.Name) \
-                and p.func.id in ("isinstance", "issubclass") and node in p.args
-        if isinstance(p, ast.keyword) and isinstance(self.m.parents.get(p), ast.Call):
-            return classes_only and self._class_argument_ok(self.m.parents[p], p)  # type: ignore[arg-type]
-        if isinstance(p, ast.Call):
-            f = p.func
-            if f is node:
-                return True
-            if isinstance(f, ast.Name) and f.id in ATTR_BUILTINS and p.args and p.args[0] is node:
-                return True  # getattr(torch, "x"): followed by name (or reported as dynamic)
-            if isinstance(f, ast.Name) and f.id in ("isinstance", "issubclass") and node in p.args:
-                return True
-            return classes_only and self._class_argument_ok(p, node)
-        if isinstance(p, ast.arguments):  # a default: the parameter is followed like an alias
-            return classes_only
-        if isinstance(p, ast.Assign):
-            scope = self.m.scopes[self.stack[-1]]
-            return p.value is node and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) \
-                and scope.kind != "class"
-        if isinstance(p, ast.NamedExpr):
-            return p.value is node
-        if isinstance(p, ast.keyword):
-            return isinstance(self.m.parents.get(p), ast.ClassDef)
-        if isinstance(p, ast.ClassDef):
-            return node in p.bases
-        if isinstance(p, (ast.ExceptHandler, ast.Compare, ast.MatchClass)):
-            return True
-        if isinstance(p, ast.Subscript):
-            return classes_only or (p.value is node and self._environ_item(p))
-        return False
-
-    def _class_argument_ok(self, call: ast.Call, arg: ast.AST) -> bool:
-        """A class may be handed to a named parameter of the candidate's own functions and classes
-        (then followed like an alias) and to x.view/type/to (legacy tensor types), nothing else."""
-        f = call.func
-        if isinstance(f, ast.Attribute):
-            return f.attr in TYPE_ARG_METHODS and f.attr not in self.m.own
-        params = self.m.callee_params(call)
-        if params is None:
-            return False
-        if isinstance(arg, ast.keyword):
-            return arg.arg in params
-        return call.args.index(arg) < len(params)  # type: ignore[arg-type]
-
-    def _environ_item(self, sub: ast.Subscript) -> bool:
-        return ("os", "environ") in self.m.resolve(sub.value)
-
     def foreign_receiver(self, recv: ast.expr, node: ast.AST, dotted_attr: str) -> None:
         """An attribute stored on an object the candidate did not make: a class from type(), a
         builtin type, or whatever a call returned."""
@@ -291,7 +229,8 @@ class PythonRules(ast.NodeVisitor):
             f = root.func
             if not (isinstance(f, ast.Name) and isinstance(self.m.own.get(f.id), ast.ClassDef)):
                 self.add("monkeypatch", node, f"assigns .{dotted_attr} on an object a call returned")
-        elif isinstance(root, ast.Name) and root.id in _BUILTIN_CLASSES and self.m.possibly_builtin(root.id, self.stack):
+        elif isinstance(root, ast.Name) and root.id in _BUILTIN_CLASSES \
+                and self.m.possibly_builtin(root.id, self.stack):
             self.add("monkeypatch", node, f"assigns {root.id}.{dotted_attr}")
         elif isinstance(root, ast.Name) and self.m.param_kind(root.id, self.stack) == "param":
             self.add("monkeypatch", node, f"assigns .{dotted_attr} on the parameter {root.id} (which may hold "
@@ -308,7 +247,8 @@ class PythonRules(ast.NodeVisitor):
                 self.found += check_native_call(node, name, self.m)
             elif c in (("os", "getenv"), ("os", "environ", "get")):
                 self.env_key(node, node.args[0] if node.args else None, "reads")
-        if TYPE_OF in self.m.resolve(node) and not self.in_annotation and not self._position_ok(node, True):
+        if TYPE_OF in self.m.resolve(node) and not self.in_annotation \
+                and not position_ok(self.m, self.stack, node, True):
             self.add("introspection", node, "passes type(…) around as a value")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and (f.attr == "use" or
                                                                           f.attr.startswith(("set_", "enable_"))):

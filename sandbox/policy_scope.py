@@ -195,9 +195,10 @@ class Model:
         elif isinstance(parent, ast.NamedExpr):
             self.values[key].append(("=", parent.value))
         elif isinstance(parent, ast.Tuple) and isinstance(self.parents.get(parent), ast.Assign) \
-                and isinstance(self.parents[parent].value, ast.Tuple) \
+                and isinstance(getattr(self.parents[parent], "value", None), ast.Tuple) \
                 and len(self.parents[parent].value.elts) == len(parent.elts):  # type: ignore[attr-defined]
-            self.values[key].append(("=", self.parents[parent].value.elts[parent.elts.index(target)]))  # type: ignore[attr-defined]
+            pair = self.parents[parent].value.elts[parent.elts.index(target)]  # type: ignore[attr-defined]
+            self.values[key].append(("=", pair))
         else:
             return False
         return True

@@ -78,7 +78,8 @@ MEMBERS: dict[str, str] = {
     "torch.compile": "process_setting", "torch.cuda.cudart": "introspection",
     "torch.cuda.memory.change_current_allocator": "process_setting",
     "torch.cuda.memory.CUDAPluggableAllocator": "process_setting",
-    "torch.jit.enable_onednn_fusion": "process_setting", "torch.jit.fork": "threads", "torch.jit.wait": "threads", "torch.jit.save": "files", "torch.jit.load": "files",
+    "torch.jit.enable_onednn_fusion": "process_setting", "torch.jit.fork": "threads", "torch.jit.wait": "threads",
+    "torch.jit.save": "files", "torch.jit.load": "files",
     "torch.save": "files", "torch.load": "files",
     "torch.utils.cpp_extension": "files",
     **dict.fromkeys((f"torch.utils.cpp_extension.{n}" for n in (

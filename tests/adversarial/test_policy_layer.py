@@ -93,9 +93,8 @@ EVASIONS = {
     "alias_of_sys": ("introspection", "import sys as s\nt = s\nt._getframe(0)\n"),
     "from_import_alias": ("introspection", "from sys import _getframe as g\n\n\ndef h():\n    return g(1)\n"),
     "profile_hook_read": ("introspection", "import sys\nhook = sys.getprofile()\n"),
-    "nested_function_import": ("introspection",
-                               "def outer():\n    def inner():\n        import inspect\n        return inspect.stack()\n"
-                               "    return inner\n"),
+    "nested_function_import": ("introspection", "def outer():\n    def inner():\n        import inspect\n"
+                                                "        return inspect.stack()\n    return inner\n"),
     "exec_runtime_string": ("introspection", "code = 'im' + 'port os'\nexec(code)\n"),
     "eval_alias": ("introspection", "e = eval\ne('1+1')\n"),
     "object_setattr_frozen": ("introspection", "class R:\n    pass\n\n\nobject.__setattr__(R(), 'x', 1)\n"),

@@ -53,7 +53,8 @@ def test_registry_has_a_code_description_and_checks_per_category_all_documented(
 
 def test_importing_the_policy_loads_no_torch() -> None:
     code = ("import sys\nfrom kevolve.sandbox.policy import check_policy\n"
-            "check_policy(open(sys.argv[1]).read())\nprint('HEAVY', [m for m in ('torch', 'numpy') if m in sys.modules])")
+            "check_policy(open(sys.argv[1]).read())\n"
+            "print('HEAVY', [m for m in ('torch', 'numpy') if m in sys.modules])")
     src = Path(__file__).parent.parent / "fixtures" / "policy" / "llm_inline_cuda.py"
     out = subprocess.run([sys.executable, "-c", code, str(src)], capture_output=True, text=True, timeout=60)
     assert "HEAVY []" in out.stdout, out.stderr
@@ -90,7 +91,8 @@ def test_the_optimize_config_slice_carries_policy_allow(tmp_path) -> None:
     HEAD + "def f(m):\n    for p in ('weight', 'bias'):\n        getattr(m, p)\n",
     HEAD + "x = torch.ops.aten._softmax(torch.ones(2), 0, False)\n",
     HEAD + "t = torch.float32\nok = isinstance(t, torch.dtype) and type(t) is torch.dtype\n",
-    HEAD + "class M(nn.Module):\n    def __init__(self):\n        nn.Module.__init__(self)\n        self.v = torch.__version__\n",
+    HEAD + "class M(nn.Module):\n    def __init__(self):\n        nn.Module.__init__(self)\n"
+           "        self.v = torch.__version__\n",
     HEAD + "if __name__ == '__main__':\n    print(nn.Module.__name__)\n",
 ])
 def test_honest_idioms_pass(source: str) -> None:
@@ -133,7 +135,8 @@ def native(cpp: str, **kw: str) -> str:
     'torch::Tensor f(torch::Tensor x) { cudaEvent_t e; cudaEventCreate(&e); cudaEventRecord(e); '
     'cudaError_t err = cudaGetLastError(); auto y = x.clone(); auto c = std::bind(std::plus<int>(), 1, 2); '
     'long n = 1\'000\'000; return y; }',
-    'TORCH_LIBRARY(myops, m) { m.def("f(Tensor x) -> Tensor"); }\nTORCH_LIBRARY_IMPL(myops, CPU, m) { m.impl("f", f); }',
+    'TORCH_LIBRARY(myops, m) { m.def("f(Tensor x) -> Tensor"); }\n'
+    'TORCH_LIBRARY_IMPL(myops, CPU, m) { m.impl("f", f); }',
 ])
 def test_honest_native_code_passes(cpp: str) -> None:
     assert reason(native(cpp)) is None
@@ -169,7 +172,8 @@ def test_native_finding_points_at_its_line_inside_the_kernel_source() -> None:
 
 
 def test_kernel_sources_built_from_constants_are_static_and_runtime_ones_are_not() -> None:
-    static = (HEAD + "from torch.utils.cpp_extension import load_inline\nB = 256\nHDR = '#include <torch/extension.h>'\n"
+    static = (HEAD + "from torch.utils.cpp_extension import load_inline\nB = 256\n"
+              "HDR = '#include <torch/extension.h>'\n"
               "class M(nn.Module):\n    body = f'// block {B}\\nvoid f() {{}}'\n    def __init__(self):\n"
               "        super().__init__()\n        src = '\\n'.join([HDR, self.body]).replace('f()', 'g()')\n"
               "        self.ext = load_inline(name='e', cpp_sources=src, functions=['g'])\n")
@@ -190,14 +194,16 @@ def test_kernel_sources_built_from_constants_are_static_and_runtime_ones_are_not
     ("build_directory='/tmp/b'", False),
 ])
 def test_compiler_flags_and_build_paths(flags: str, ok: bool) -> None:
-    src = native("torch::Tensor f(torch::Tensor x) { return x; }").replace("functions=['f']", f"functions=['f'], {flags}")
+    src = native("torch::Tensor f(torch::Tensor x) { return x; }")
+    src = src.replace("functions=['f']", f"functions=['f'], {flags}")
     assert (reason(src) is None) == ok, reason(src)
 
 
 def test_extension_names_are_static_identifiers_but_may_be_numbered() -> None:
     base = native("torch::Tensor f(torch::Tensor x) { return x; }")
     assert reason(base.replace("name='ext'", "name=f'ext_{os.getpid()}'").replace(HEAD, HEAD + "import os\n")) is None
-    assert "not a static identifier" in reason(base.replace("name='ext'", "name='x -fplugin=y'"))  # type: ignore[operator]
+    injected = base.replace("name='ext'", "name='x -fplugin=y'")
+    assert "not a static identifier" in reason(injected)  # type: ignore[operator]
     assert "named like the module" in reason(base.replace("name='ext'", "name='torch'"))  # type: ignore[operator]
 
 
@@ -208,7 +214,8 @@ def test_every_finding_of_a_broken_source_is_listed_in_priority_order() -> None:
 
 
 def test_a_property_or_getattribute_makes_self_attributes_unknown() -> None:
-    src = (HEAD + "from torch.utils.cpp_extension import load_inline\n\n\nclass K(nn.Module):\n    SRC = 'void f() {}'\n\n"
+    src = (HEAD + "from torch.utils.cpp_extension import load_inline\n\n\n"
+           "class K(nn.Module):\n    SRC = 'void f() {}'\n\n"
            "    def build(self):\n        return load_inline(name='e', cpp_sources=self.SRC, functions=['f'])\n")
     assert reason(src) is None
     shadowed = src + "\n\nclass L(K):\n    @property\n    def SRC(self):\n        return input()\n"
