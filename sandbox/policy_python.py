@@ -20,7 +20,8 @@ from kevolve.sandbox.policy_positions import position_ok, protected_value
 from kevolve.sandbox.policy_scope import TYPE_OF, Chain, Model, is_class
 from kevolve.sandbox.policy_static import NotStatic, Text
 from kevolve.sandbox.policy_tables import (ATTR_BUILTINS, BUILTINS, DUNDER_NAMES, DUNDER_READ, FILE_METHODS,
-                                           FRAME_ATTRS, MUTATORS, SECRET_ENV, SECRET_ENV_PREFIXES, THREAD_METHODS)
+                                           FRAME_ATTRS, MUTATORS, REGISTER_METHODS, SECRET_ENV,
+                                           SECRET_ENV_PREFIXES, THREAD_METHODS, ATTRIBUTE_WRITERS)
 
 Finding = tuple[str, int, str]
 _SECRET = re.compile(SECRET_ENV, re.I)
@@ -190,6 +191,8 @@ class PythonRules(ast.NodeVisitor):
             self.add("files", node, f"calls .{attr}")
         elif attr in THREAD_METHODS:
             self.add("threads", node, f"calls .{attr} (Python run on a driver thread)")
+        elif attr in REGISTER_METHODS:
+            self.add("monkeypatch", node, f"calls .{attr} (registers an operator implementation process-wide)")
 
     def chains(self, node: ast.expr, chains: set[Chain]) -> None:
         """A maximal dotted name that is read or called: classify it, and check where it goes."""
@@ -220,21 +223,26 @@ class PythonRules(ast.NodeVisitor):
                 and recv[:2] != ("torch", "ops"))
 
     def foreign_receiver(self, recv: ast.expr, node: ast.AST, dotted_attr: str) -> None:
-        """An attribute stored on an object the candidate did not make: a class from type(), a
-        builtin type, or whatever a call returned."""
+        """Attributes may be stored only on what the candidate made: a method's self/cls/ctx, its own
+        classes, new instances of them, and loop variables over what hangs off self. Not on parameters
+        (forward's inputs are the harness's tensors), builtins, call results or other locals, which
+        may hold an object or class the candidate did not create."""
         root = recv
         while isinstance(root, (ast.Attribute, ast.Subscript)):
             root = root.value
         if isinstance(root, ast.Call):
-            f = root.func
-            if not (isinstance(f, ast.Name) and isinstance(self.m.own.get(f.id), ast.ClassDef)):
+            if not self.m.own_instance(root):
                 self.add("monkeypatch", node, f"assigns .{dotted_attr} on an object a call returned")
-        elif isinstance(root, ast.Name) and root.id in _BUILTIN_CLASSES \
-                and self.m.possibly_builtin(root.id, self.stack):
+        elif not isinstance(root, ast.Name):
+            self.add("monkeypatch", node, f"assigns .{dotted_attr} on an object the candidate did not create")
+        elif self.m.param_kind(root.id, self.stack) == "first" or self.m.own_receiver(root) \
+                and root.id != "self" or self.m.made_here(root.id):
+            return
+        elif root.id in _BUILTIN_CLASSES and self.m.possibly_builtin(root.id, self.stack):
             self.add("monkeypatch", node, f"assigns {root.id}.{dotted_attr}")
-        elif isinstance(root, ast.Name) and self.m.param_kind(root.id, self.stack) == "param":
-            self.add("monkeypatch", node, f"assigns .{dotted_attr} on the parameter {root.id} (which may hold "
-                                          "a class the candidate did not create)")
+        else:
+            self.add("monkeypatch", node, f"assigns .{dotted_attr} on {root.id}, which may be an object the "
+                                          "candidate did not create")
 
     # ----- calls --------------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
@@ -250,6 +258,14 @@ class PythonRules(ast.NodeVisitor):
         if TYPE_OF in self.m.resolve(node) and not self.in_annotation \
                 and not position_ok(self.m, self.stack, node, True):
             self.add("introspection", node, "passes type(…) around as a value")
+        target = node.args[0] if node.args else None
+        if isinstance(f, ast.Call) and self.m.resolve(f.func) & ATTRIBUTE_WRITERS:
+            target = node.args[0] if node.args else None  # functools.wraps(w)(target)
+        elif not self.m.resolve(f) & ATTRIBUTE_WRITERS:
+            target = None
+        if target is not None and self.m.resolve(target):
+            self.add("monkeypatch", node, f"relabels {dotted(sorted(self.m.resolve(target))[0])} (functools wrapper "
+                                          "attributes written onto it)")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and (f.attr == "use" or
                                                                           f.attr.startswith(("set_", "enable_"))):
             made = {c for c in self.m.resolve(f.value.func) if c[0] in ("torch", "cupy", "numpy", "triton")}

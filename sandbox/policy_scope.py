@@ -25,6 +25,18 @@ def is_class(chain: Chain) -> bool:
     return chain in (TYPE, TYPE_OF) or (last[:1].isupper() and not last.isupper())
 
 
+def _off_self(node: ast.expr) -> bool:
+    """An expression reached from `self` (self.a.b, self.layers[0], self.modules(), getattr(self.m, n))."""
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            getattr_call = isinstance(node.func, ast.Name) and node.func.id == "getattr" and node.args
+            node = node.args[0] if getattr_call else node.func  # type: ignore[index]
+        else:
+            return isinstance(node, ast.Name) and node.id == "self"
+
+
 def canonical(chain: Chain) -> Chain:
     """The chain from the last dangerous module it names (REROOT), unless that is the package's own."""
     for i in range(len(chain) - 1, 0, -1):
@@ -62,6 +74,7 @@ class Model:
         self._calls: list[ast.Call] = []
         self.loop_values: dict[str, list[ast.expr]] = defaultdict(list)  # for NAME in (literal, …)
         self.bindings: dict[str, int] = defaultdict(int)  # how many statements bind each name
+        self.made: dict[str, list[bool]] = defaultdict(list)  # per binding: the candidate made the object
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
         self._collect(tree, [])
         self.static = StaticEval(self.values, self.opaque, self.resolve, self.own_receiver)
@@ -167,6 +180,20 @@ class Model:
             self.opaque.add(node.arg)
             self.bindings[node.arg] += 1
 
+    def _made_binding(self, name: ast.Name, parent: ast.AST | None) -> bool:
+        """`x = OwnClass(...)`, `x = self.<...>` or `for x in self.<...>`: an object the candidate made
+        or that hangs off its own self."""
+        if isinstance(parent, ast.Assign) and parent.targets == [name]:
+            v = parent.value
+            own_class = isinstance(v, ast.Call) and isinstance(v.func, ast.Name) \
+                and isinstance(self.own.get(v.func.id), ast.ClassDef)
+            return own_class or _off_self(v)
+        if isinstance(parent, (ast.For, ast.comprehension)) and parent.target is name:
+            it = parent.iter
+            return _off_self(it) or isinstance(it, (ast.List, ast.Tuple)) and bool(it.elts) \
+                and all(_off_self(e) for e in it.elts)
+        return False
+
     def _rebinds_to_itself(self, node: ast.Name, scope: Scope) -> bool:
         """`self = self.to(...)`: a parameter rebound to something reached from itself stays itself."""
         parent = self.parents.get(node)
@@ -206,6 +233,7 @@ class Model:
     def _value_of(self, name: ast.Name, scope: Scope) -> None:
         """Record a simple assignment's value (for static evaluation and aliases); else opaque."""
         parent = self.parents.get(name)
+        self.made[name.id].append(self._made_binding(name, parent))
         if isinstance(parent, (ast.For, ast.comprehension)) and parent.target is name \
                 and isinstance(parent.iter, (ast.List, ast.Tuple)):
             self.loop_values[name.id] += parent.iter.elts
@@ -320,6 +348,15 @@ class Model:
         """`self` or one of the candidate's classes (bound once): whose attributes the candidate sets."""
         return isinstance(node, ast.Name) and (node.id == "self" or isinstance(self.own.get(node.id), ast.ClassDef)
                                                and self.bindings.get(node.id) == 1)
+
+    def own_instance(self, node: ast.expr) -> bool:
+        """A call that makes a new instance of one of the candidate's own classes."""
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and isinstance(self.own.get(node.func.id), ast.ClassDef) and self.bindings.get(node.func.id) == 1
+
+    def made_here(self, name: str) -> bool:
+        """Every binding of `name` is a new instance of an own class, or a loop over what hangs off self."""
+        return bool(self.made.get(name)) and all(self.made[name])
 
     def param_kind(self, name: str, stack: list[ast.AST]) -> str:
         """'first' (a method's self, cls or ctx), 'param', 'local' or 'global': what binds `name` here."""

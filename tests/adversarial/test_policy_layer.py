@@ -135,6 +135,13 @@ EVASIONS = {
                                                         "patch(torch.Tensor)\n"),
     "patch_through_loop_names": ("monkeypatch", "for n in ('allclose', 'equal'):\n"
                                                 "    setattr(torch, n, lambda *a: True)\n"),
+    "input_tensor_method_shadowed": ("monkeypatch", "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+                                                    "        y = x.contiguous()\n        y.clone = lambda: y\n"
+                                                    "        return y\n"),
+    "relabel_through_update_wrapper": ("monkeypatch", "import functools\n\n\ndef mine(x):\n    return x\n\n\n"
+                                                      "functools.update_wrapper(torch.exp, mine)\n"),
+    "aten_python_impl": ("monkeypatch", "op = torch.ops.aten.relu.default\n"
+                                        "op.py_impl(torch._C.DispatchKey.CPU)(lambda x: x)\n"),
     "torch_function_mode": ("monkeypatch", "from torch.overrides import TorchFunctionMode\n"),
     "library_override_aten": ("monkeypatch", "lib = torch.library.Library('aten', 'IMPL')\n"),
     "global_module_hook": ("monkeypatch",

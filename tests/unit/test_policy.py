@@ -109,7 +109,7 @@ def test_honest_idioms_pass(source: str) -> None:
     (HEAD + "x = torch._C._get_tracing_state()\n", "import", "private"),
     (HEAD + "import einops\n", "import", "allowlist"),
     (HEAD + "class M(nn.Module):\n    def f(self, x):\n        return x.__class__\n", "introspection", "__class__"),
-    (HEAD + "def f(cls, fn):\n    cls.forward = fn\n", "monkeypatch", "parameter"),
+    (HEAD + "def f(cls, fn):\n    cls.forward = fn\n", "monkeypatch", "did not create"),
     (HEAD + "import warnings\nwarnings.filters.clear()\n", "monkeypatch", "warnings.filters"),
     (HEAD + "torch.save({}, 'x.pt')\n", "files", "torch.save"),
     (HEAD + "import numpy as np\nnp.zeros(3).tofile('x')\n", "files", "tofile"),
