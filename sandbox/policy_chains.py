@@ -9,6 +9,7 @@ to modules they import.
 from __future__ import annotations
 
 import importlib
+import sys
 import types
 from functools import cache
 
@@ -71,9 +72,15 @@ def store_category(chain: Chain) -> tuple[str, str]:
     return "monkeypatch", f"rebinds {dotted(chain)}"
 
 
+_STDLIB_NAMES = frozenset(sys.stdlib_module_names)
+
+
 def classify(chain: Chain, ctx: str) -> Verdict:
-    """Category of using `chain` in context ctx ('load', 'call'); None when allowed."""
-    reroots = [i for i in range(1, len(chain)) if chain[i] in REROOT and dotted(chain[:i + 1]) not in OWN_SUBMODULES]
+    """Category of using `chain` in context ctx ('load', 'call'); None when allowed. Also checked from
+    every component naming a standard-library module with something after it (`torch.os.system`,
+    `torch.utils.cpp_extension.logging.currentframe`): allowed modules hold the modules they import."""
+    reroots = [i for i in range(1, len(chain) - 1) if (chain[i] in REROOT or chain[i] in _STDLIB_NAMES)
+               and dotted(chain[:i + 1]) not in OWN_SUBMODULES]
     for i in [*reversed(reroots), 0]:
         verdict = _classify_one(chain[i:], ctx)
         if verdict is not None:
@@ -109,6 +116,8 @@ def _classify_one(chain: Chain, ctx: str) -> Verdict:
         return "import", f"uses {name} (not in the public API of {root})"
     if root in HEAVY:
         return _heavy(chain, ctx)
+    if root in _STDLIB_NAMES and root not in STDLIB and root not in PARTIAL:
+        return "import", f"uses {name} (a module off the allowlist, reached through another)"
     return None
 
 

@@ -37,12 +37,19 @@ def _off_self(node: ast.expr) -> bool:
             return isinstance(node, ast.Name) and node.id == "self"
 
 
-def canonical(chain: Chain) -> Chain:
-    """The chain from the last dangerous module it names (REROOT), unless that is the package's own."""
-    for i in range(len(chain) - 1, 0, -1):
+def rerooted_at(chain: Chain) -> int | None:
+    """Where a chain passes through a dangerous module with something after it (`torch.os.system`:
+    1), unless that is the package's own submodule; None when it does not."""
+    for i in range(len(chain) - 2, 0, -1):
         if chain[i] in REROOT and ".".join(chain[:i + 1]) not in OWN_SUBMODULES:
-            return chain[i:]
-    return chain
+            return i
+    return None
+
+
+def canonical(chain: Chain) -> Chain:
+    """The chain from the last dangerous module it passes through (`torch.os.environ` is `os.environ`)."""
+    i = rerooted_at(chain)
+    return chain if i is None else chain[i:]
 _FUNCTION_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
                     ast.GeneratorExp)
 SCOPES = (ast.Module, ast.ClassDef, *_FUNCTION_SCOPES)
@@ -400,7 +407,8 @@ class Model:
 
     def is_module(self, chain: Chain) -> bool:
         dotted = ".".join(chain)
-        return dotted in self.imported or dotted in KNOWN_MODULES
+        return dotted in self.imported or dotted in KNOWN_MODULES or len(chain) > 1 and chain[-1] in REROOT \
+            and dotted not in OWN_SUBMODULES  # torch.os: a dangerous module held by an allowed one
 
     def possibly_builtin(self, name: str, stack: list[ast.AST]) -> bool:
         """False only where Python's scoping makes `name` a local of some enclosing function."""

@@ -157,6 +157,8 @@ EVASIONS = {
     "private_setter": ("import", "torch._C._set_cudnn_benchmark(True)\n"),
     # processes, threads, exit, files, environment, imports
     "reach_os_through_torch": ("processes", "torch.os.system('id')\n"),
+    "reach_logging_frames_through_torch": ("import", "f = torch.utils.cpp_extension.logging.currentframe()\n"),
+    "module_held_by_torch_carried": ("introspection", "[torch.os][0].system('id')\n"),
     "setsid_daemon": ("processes", "import os\nif os.fork() == 0:\n    os.setsid()\n"),
     "subprocess_alias": ("processes", "import subprocess as sp\nsp.Popen(['sleep', '1'])\n"),
     "thread_pool": ("threads", "from concurrent.futures import ThreadPoolExecutor\n"),

@@ -222,3 +222,22 @@ def test_a_property_or_getattribute_makes_self_attributes_unknown() -> None:
     assert "not statically known" in reason(shadowed)  # type: ignore[operator]
     hooked = src + "\n\nclass M(K):\n    def __getattribute__(self, name):\n        return input()\n"
     assert "not statically known" in reason(hooked)  # type: ignore[operator]
+
+
+def test_modules_that_torch_and_numpy_hold_are_followed_by_their_own_names() -> None:
+    """Allowed packages hold the modules they import (torch.os, torch.utils.cpp_extension.subprocess);
+    the policy re-checks a chain from any component that names a standard-library module, which only
+    works if none is held under another public name (as enum holds builtins as `bltns`)."""
+    import importlib
+    import types
+
+    held = []
+    for holder in ("torch", "torch.nn", "torch.nn.functional", "torch.cuda", "torch.utils", "torch.backends",
+                   "torch.utils.cpp_extension", "torch.autograd", "torch.jit", "torch.library", "torch.cuda.memory",
+                   "torch.linalg", "torch.fft", "torch.special", "numpy", "numpy.linalg", "numpy.random"):
+        for name, value in vars(importlib.import_module(holder)).items():
+            top = getattr(value, "__name__", "").split(".")[0]
+            if isinstance(value, types.ModuleType) and top in sys.stdlib_module_names and not name.startswith("_"):
+                held.append((holder, name, value.__name__))
+    assert held, "torch holds stdlib modules (torch.os …): the check below would test nothing"
+    assert [h for h in held if h[1] not in sys.stdlib_module_names] == []
