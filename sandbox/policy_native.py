@@ -96,6 +96,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
      r"\btorch::Library\b|\bTORCH_LIBRARY_FRAGMENT\b", "code"),
     ("token pasting", r"##|%:%:", "code"),
 )
+_COMPILED = tuple((what, re.compile(pattern), view) for what, pattern, view in RULES)
 _FLAG_DENY = re.compile(r"-{1,2}wrap\b|-{1,2}defsym|-Wl,-init|-Wl,-fini|-Wl,-e\b|--entry|-fplugin|^-B|-specs|-wrapper|"
                         r"--compiler-bindir|-ccbin|-include\b|-imacros|^@|--keep|^-keep|-save-temps|--undefined|"
                         r"-trigraphs|--pre-include|-Xlinker|-load\b|LD_PRELOAD|^--?run\b|^-o|--output|^-M[FDT]|"
@@ -110,55 +111,63 @@ _DEFINE_API = re.compile(r"#\s*define\s+(" + _CUDA_API + r")\b")
 _DECLARE_API = re.compile(r"\b([A-Za-z_][\w:]*(?:\s*<[^<>;{}()]*>)?)([\s*&]+)(" + _CUDA_API + r")\s*\(")
 
 
-def _splice(raw: str) -> tuple[str, list[int]]:
-    """Join backslash-newline continuations as the preprocessor does; map each char to `raw`."""
-    out, index, i = [], [], 0
-    while i < len(raw):
-        for cont in ("\\\r\n", "\\\n", "??/\n"):
-            if raw.startswith(cont, i):
-                i += len(cont)
-                break
-        else:
-            out.append(raw[i])
-            index.append(i)
-            i += 1
+_CONTINUATION = re.compile(r"\\\r?\n|\?\?/\n")
+_LEXEME = re.compile(r"//|/\*|[\"']")
+
+
+def _splice(raw: str) -> tuple[str, list[int] | None]:
+    """Join backslash-newline continuations as the preprocessor does; map each char back to `raw`
+    (None: nothing was joined, the map is the identity)."""
+    if not _CONTINUATION.search(raw):
+        return raw, None
+    out, index, last = [], [], 0
+    for m in _CONTINUATION.finditer(raw):
+        out.append(raw[last:m.start()])
+        index.extend(range(last, m.start()))
+        last = m.end()
+    out.append(raw[last:])
+    index.extend(range(last, len(raw)))
     return "".join(out), index
+
+
+def _blank(chars: list[str], start: int, end: int, src: str) -> None:
+    for j in range(start, end):
+        if src[j] != "\n":
+            chars[j] = " "
 
 
 def _views(src: str) -> tuple[str, str]:
     """(code, text): comments blanked in both; string and char literal contents blanked in code."""
     code, text = list(src), list(src)
     i, n = 0, len(src)
-    while i < n:
-        c = src[i]
-        if src.startswith("//", i) or src.startswith("/*", i):
-            end = src.find("\n", i) if c == "/" and src[i + 1] == "/" else src.find("*/", i + 2)
-            end = n if end < 0 else end + (0 if src[i + 1] == "/" else 2)
-            for j in range(i, end):
-                if src[j] != "\n":
-                    code[j] = text[j] = " "
+    while True:
+        m = _LEXEME.search(src, i)
+        if m is None:
+            break
+        i, c = m.start(), m.group(0)
+        if c in ("//", "/*"):
+            end = src.find("\n", i) if c == "//" else src.find("*/", i + 2)
+            end = n if end < 0 else end + (0 if c == "//" else 2)
+            _blank(code, i, end, src)
+            _blank(text, i, end, src)
             i = end
-        elif c in "\"'":
-            prefix = re.search(r"[A-Za-z0-9_]*$", src[max(0, i - 64):i]).group(0)  # type: ignore[union-attr]
-            if c == "'" and prefix and prefix not in ("L", "u", "U", "u8"):
-                i += 1  # a digit separator (1'000), not a character literal
-                continue
-            raw = c == '"' and prefix in ("R", "LR", "uR", "UR", "u8R")
-            m = re.match(r'"([^()\\\s]{0,16})\(', src[i:i + 18]) if raw else None
-            if m:
-                end = src.find(")" + m.group(1) + '"', i + len(m.group(0)))
-                end = n if end < 0 else end + len(m.group(1)) + 2
-            else:
-                j = i + 1
-                while j < n and src[j] != c and src[j] != "\n":
-                    j += 2 if src[j] == "\\" else 1
-                end = min(j + 1, n)
-            for j in range(i + 1, end - 1):
-                if src[j] != "\n":
-                    code[j] = " "
-            i = end
+            continue
+        prefix = re.search(r"[A-Za-z0-9_]*$", src[max(0, i - 64):i]).group(0)  # type: ignore[union-attr]
+        if c == "'" and prefix and prefix not in ("L", "u", "U", "u8"):
+            i += 1  # a digit separator (1'000), not a character literal
+            continue
+        raw = c == '"' and prefix in ("R", "LR", "uR", "UR", "u8R")
+        r = re.match(r'"([^()\\\s]{0,16})\(', src[i:i + 18]) if raw else None
+        if r:
+            end = src.find(")" + r.group(1) + '"', i + len(r.group(0)))
+            end = n if end < 0 else end + len(r.group(1)) + 2
         else:
-            i += 1
+            j = i + 1
+            while j < n and src[j] != c and src[j] != "\n":
+                j += 2 if src[j] == "\\" else 1
+            end = min(j + 1, n)
+        _blank(code, i + 1, end - 1, src)
+        i = end
     return "".join(code), "".join(text)
 
 
@@ -168,10 +177,10 @@ def scan_source(source: Text) -> list[tuple[int, str]]:
     code, text = _views(spliced)
 
     def line(pos: int) -> int:
-        return source.line_at(index[min(pos, len(index) - 1)] if index else 0)
+        return source.line_at(pos if index is None else index[min(pos, len(index) - 1)] if index else 0)
 
     hits = [(line(m.start()), f"{what} ({m.group(0).strip()[:40]})")
-            for what, pattern, view in RULES for m in re.finditer(pattern, code if view == "code" else text)]
+            for what, pattern, view in _COMPILED for m in pattern.finditer(code if view == "code" else text)]
     hits += _asm_hits(code, text, line) + _declarations(code, line) + _includes(text, line)
     hits += _library_hits(code, line)
     return hits

@@ -337,7 +337,9 @@ class PythonRules(ast.NodeVisitor):
 
 def type_comments(source: str) -> list[tuple[str, int, str]]:
     """`# type:` comments (TorchScript evaluates them as annotations): (text, line, parse mode)."""
-    out = []
+    out: list[tuple[str, int, str]] = []
+    if not re.search(r"#\s*type\s*:", source):
+        return out
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError):
