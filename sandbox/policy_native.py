@@ -32,12 +32,14 @@ _NOT_TEXT = ("name", "functions", "verbose", "with_cuda", "with_sycl", "is_pytho
              "reduce_type", "identity")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
-def _used(names: str, std: bool = True) -> str:
-    """Common words as libc functions: called or taken as a value (`system(`, `::system;`, `&kill`),
-    not as members (x.open()) or other namespaces' functions (std::bind() where std=False)."""
+def _used(names: str, std: bool = True, as_value: bool = True) -> str:
+    """Common words as libc functions: called, or taken as a value (`auto f = ::system;`, `run(&kill)`)
+    where that is no plausible variable (as_value); not as members (x.open()) or other namespaces'
+    functions (std::bind() where std=False)."""
     ns = r"(?:::)?(?:std::)?" if std else r"(?:::)?"
-    return (r"(?<![\w.:])(?<!->)" + ns + rf"(?:{names})\s*\(|" + r"(?:[&=,(]|\breturn)\s*" + ns
-            + rf"(?:{names})\s*[;,)]")
+    called = r"(?<![\w.:])(?<!->)" + ns + rf"(?:{names})\s*\("
+    taken = r"(?:&\s*|(?<![\w:])::)" + rf"(?:{names})\b|" + r"(?:[=,(]|\breturn)\s*" + ns + rf"(?:{names})\s*[;,)]"
+    return f"{called}|{taken}" if as_value else called + r"|(?:&\s*|(?<![\w:])::)" + rf"(?:{names})\b"
 _CUDA_API = (r"(?:cuda(?:Event|Stream|Device|Malloc|Free|Memcpy|Memset|Launch|Graph|Get|Set|Func|Ctx|Profiler|Host"
              r"|Peek|Thread|Runtime|Driver|Occupancy|Import|External|Array|Create|Destroy|Mem|Pointer|Ipc|Register"
              r"|Unregister|Signal|Wait|Peer|Library|Kernel)"
@@ -61,16 +63,17 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("system call", r"\bsyscall\b|\b__NR_\w+", "code"),
     ("process control", r"\b(?:fork|vfork|execl|execle|execlp|execv|execve|execvp|execvpe|fexecve|popen|"
      r"posix_spawnp?|daemon|setsid|killpg|ptrace|process_vm_readv|process_vm_writev|sigaction)\b|"
-     + _used(r"system|kill|signal|raise"), "code"),
+     + _used(r"system|kill|raise") + "|" + _used(r"signal", as_value=False), "code"),
     ("process exit", r"\b(?:_exit|_Exit|quick_exit)\b|" + _used(r"exit|abort|terminate"), "code"),
     ("threads", r"\bpthread_create\b|\bstd::(?:thread|jthread|async)\b|\bboost::thread\b|\bCreateThread\b|"
      r"\bat::(?:launch|intraop_launch|internal::launch)\b|\bc10::ThreadPool\b|\bcu(?:da)?LaunchHostFunc\b|"
      r"\bcu(?:da)?StreamAddCallback\b", "code"),
     ("files", r"\b(?:fopen|fopen64|freopen|fdopen|open64|openat|opendir|mkfifo)\b|"
-     + _used(r"open|creat|unlink|truncate") + r"|\bstd::(?:i|o)?fstream\b|\bstd::filebuf\b|\bstd::filesystem\b",
+     + _used(r"open|creat|unlink|truncate", as_value=False)
+     + r"|\bstd::(?:i|o)?fstream\b|\bstd::filebuf\b|\bstd::filesystem\b",
      "code"),
     ("sockets", r"\b(?:socket|getaddrinfo|gethostbyname|sendto|recvfrom)\b|"
-     + _used(r"connect|bind|listen|accept", std=False)
+     + _used(r"connect|bind|listen|accept", std=False, as_value=False)
      + r"|\bsockaddr\w*|\bcurl_\w+", "code"),
     ("sockets", r"#\s*include\s*[<\"](?:sys/socket\.h|netinet/|arpa/inet\.h|netdb\.h|curl/)", "text"),
     ("memory mapping", r"\b(?:mmap|mmap64|mprotect|mremap|madvise|shm_open|memfd_create)\b", "code"),
@@ -84,7 +87,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("process-wide CUDA setting", r"\bcu(?:da)?(?:DeviceSetLimit|CtxSetLimit|SetDevice|DeviceReset|SetDeviceFlags|"
      r"DeviceSetCacheConfig|CtxSetCacheConfig|DeviceSetSharedMemConfig|CtxSetSharedMemConfig|ProfilerStart|"
      r"ProfilerStop|HostRegister|CtxSetCurrent|CtxPushCurrent|CtxPopCurrent|CtxCreate|CtxDestroy|"
-     r"DevicePrimaryCtxReset|DevicePrimaryCtxSetFlags|ThreadExit|DeviceSetMemPool|DeviceSetGraphMemAttribute)\b",
+     r"DevicePrimaryCtxReset|DevicePrimaryCtxSetFlags|ThreadExit|DeviceSetMemPool|DeviceSetGraphMemAttribute)\b|"
+     r"\bcublasSetMathMode\b|\bcublasSetAtomicsMode\b",
      "code"),
     ("process-wide torch setting", r"\bglobalContext\s*\(\s*\)\s*\.\s*set\w*|\b(?:at|torch|c10)::(?:set_num_threads|"
      r"set_num_interop_threads|manual_seed|set_default_dtype)\b|\bset(?:Current)?CUDAStream\s*\(|"

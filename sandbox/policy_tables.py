@@ -200,7 +200,7 @@ STDLIB_DENIED: dict[str, str] = {
 
 # Dunder attributes that may be read (anything else is introspection; any dunder store is monkeypatch).
 DUNDER_READ = frozenset(("__init__", "__new__", "__name__", "__qualname__", "__doc__", "__version__",
-                         "__module__", "__enter__", "__exit__"))
+                         "__module__", "__enter__", "__exit__", "__cuda_array_interface__", "__dlpack__"))
 # Dunder names (not attributes) a candidate may use or bind.
 DUNDER_NAMES = frozenset(("__name__", "__file__", "__doc__", "__debug__", "__all__", "__slots__", "__version__",
                           "__module__", "__qualname__", "__author__"))

@@ -137,6 +137,8 @@ def native(cpp: str, **kw: str) -> str:
     'long n = 1\'000\'000; return y; }',
     'TORCH_LIBRARY(myops, m) { m.def("f(Tensor x) -> Tensor"); }\n'
     'TORCH_LIBRARY_IMPL(myops, CPU, m) { m.impl("f", f); }',
+    '__device__ float g(float signal, bool open, bool truncate) { float y = signal; if (open) y += 1; '
+    'return truncate ? floorf(y) : y; }\ntorch::Tensor f(torch::Tensor x) { return x; }',
 ])
 def test_honest_native_code_passes(cpp: str) -> None:
     assert reason(native(cpp)) is None
