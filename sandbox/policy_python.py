@@ -21,7 +21,7 @@ from kevolve.sandbox.policy_scope import TYPE_OF, Chain, Model, is_class
 from kevolve.sandbox.policy_static import NotStatic, Text
 from kevolve.sandbox.policy_tables import (ATTR_BUILTINS, BUILTINS, DUNDER_NAMES, DUNDER_READ, FILE_METHODS,
                                            FRAME_ATTRS, MUTATORS, REGISTER_METHODS, SECRET_ENV,
-                                           SECRET_ENV_PREFIXES, THREAD_METHODS, ATTRIBUTE_WRITERS)
+                                           SECRET_ENV_PREFIXES, THREAD_METHODS)
 
 Finding = tuple[str, int, str]
 _SECRET = re.compile(SECRET_ENV, re.I)
@@ -258,14 +258,11 @@ class PythonRules(ast.NodeVisitor):
         if TYPE_OF in self.m.resolve(node) and not self.in_annotation \
                 and not position_ok(self.m, self.stack, node, True):
             self.add("introspection", node, "passes type(…) around as a value")
-        target = node.args[0] if node.args else None
-        if isinstance(f, ast.Call) and self.m.resolve(f.func) & ATTRIBUTE_WRITERS:
-            target = node.args[0] if node.args else None  # functools.wraps(w)(target)
-        elif not self.m.resolve(f) & ATTRIBUTE_WRITERS:
-            target = None
-        if target is not None and self.m.resolve(target):
-            self.add("monkeypatch", node, f"relabels {dotted(sorted(self.m.resolve(target))[0])} (functools wrapper "
-                                          "attributes written onto it)")
+        writes_onto_arg = self.m.resolve(f) & {("functools", "update_wrapper")} or isinstance(f, ast.Call) \
+            and self.m.resolve(f.func) & {("functools", "wraps")}  # update_wrapper(target, …), wraps(w)(target)
+        if writes_onto_arg and node.args and self.m.resolve(node.args[0]):
+            self.add("monkeypatch", node, f"relabels {dotted(sorted(self.m.resolve(node.args[0]))[0])} (functools "
+                                          "wrapper attributes written onto it)")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and (f.attr == "use" or
                                                                           f.attr.startswith(("set_", "enable_"))):
             made = {c for c in self.m.resolve(f.value.func) if c[0] in ("torch", "cupy", "numpy", "triton")}

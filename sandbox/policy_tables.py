@@ -181,9 +181,6 @@ THREAD_METHODS = frozenset(("add_callback", "launch_host_func"))
 # Method names that register implementations for operators process-wide (OpOverload.py_impl …).
 REGISTER_METHODS = frozenset(("py_impl", "register_kernel", "register_fake", "register_autograd",
                               "register_torch_dispatch"))
-# Stdlib functions that write attributes onto their first argument (or, for wraps, onto what the
-# decorator it returns is applied to): given something imported they relabel it.
-ATTRIBUTE_WRITERS = frozenset((("functools", "update_wrapper"), ("functools", "wraps")))
 # In-place container methods: called on a data attribute of a module they mutate shared state.
 MUTATORS = frozenset(("append", "extend", "insert", "add", "update", "clear", "pop", "popitem", "remove",
                       "discard", "setdefault", "sort", "reverse", "__setitem__", "__delitem__"))
