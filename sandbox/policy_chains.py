@@ -21,6 +21,30 @@ from kevolve.sandbox.policy_tables import (ALLOW, BACKENDS, BACKENDS_QUERIES, FI
 Chain = tuple[str, ...]
 Verdict = tuple[str, str] | None  # (category, what) or allowed
 
+TYPE: Chain = ("type",)  # the builtin, which hands out classes: followed like one
+TYPE_OF: Chain = ("type()",)  # the class of some object: type(x)
+
+
+def is_class(chain: Chain) -> bool:
+    """A class the candidate did not define (CamelCase by convention), `type`, or what type() returned."""
+    last = chain[-1]
+    return chain in (TYPE, TYPE_OF) or (last[:1].isupper() and not last.isupper())
+
+
+def rerooted_at(chain: Chain) -> int | None:
+    """Where a chain passes through a dangerous module with something after it (`torch.os.system`:
+    1), unless that is the package's own submodule; None when it does not."""
+    for i in range(len(chain) - 2, 0, -1):
+        if chain[i] in REROOT and ".".join(chain[:i + 1]) not in OWN_SUBMODULES:
+            return i
+    return None
+
+
+def canonical(chain: Chain) -> Chain:
+    """The chain from the last dangerous module it passes through (`torch.os.environ` is `os.environ`)."""
+    i = rerooted_at(chain)
+    return chain if i is None else chain[i:]
+
 
 def dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import ast
 
-from kevolve.sandbox.policy_scope import Chain, Model, is_class
+from kevolve.sandbox.policy_chains import is_class
+from kevolve.sandbox.policy_scope import Chain, Model
 from kevolve.sandbox.policy_tables import ATTR_BUILTINS, TYPE_ARG_METHODS
 
 

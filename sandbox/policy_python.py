@@ -14,10 +14,10 @@ import io
 import re
 import tokenize
 
-from kevolve.sandbox.policy_chains import classify, dunder, dotted, module_category, store_category
+from kevolve.sandbox.policy_chains import TYPE_OF, classify, dotted, dunder, is_class, module_category, store_category
 from kevolve.sandbox.policy_native import NATIVE_ENTRIES, check_native_call
 from kevolve.sandbox.policy_positions import position_ok, protected_value
-from kevolve.sandbox.policy_scope import TYPE_OF, Chain, Model, is_class
+from kevolve.sandbox.policy_scope import Chain, Model
 from kevolve.sandbox.policy_static import NotStatic, Text
 from kevolve.sandbox.policy_tables import (ATTR_BUILTINS, BUILTINS, DUNDER_NAMES, DUNDER_READ, FILE_METHODS,
                                            FRAME_ATTRS, MUTATORS, REGISTER_METHODS, SECRET_ENV,

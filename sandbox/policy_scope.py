@@ -11,18 +11,14 @@ import ast
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from kevolve.sandbox.policy_chains import TYPE, TYPE_OF, canonical, is_class
 from kevolve.sandbox.policy_static import NotStatic, StaticEval
 from kevolve.sandbox.policy_tables import KNOWN_MODULES, OWN_SUBMODULES, REROOT
 
 Chain = tuple[str, ...]
-TYPE: Chain = ("type",)  # the builtin, which hands out classes: followed like one
-TYPE_OF: Chain = ("type()",)  # the class of some object: type(x)
-
-
-def is_class(chain: Chain) -> bool:
-    """A class the candidate did not define (CamelCase by convention), `type`, or what type() returned."""
-    last = chain[-1]
-    return chain in (TYPE, TYPE_OF) or (last[:1].isupper() and not last.isupper())
+_FUNCTION_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                    ast.GeneratorExp)
+SCOPES = (ast.Module, ast.ClassDef, *_FUNCTION_SCOPES)
 
 
 def _off_self(node: ast.expr) -> bool:
@@ -35,24 +31,6 @@ def _off_self(node: ast.expr) -> bool:
             node = node.args[0] if getattr_call else node.func  # type: ignore[index]
         else:
             return isinstance(node, ast.Name) and node.id == "self"
-
-
-def rerooted_at(chain: Chain) -> int | None:
-    """Where a chain passes through a dangerous module with something after it (`torch.os.system`:
-    1), unless that is the package's own submodule; None when it does not."""
-    for i in range(len(chain) - 2, 0, -1):
-        if chain[i] in REROOT and ".".join(chain[:i + 1]) not in OWN_SUBMODULES:
-            return i
-    return None
-
-
-def canonical(chain: Chain) -> Chain:
-    """The chain from the last dangerous module it passes through (`torch.os.environ` is `os.environ`)."""
-    i = rerooted_at(chain)
-    return chain if i is None else chain[i:]
-_FUNCTION_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
-                    ast.GeneratorExp)
-SCOPES = (ast.Module, ast.ClassDef, *_FUNCTION_SCOPES)
 
 
 @dataclass
