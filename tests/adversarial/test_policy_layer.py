@@ -213,3 +213,8 @@ def test_there_are_at_least_25_evasions_across_the_categories() -> None:
     assert len(EVASIONS) >= 25
     assert {c for c, _ in EVASIONS.values()} >= {"introspection", "monkeypatch", "process_setting", "processes",
                                                   "threads", "exit", "files", "environment", "import", "native"}
+
+
+def test_the_structural_suite_evaluates_with_the_policy_off(structural_config) -> None:  # noqa: ANN001
+    # test_adversarial.py must keep reaching the checks behind the policy once the evaluator enforces it
+    assert structural_config.policy_allow == ("all",)
