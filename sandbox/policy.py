@@ -30,6 +30,7 @@ class Category:
 
     @property
     def code(self) -> str:
+        """The reason code: `policy_<name>`."""
         return f"policy_{self.name}"
 
 

@@ -47,14 +47,17 @@ def canonical(chain: Chain) -> Chain:
 
 
 def dunder(name: str) -> bool:
+    """`__x__`."""
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
 def private(name: str) -> bool:
+    """`_x`, not a dunder."""
     return name.startswith("_") and not dunder(name)
 
 
 def dotted(chain: Chain) -> str:
+    """`('torch', 'nn')` -> 'torch.nn'."""
     return ".".join(chain)
 
 

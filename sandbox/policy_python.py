@@ -43,6 +43,7 @@ class PythonRules(ast.NodeVisitor):
         self.in_annotation = 0
 
     def add(self, category: str, node: ast.AST, what: str) -> None:
+        """Record a finding at the node's line."""
         self.found.append((category, getattr(node, "lineno", 0), what))
 
     # ----- scopes and annotations -------------------------------------------------------------
@@ -107,6 +108,7 @@ class PythonRules(ast.NodeVisitor):
         self.in_annotation -= 1
 
     def code_in_string(self, text: str, line: int, mode: str) -> None:
+        """Check a string that something will evaluate as Python (annotation, type comment) as code."""
         try:
             tree = ast.parse(text.strip(), mode=mode)
         except (SyntaxError, ValueError):
@@ -180,6 +182,7 @@ class PythonRules(ast.NodeVisitor):
         return verdict[0], node, verdict[1]
 
     def attribute_name(self, node: ast.AST, attr: str, store: bool) -> None:
+        """Rules about an attribute name on any receiver: dunders, frame attributes, file/thread methods."""
         if dunder(attr):
             if store:
                 self.add("monkeypatch", node, f"assigns .{attr}")
@@ -305,6 +308,7 @@ class PythonRules(ast.NodeVisitor):
 
     # ----- the environment and item stores ---------------------------------------------------------
     def env_key(self, node: ast.AST, key: ast.expr | None, verb: str) -> None:
+        """One environment variable read: its name must be static and not look like a credential."""
         try:
             value = self.m.static.eval(key) if key is not None else None
         except (NotStatic, RecursionError):

@@ -384,6 +384,7 @@ class Model:
         return out
 
     def is_module(self, chain: Chain) -> bool:
+        """Imported as a module, a known submodule, or a dangerous module held by an allowed one."""
         dotted = ".".join(chain)
         return dotted in self.imported or dotted in KNOWN_MODULES or len(chain) > 1 and chain[-1] in REROOT \
             and dotted not in OWN_SUBMODULES  # torch.os: a dangerous module held by an allowed one

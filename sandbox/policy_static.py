@@ -36,6 +36,7 @@ class Text:
 
     @property
     def value(self) -> str:
+        """The whole string."""
         return "".join(f.text for f in self.frags)
 
     def line_at(self, offset: int) -> int:
@@ -51,6 +52,7 @@ class Text:
 
 
 def plain(text: str, line: int) -> Text:
+    """One fragment of text starting at `line`."""
     return Text((Frag(text, line),))
 
 
