@@ -9,6 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kevolve.cli_optimize import ALLOW_HELP
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Make PyTorch faster with LLM-written CUDA kernels that are verified and timed.")
 
@@ -16,6 +18,17 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 def _fail(msg: str, code: int = 2) -> None:
     typer.echo(f"error: {msg}", err=True)
     raise typer.Exit(code)
+
+
+def _allow(values: list[str] | None) -> tuple[str, ...]:
+    from kevolve.agent.settings import SettingsError
+    from kevolve.cli_optimize import parse_allow
+
+    try:
+        return parse_allow(values)
+    except SettingsError as e:
+        _fail(str(e))
+    return ()
 
 
 def _default_device() -> str:
@@ -44,6 +57,7 @@ def eval_cmd(
     timings: Annotated[bool, typer.Option("--timings", help="show where the time went (phases, wall and CPU)")] = False,
     audit: Annotated[bool, typer.Option("--audit", help="if ok, measure again: fresh runner, fresh inputs, the "
                                         "judge's own clock (audit_mismatch overturns the verdict)")] = False,
+    allow: Annotated[Optional[list[str]], typer.Option("--allow", metavar="CATEGORY", help=ALLOW_HELP)] = None,
 ) -> None:
     """Evaluate one candidate: correctness, integrity, timing against eager and torch.compile."""
     from kevolve.kernelbench.problem import ProblemError, load_problem
@@ -55,6 +69,7 @@ def eval_cmd(
         _fail(f"--compile-baseline must be auto, on or off, not {compile_baseline!r}")
     if sandbox not in {b.value for b in Backend} or isolation not in {i.value for i in Isolation}:
         _fail(f"--sandbox must be local or docker and --isolation auto, bwrap or none, not {sandbox!r}/{isolation!r}")
+    policy_allow = _allow(allow)
     try:
         prob = load_problem(problem)
     except ProblemError as e:
@@ -76,7 +91,8 @@ def eval_cmd(
     config = SandboxConfig(device=dev, timeout_s=timeout, trials=trials, allow_torch_only=allow_torch_only,
                            seed=seed, compile_baseline=CompileBaseline(compile_baseline),
                            tolerance_factor=tolerance_factor, memory_limit_gb=memory_limit_gb, ncu=ncu,
-                           backend=Backend(sandbox), isolation=Isolation(isolation), audit=audit)
+                           backend=Backend(sandbox), isolation=Isolation(isolation), audit=audit,
+                           policy_allow=policy_allow)
     cand = Candidate.from_source(source, prob.id)
     box = None
     try:

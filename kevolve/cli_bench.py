@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kevolve.cli_optimize import check_archive, ingest_mode
+from kevolve.cli_optimize import ALLOW_HELP, check_archive, ingest_mode, parse_allow
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, invoke_without_command=True,
                   help="Run a KernelBench suite: solution sets, baselines, reports, comparisons.")
@@ -83,7 +83,8 @@ def _pin_cuda_arch(devices: list[str]) -> None:
 
 
 def _config(device: str, seed: int, cache_dir: Path | None, timeout: float, trials: int, max_timing_s: float,
-            compile_baseline: str, allow_torch_only: bool = False, audit: bool = False):  # noqa: ANN202
+            compile_baseline: str, allow_torch_only: bool = False, audit: bool = False,
+            policy_allow: tuple[str, ...] = ()):  # noqa: ANN202
     from kevolve.sandbox.config import CompileBaseline, SandboxConfig
 
     if compile_baseline not in {c.value for c in CompileBaseline}:
@@ -91,7 +92,7 @@ def _config(device: str, seed: int, cache_dir: Path | None, timeout: float, tria
     kw = {} if cache_dir is None else {"cache_dir": cache_dir.resolve()}
     return SandboxConfig(device=device, seed=seed, timeout_s=timeout, trials=trials, max_timing_s=max_timing_s,
                          compile_baseline=CompileBaseline(compile_baseline), allow_torch_only=allow_torch_only,
-                         audit=audit, **kw)
+                         audit=audit, policy_allow=policy_allow, **kw)
 
 
 def _load(suite: Path | None, level: str, problems: str | None, match: str | None):  # noqa: ANN202
@@ -160,6 +161,7 @@ def bench(
              "every one this run stored for the problem) or none")] = None,
     archive_db: Annotated[Optional[str], typer.Option(help="archive database URL (default: $KEVOLVE_DB, else "
                                                            "sqlite:///$KEVOLVE_HOME/archive.db)")] = None,
+    allow: Annotated[Optional[list[str]], typer.Option("--allow", metavar="CATEGORY", help=ALLOW_HELP)] = None,
 ) -> None:
     """Evaluate a solution set over a suite (resumable: rerun the same command to continue)."""
     if ctx.invoked_subcommand is not None:
@@ -176,6 +178,7 @@ def bench(
         _fail(f"--executor must be local or ray, not {executor!r}")
     if baselines not in ("reuse", "live"):
         _fail(f"--baselines must be reuse or live, not {baselines!r}")
+    policy_allow = _policy_allow(allow)
     ingest = _ingest_mode(archive_ingest, no_archive)
     found = _load(suite, level, problems, match)
     db_url = check_archive(archive_db, ingest, optimize and not no_archive)
@@ -186,11 +189,11 @@ def bench(
     levels = _levels(level)
     rd = run_dir or default_run_dir(runs_root, suite, levels, problems, match, solutions or Path("optimize"), base)
     config = _config(base, seed if seed is not None else secrets.randbelow(2**31 - 1000), cache_dir, timeout,
-                     trials, max_timing_s, compile_baseline, allow_torch_only, audit)
+                     trials, max_timing_s, compile_baseline, allow_torch_only, audit, policy_allow)
     if compile_workers is None:
         compile_workers = 0 if base == "cpu" else max(0, len(os.sched_getaffinity(0)) - len(lanes))
-    agent_config = _agent_config(llm, base_url, budget, no_archive, ingest, base, rd, cache_dir, timeout) \
-        if optimize else None
+    agent_config = _agent_config(llm, base_url, budget, no_archive, ingest, base, rd, cache_dir, timeout,
+                                 policy_allow) if optimize else None
     args = BenchArgs(suite=str(suite), levels=tuple(levels), problems=problems, match=match,
                      solutions=str(solutions or rd / "generated"), optimize=optimize, executor=executor, address=address, devices=tuple(lanes),
                      compile_workers=compile_workers, run_dir=str(rd),
@@ -199,6 +202,16 @@ def bench(
                      retries=retries, seed_given=seed is not None, archive_ingest=ingest.value)
     code = run_bench(args, found, config, agent_config, archive_url=db_url)
     raise typer.Exit(code)
+
+
+def _policy_allow(values: list[str] | None) -> tuple[str, ...]:
+    from kevolve.agent.settings import SettingsError
+
+    try:
+        return parse_allow(values)
+    except SettingsError as e:
+        _fail(str(e))
+    return ()
 
 
 def _ingest_mode(flag: str | None, no_archive: bool):  # noqa: ANN202
@@ -211,7 +224,8 @@ def _ingest_mode(flag: str | None, no_archive: bool):  # noqa: ANN202
 
 
 def _agent_config(llm: str, base_url: str | None, budget: str | None, no_archive: bool, ingest: object, device: str,
-                  run_dir: Path, cache_dir: Path | None, timeout: float):  # noqa: ANN202
+                  run_dir: Path, cache_dir: Path | None, timeout: float,
+                  policy_allow: tuple[str, ...] = ()):  # noqa: ANN202
     """`kevolve optimize`'s configuration for --optimize (read once, here, at the entry point)."""
     from kevolve.agent.settings import SettingsError, build_config, parse_budget
 
@@ -219,7 +233,8 @@ def _agent_config(llm: str, base_url: str | None, budget: str | None, no_archive
         return build_config(llm=llm, base_url=base_url, env=os.environ, device=device, runs_dir=run_dir / "agent",
                             cache_root=cache_dir.resolve() if cache_dir else None, archive=not no_archive,
                             archive_ingest=ingest,
-                            stop=parse_budget(budget) if budget else {}, sandbox={"timeout_s": timeout})
+                            stop=parse_budget(budget) if budget else {},
+                            sandbox={"timeout_s": timeout, "policy_allow": policy_allow or None})
     except SettingsError as e:
         _fail(str(e))
 

@@ -61,6 +61,7 @@ def optimize_cmd(
     graph: Annotated[bool, typer.Option("--graph", help="print the loop's graph (mermaid) and exit")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the result as one JSON object")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
+    allow: Annotated[Optional[list[str]], typer.Option("--allow", metavar="CATEGORY", help=ALLOW_HELP)] = None,
 ) -> None:
     """Optimize a PyTorch module: LLM-proposed kernels, verified and timed, evolved in islands."""
     if graph:
@@ -100,7 +101,7 @@ def optimize_cmd(
                               llm_cache=not no_cache, llm_cache_dir=llm_cache, archive=not no_archive, stop=stop,
                               archive_ingest=ingest,
                               parallel_evaluations=parallel_evaluations,
-                              sandbox={"timeout_s": timeout},
+                              sandbox={"timeout_s": timeout, "policy_allow": parse_allow(allow) or None},
                               evolution=dict(islands=islands, concurrency=concurrency, seed=seed,
                                              jobs_per_generation=jobs_per_generation, max_repairs=max_repairs))
         problem = None if resume else load_target(module or "", init, input_ or [])
@@ -127,6 +128,22 @@ def optimize_cmd(
         sys.stdout.write(result.model_dump_json() + "\n")
     else:
         sys.stdout.write((result.run_dir / "report.md").read_text())
+
+
+ALLOW_HELP = ("permit a candidate-policy category (repeatable): introspection, monkeypatch, process_setting, "
+              "environment, network, processes, threads, files, exit, native, import, or all")
+
+
+def parse_allow(values: list[str] | None) -> tuple[str, ...]:
+    """--allow CATEGORY (repeatable) as SandboxConfig.policy_allow; SettingsError for an unknown one."""
+    from kevolve.agent.settings import SettingsError
+    from kevolve.sandbox.policy import UnknownCategory, validate_allow
+
+    try:
+        validate_allow(values or ())
+    except UnknownCategory as e:
+        raise SettingsError(f"--allow: {e}") from None
+    return tuple(dict.fromkeys(values or ()))
 
 
 def ingest_mode(flag: str | None, no_archive: bool):  # noqa: ANN201 - an IngestMode (imported lazily)

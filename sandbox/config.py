@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from kevolve.records import Record
 
@@ -54,6 +54,17 @@ class SandboxConfig(Record):
                         "the judge's own clock); a disagreement overturns it (audit_mismatch)")
     audit_tolerance: float = Field(default=0.10, description="an audit's speedup may differ from the evaluation's by "
                                    "this fraction before it overturns the verdict (GPU timing: spread <= 2%)")
+    policy_allow: tuple[str, ...] = Field(
+        default=(), description="candidate-policy categories to permit before anything runs (sandbox/policy.py); "
+                                "'all' turns the policy off")
+
+    @field_validator("policy_allow")
+    @classmethod
+    def _known_categories(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from kevolve.sandbox.policy import validate_allow
+
+        validate_allow(v)  # UnknownCategory is a ValueError: pydantic reports it as a validation error
+        return tuple(dict.fromkeys(v))
 
     @property
     def is_cuda(self) -> bool:

@@ -215,11 +215,10 @@ def _early(problem: Problem, cand: Candidate, outcome: Outcome, reason: str, t0:
 
 
 def _policy(source: str, config: SandboxConfig) -> str | None:
-    try:
-        from kevolve.sandbox.static_checks import policy_reason
-    except ImportError:  # the candidate policy lands separately
-        return None
-    return policy_reason(source, getattr(config, "policy_allow", ()))
+    """The candidate policy's reason to reject the source before anything runs (sandbox/policy.py)."""
+    from kevolve.sandbox.static_checks import policy_reason
+
+    return policy_reason(source, config.policy_allow)
 
 
 def _ncu_would_escape(config: SandboxConfig) -> bool:

@@ -22,6 +22,15 @@ def custom_kernel_names(source: str) -> tuple[str, ...]:
     return tuple(sorted(n for n in names if n not in {"if", "for", "while", "return"}))
 
 
+def policy_reason(source: str, allow: tuple[str, ...] | frozenset[str] = ()) -> str | None:
+    """The candidate policy's one-line reason (`policy_<category>: …`) for a source that parses, or
+    None when it may run. Call after check_candidate_source; the verdict is `rejected`."""
+    from kevolve.sandbox.policy import check_policy
+
+    violation = check_policy(source, frozenset(allow))
+    return violation.reason if violation is not None else None
+
+
 def check_candidate_source(source: str, label: str = "solution") -> str | None:
     """None if the source parses and defines ModelNew; else a one-line reason."""
     try:

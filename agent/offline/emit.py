@@ -185,7 +185,12 @@ def _globals_block(glb: dict[str, Any], launchers: dict[str, str]) -> list[str]:
         elif isinstance(obj, type(math)):
             lines.append(f"import {obj.__name__} as {name}")
         elif getattr(obj, "__module__", None) and "<" not in getattr(obj, "__qualname__", "<"):
-            lines.append(f"{name} = __import__({obj.__module__!r}, fromlist=['_']).{obj.__qualname__}")
+            # a plain import (not __import__): candidates must pass the candidate policy
+            head, _, rest = obj.__qualname__.partition(".")
+            owner = name if not rest else f"_kv_{name}_owner"
+            lines.append(f"from {obj.__module__} import {head} as {owner}")
+            if rest:
+                lines.append(f"{name} = {owner}.{rest}")
         else:
             raise TraceError(f"trace_failed: the traced forward needs {name!r} ({type(obj).__name__}), "
                              "which cannot be written into a candidate")

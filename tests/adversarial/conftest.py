@@ -18,8 +18,15 @@ def sandbox():  # noqa: ANN201
 
 
 @pytest.fixture
-def evaluate(sandbox, cpu_config) -> Callable[..., object]:  # noqa: ANN001
-    """evaluate(problem_name, solution_path, **config_overrides) -> Evaluation."""
+def structural_config(cpu_config):  # noqa: ANN001, ANN201
+    """The CPU config with the candidate policy off: these hacks must reach the checks behind it (the
+    policy itself is tested statically in test_policy_layer.py)."""
+    return cpu_config.model_copy(update={"policy_allow": ("all",)})
+
+
+@pytest.fixture
+def evaluate(sandbox, cpu_config, structural_config) -> Callable[..., object]:  # noqa: ANN001
+    """evaluate(problem_name, solution_path, **config_overrides) -> Evaluation (candidate policy off)."""
     from kevolve.kernelbench.problem import load_problem
     from kevolve.records import Candidate
 
@@ -27,6 +34,6 @@ def evaluate(sandbox, cpu_config) -> Callable[..., object]:  # noqa: ANN001
         prob = load_problem(FIXTURES / "problems" / f"{problem}.py")
         cand = Candidate.from_source(Path(solution).read_text(), prob.id)
         sandbox.reference(prob, cpu_config)  # under the normal limits, whatever the overrides
-        return sandbox.evaluate(prob, cand, cpu_config.model_copy(update=overrides))
+        return sandbox.evaluate(prob, cand, structural_config.model_copy(update=overrides))
 
     return run

@@ -23,8 +23,9 @@ def sandbox() -> LocalSandbox:
 
 @pytest.fixture(scope="module")
 def config(tmp_path_factory: pytest.TempPathFactory) -> SandboxConfig:
+    # policy off: the hack solutions here (l2_persist …) must reach the device-side checks behind it
     return SandboxConfig(device="cuda", seed=7, trials=20, max_timing_s=2.0, compile_baseline="off",
-                         cache_dir=tmp_path_factory.mktemp("kevolve-cache"), timeout_s=300)
+                         cache_dir=tmp_path_factory.mktemp("kevolve-cache"), timeout_s=300, policy_allow=("all",))
 
 
 def evaluate(sandbox: LocalSandbox, config: SandboxConfig, name: str):  # noqa: ANN201

@@ -46,7 +46,7 @@ def test_builds_are_promoted_reused_and_cannot_be_poisoned(tmp_path, cpu_config)
     targets = [str(modules[0]), str(cache / "extensions" / build_scope("another") / "planted.so"),
                str(cache / "extensions" / "planted")]
     bad = box.evaluate(prob, Candidate.from_source(hostile.replace("__TARGETS__", repr(targets)), prob.id),
-                       cfg.model_copy(update={"allow_torch_only": True}))
+                       cfg.model_copy(update={"allow_torch_only": True, "policy_allow": ("all",)}))
     assert bad.ok, bad.reason
     assert _digest(modules[0]) == before
     assert [p.name for p in (cache / "extensions").iterdir()] == [scope]

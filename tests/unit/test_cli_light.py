@@ -31,3 +31,11 @@ def test_eval_bad_device_flag_is_one_line_error(fixtures) -> None:
     p = fixtures / "problems" / "relu.py"
     r = run("eval", str(p), str(fixtures / "solutions" / "relu_cpp.py"), "--device", "tpu")
     assert r.returncode == 2 and "--device" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_eval_unknown_allow_category_is_one_line_error(fixtures) -> None:
+    p = fixtures / "problems" / "relu.py"
+    r = run("eval", str(p), str(fixtures / "solutions" / "relu_cpp.py"), "--device", "cpu", "--allow", "files",
+            "--allow", "frames")
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0
+    assert "--allow: unknown policy category 'frames'" in r.stderr and "Traceback" not in r.stderr

@@ -41,6 +41,7 @@ def test_graph_prints_mermaid() -> None:
     (["{relu}", "--llm", "vllm:m", "--archive-db", "postgresql+psycopg://nobody:pw@127.0.0.1:1/none"],
      "cannot open the archive"),
     (["{relu}", "--llm", "vllm:m", "--archive-db", "nonsense"], "not a database URL"),
+    (["{relu}", "--llm", "vllm:m", "--allow", "frames"], "unknown policy category 'frames'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, fixtures, tmp_path, monkeypatch) -> None:
     from typer.testing import CliRunner

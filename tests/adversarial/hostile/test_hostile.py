@@ -114,6 +114,11 @@ def test_spinning_forever_is_killed_from_outside_at_the_timeout(evaluate) -> Non
     assert_next_evaluation_works(evaluate)
 
 
+def test_hostile_candidates_are_evaluated_with_the_policy_off(hostile_config) -> None:  # noqa: ANN001
+    # the policy would reject them before they run (test_policy_layer.py); here the isolation is tested
+    assert hostile_config.policy_allow == ("all",)
+
+
 def test_every_hostile_file_is_documented_and_tested() -> None:
     names = {p.stem for p in HERE.glob("*.py") if not p.name.startswith(("test_", "conftest"))}
     text = Path(__file__).read_text()
