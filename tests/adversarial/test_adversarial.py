@@ -158,3 +158,18 @@ def test_hacks_that_build_cpp_share_the_honest_relu_extension() -> None:
     for p in hack_files():
         if "load_inline(" in p.read_text():
             assert block in p.read_text(), p.name
+
+
+def test_the_default_policy_stops_the_class_candidates_before_anything_runs(sandbox, cpu_config) -> None:  # noqa: ANN001
+    """The same candidates under the default policy: rejected by the parent, no judge or runner involved."""
+    from kevolve.kernelbench.problem import load_problem
+    from kevolve.records import Candidate
+
+    prob = load_problem(HERE.parent / "fixtures" / "problems" / "relu.py")
+    config = cpu_config.model_copy(update={"policy_allow": ()})
+    for hack in CLASSES:
+        if hack == "decoy_beside_clamp_min":  # needs no capability: left to the evaluator
+            continue
+        ev = sandbox.evaluate(prob, Candidate.from_source((HERE / f"{hack}.py").read_text(), prob.id), config)
+        assert ev.outcome is Outcome.REJECTED and ev.reason_code.startswith("policy_"), (hack, ev.reason)
+        assert ev.wall_s < 5 and not ev.phase_s, (hack, ev.phase_s)

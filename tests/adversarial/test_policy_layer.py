@@ -35,6 +35,11 @@ HACKS = {
     "reads_secret_env": "environment", "segfaults": "introspection",  # ctypes
     "skips_work_when_timed": "introspection",  # sys._getframe up into the timing loop
     "thread_finishes_output_late": "threads", "thread_finishes_output_soon": "threads",
+    # issue 11's classes, written against the judge/runner evaluator
+    "walks_frames_to_runner": "introspection", "rebinds_harness_constant": "monkeypatch",
+    "predicts_checked_calls": "files", "patches_problem_inputs": "introspection", "decoy_beside_clamp_min": None,
+    "sets_num_threads": "process_setting", "writes_garbage_reply": "files", "patches_clocks_in_report": "monkeypatch",
+    "forges_call_times": "introspection",
 }
 # hostile candidate -> (category, template fill)
 HOSTILE = {
