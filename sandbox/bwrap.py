@@ -136,8 +136,10 @@ def probe(device: str = "cpu") -> tuple[bool, str]:
     argv = [*bwrap_argv(scratch, device=device), sys.executable, "-c", code]
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return False, f"bwrap failed to start: {e}"
+    except OSError as e:
+        return False, f"bwrap failed to start: {e.strerror or type(e).__name__}"
+    except subprocess.TimeoutExpired:
+        return False, "bwrap did not finish a trial run within 180 s"
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or ["?"])[-1][:200]
         return False, f"bwrap cannot create namespaces here: {last}"

@@ -125,7 +125,8 @@ def choose() -> ContainmentChoice:
     passed: list[tuple[ContainmentKind, str]] = []
     home = cgroups.home()
     if isinstance(home, cgroups.CgroupHome):
-        detail = str(home.path) + (f"; no process limit: {home.note}" if home.note else "")
+        limit = "process limit in cgroup v1 pids" if home.pids_v1 else ("pids.max" if home.pids_v2 else "")
+        detail = str(home.path) + (f"; {limit}" if limit else f"; no process limit: {home.note}")
         return ContainmentChoice(ContainmentKind.CGROUP, detail)
     passed.append((ContainmentKind.CGROUP, home.reason))
     why = subreaper.enable()
