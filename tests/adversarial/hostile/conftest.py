@@ -56,6 +56,39 @@ def hostile_config(cpu_config):  # noqa: ANN001, ANN201
                                              isolation="bwrap", memory_limit_gb=4.0, scratch_limit_gb=1.0))
 
 
+@pytest.fixture(scope="session")
+def plain_boxes() -> dict[str, object]:
+    """One LocalSandbox per containment kind, workers as plain processes (as on a GPU machine
+    without bubblewrap): its reference is computed once."""
+    return {}
+
+
+@pytest.fixture
+def plain_evaluate(plain_boxes, hostile_config) -> Callable[..., Callable[..., object]]:  # noqa: ANN001
+    """plain_evaluate(kind)(source, **overrides) -> Evaluation: isolation none, containment `kind`."""
+    from kevolve.kernelbench.problem import load_problem
+    from kevolve.records import Candidate
+    from kevolve.sandbox.isolation import WorkerProcess
+    from kevolve.sandbox.local import LocalSandbox
+
+    base = hostile_config.model_copy(update={"isolation": "none"})
+    prob = load_problem(FIXTURES / "problems" / "relu.py")
+
+    def for_kind(kind):  # noqa: ANN001, ANN202
+        def worker(config):  # noqa: ANN001, ANN202
+            return WorkerProcess(config.device, scratch_limit_gb=config.scratch_limit_gb, containment=kind).start()
+
+        box = plain_boxes.setdefault(kind, LocalSandbox(workers=worker))
+
+        def run(source: str, **overrides: object):  # noqa: ANN202
+            box.reference(prob, base)
+            return box.evaluate(prob, Candidate.from_source(source, prob.id), base.model_copy(update=overrides))
+
+        return run
+
+    return for_kind
+
+
 @pytest.fixture(params=BACKENDS)
 def evaluate(request, hostile_config) -> Callable[..., object]:  # noqa: ANN001
     """evaluate(source, **config_overrides) -> Evaluation on the relu problem, on one backend."""
