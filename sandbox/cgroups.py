@@ -139,8 +139,9 @@ def home() -> CgroupHome | Unavailable:
 
 
 @functools.cache
-def _self_start() -> int:
-    me = procfs.read_stat(os.getpid())
+def _start_of(pid: int) -> int:
+    """This process's start time, by pid: a forked child owns its cgroups under its own name."""
+    me = procfs.read_stat(pid)
     return me.start if me else 0
 
 
@@ -148,7 +149,7 @@ class WorkerCgroup:
     """The cgroup(s) of one worker: created now, joined by the worker's first process."""
 
     def __init__(self, home: CgroupHome, token: str, pids_limit: int | None) -> None:
-        name = f"w-{os.getpid()}-{_self_start()}-{token}"
+        name = f"w-{os.getpid()}-{_start_of(os.getpid())}-{token}"
         self.v2 = home.path / name
         self.v1 = home.pids_v1 / name if home.pids_v1 is not None and pids_limit else None
         self.kill_file = home.kill_file
@@ -172,7 +173,8 @@ class WorkerCgroup:
     def kill(self, limit_s: float = 10.0) -> bool:
         """Kill every process in the cgroup and remove it; False if something outlived `limit_s`."""
         empty = kill_cgroup(self.v2, self.kill_file, limit_s)
-        self.remove()
+        if empty:
+            self.remove()
         return empty
 
     def remove(self) -> None:

@@ -114,9 +114,11 @@ class CgroupContainment:
     def kill_all(self) -> None:
         if self.done:
             return
-        if not self.cgroup.kill():
-            log.warning("processes in %s outlived 10 s of SIGKILL", self.cgroup.v2)
-        self.done = True
+        # A process in uninterruptible sleep (a GPU driver call) can take seconds to die: what
+        # outlives the wait is tried again at the next kill_all().
+        self.done = self.cgroup.kill()
+        if not self.done:
+            log.warning("processes in %s outlived 10 s of SIGKILL; will try again", self.cgroup.v2)
 
 
 @functools.cache
@@ -163,6 +165,16 @@ def _make(token: str, kind: ContainmentKind, pids_limit: int | None) -> Containm
             return subreaper.Subreaper()
         _fall_back(kind, why)
     return ProcessGroup()
+
+
+def _forget_in_child() -> None:
+    """A forked child is not a subreaper, owns no cgroup or worker of its parent: probe afresh."""
+    for cached in (choose, cgroups.home, subreaper.enable):
+        cached.cache_clear()
+    subreaper.forget()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 @functools.cache

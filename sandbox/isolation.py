@@ -310,6 +310,9 @@ class WorkerProcess:
 _LIVE: set[WorkerProcess] = set()  # started and not yet killed
 
 
+os.register_at_fork(after_in_child=_LIVE.clear)  # a forked child's exit must not kill its parent's workers
+
+
 @atexit.register
 def _kill_live() -> None:
     """At the orchestrator's exit, no worker (warm spares included) or anything of theirs survives."""

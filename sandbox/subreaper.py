@@ -102,6 +102,13 @@ class Subreaper:
         sweep(self.worker)
 
 
+def forget() -> None:
+    """In a forked child: the parent's workers are not its own, and its limit is its own."""
+    with _LOCK:
+        _LIVE.clear()
+    _ceiling.cache_clear()
+
+
 def _escaped(p: procfs.ProcStat, live: dict[int, int], finished: procfs.ProcStat | None) -> bool:
     """Whether a child of this process descends from a finished worker (never the worker itself:
     its Popen reaps it, and a reap here would steal its exit status)."""

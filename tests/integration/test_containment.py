@@ -203,6 +203,31 @@ def test_workers_left_running_at_the_orchestrators_exit_take_everything_with_the
     assert eventually(lambda: not marked(mark)), [procfs.cmdline(p)[:80] for p in marked(mark)]
 
 
+FORKING_ORCHESTRATOR = textwrap.dedent("""
+    import os, sys, time
+    from kevolve.sandbox.isolation import WorkerProcess
+    escaper, mark = sys.argv[1:3]
+    w = WorkerProcess("cpu").spawn([sys.executable, "-c", escaper, mark, "stay"])
+    while not (w.scratch / "ready").exists():
+        time.sleep(0.05)
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # an ordinary exit: atexit handlers run in the child
+    os.waitpid(pid, 0)
+    print("alive" if w.proc.poll() is None else "killed", flush=True)
+    w.kill()
+    """)
+
+
+def test_a_forked_child_of_the_orchestrator_does_not_kill_its_workers_when_it_exits(cleanup: list[str]) -> None:
+    mark = f"kevolve-escaper-{uuid.uuid4().hex}"
+    cleanup.append(mark)
+    r = subprocess.run([sys.executable, "-c", FORKING_ORCHESTRATOR, ESCAPER, mark],
+                       capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "alive", r.stdout + r.stderr
+    assert eventually(lambda: not marked(mark))
+
+
 def test_an_orchestrator_killed_outright_loses_its_worker_and_the_next_one_sweeps_the_rest(
         cleanup: list[str]) -> None:
     """SIGKILL runs no clean-up: the worker dies by its parent-death signal, its daemons stay in
