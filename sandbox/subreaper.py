@@ -26,6 +26,7 @@ import itertools
 import logging
 import os
 import resource
+import shutil
 import signal
 import threading
 import time
@@ -79,9 +80,7 @@ class Subreaper:
 
     def wrap(self, argv: list[str]) -> list[str]:
         """Tag the worker's first process before it runs anything (prlimit, else in started())."""
-        from shutil import which
-
-        if which("prlimit") is None:
+        if shutil.which("prlimit") is None:
             return argv
         return ["prlimit", f"--locks={self.tag}:{self.tag}", "--", *argv]
 
