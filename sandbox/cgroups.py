@@ -153,7 +153,13 @@ class WorkerCgroup:
         self.v2 = home.path / name
         self.v1 = home.pids_v1 / name if home.pids_v1 is not None and pids_limit else None
         self.kill_file = home.kill_file
-        self.v2.mkdir()
+        try:
+            self.v2.mkdir()
+        except FileNotFoundError:  # the shared slice was removed meanwhile (it is empty between runs)
+            home.path.mkdir(exist_ok=True)
+            if home.pids_v2:
+                (home.path / "cgroup.subtree_control").write_text("+pids")
+            self.v2.mkdir()
         try:
             if pids_limit and home.pids_v2:
                 (self.v2 / "pids.max").write_text(str(pids_limit))
