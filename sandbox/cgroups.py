@@ -93,8 +93,10 @@ def _joins(home: Path) -> str:
         r = subprocess.run(["/bin/sh", "-c", 'echo $$ > "$0"', str(probe / "cgroup.procs")],
                            capture_output=True, text=True, timeout=30)
         return "" if r.returncode == 0 else (r.stderr.strip().splitlines() or ["?"])[-1][:160]
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return str(e)
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    except subprocess.TimeoutExpired:
+        return "a shell did not start within 30 s"
     finally:
         _rmdir(probe)
 

@@ -134,11 +134,10 @@ def sweep(finished: procfs.ProcStat | None = None, limit_s: float = 10.0) -> int
         victims = [p for p in procfs.children(me, procs) if _escaped(p, live, finished)]
         if not victims:
             return killed
-        tree = procfs.subtree(victims, procs)
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for p in tree:
-                if p.state != "Z":
-                    killed += procfs.signal_exact(p, sig) and sig == signal.SIGKILL
+        tree = [p for p in procfs.subtree(victims, procs) if p.state != "Z"]
+        for p in tree:
+            procfs.signal_exact(p, signal.SIGSTOP)
+        killed += sum(procfs.signal_exact(p, signal.SIGKILL) for p in tree)
         for p in victims:
             procfs.reap(p.pid)
         if time.monotonic() > deadline:
