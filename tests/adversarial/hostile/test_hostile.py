@@ -2,7 +2,9 @@
 
 Every `*.py` here (besides the tests) is a Python-only candidate whose docstring names what it
 tries. Each test evaluates it through the real sandbox (bubblewrap-confined local workers, or
-Docker containers) and then evaluates an honest candidate, which must still be accepted.
+Docker containers) and then evaluates an honest candidate, which must still be accepted. The daemon
+test also runs on plain local workers (no bubblewrap, as on GPU machines without it), once per
+containment kind.
 """
 
 from __future__ import annotations
