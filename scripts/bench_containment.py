@@ -69,13 +69,15 @@ def _one_escape(c: types.ModuleType, kind: object, escaper: str) -> tuple[float,
     ms = (time.perf_counter() - t0) * 1e3
     time.sleep(0.2)
     left = _marked(mark)
-    for p in os.listdir("/proc"):  # clean up what escaped (process group kind), by pid
-        try:
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                if mark.encode() in f.read():
-                    os.kill(int(p), signal.SIGKILL)
-        except (OSError, ValueError):
-            continue
+    while _marked(mark):  # clean up what escaped (process group kind), again while it still forks
+        for p in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    if mark.encode() in f.read():
+                        os.kill(int(p), signal.SIGKILL)
+            except (OSError, ValueError):
+                continue
+        time.sleep(0.05)
     return ms, left
 
 

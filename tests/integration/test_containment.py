@@ -91,12 +91,14 @@ def cleanup() -> Iterator[list[str]]:
     """Marks whose processes the test kills by pid afterwards, whatever happened."""
     marks: list[str] = []
     yield marks
-    for mark in marks:
-        for pid in marked(mark):
+    deadline = time.monotonic() + 10
+    while (left := [pid for mark in marks for pid in marked(mark)]) and time.monotonic() < deadline:
+        for pid in left:  # again and again: a forking loop may have forked since the last look
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        time.sleep(0.05)
 
 
 CASES = [("none", CGROUP, "stay"), ("none", CGROUP, "exit"), ("none", SUBREAPER, "stay"),
