@@ -17,11 +17,10 @@ worker (request.json in, report.json out, one job, then exit). `BaselineWorker` 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-from kevolve.sandbox.isolation import WorkerProcess, scrubbed_env
+from kevolve.sandbox.isolation import WorkerProcess
 from kevolve.sandbox.protocol import WorkerRequest
 
 
@@ -31,13 +30,8 @@ class BaselineWorker(WorkerProcess):
     def prepare(self, request: WorkerRequest, cores: set[int] | None = None) -> BaselineWorker:
         """Start it with its job, so that it sets up while something else is timed."""
         (self.scratch / "request.json").write_text(request.model_dump_json())
-        env = scrubbed_env(self.device, self.scratch)
-        with open(self.scratch / "worker.log", "wb") as logf:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kevolve.kernelbench.baseline_worker", self.device],
-                stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, cwd=self.scratch, env=env,
-                start_new_session=True, close_fds=True)
-        if cores:
+        self.spawn([sys.executable, "-m", "kevolve.kernelbench.baseline_worker", self.device])
+        if cores and self.proc is not None:
             pin_process(self.proc.pid, cores)
         return self
 

@@ -1,7 +1,7 @@
 """The compile pool: build a candidate's extensions ahead of its evaluation, on CPU cores only.
 
 A prebuild imports the candidate module in an isolated process (scrubbed environment, its own
-process group and scratch folder, no GPU visible) with the sandbox's build hooks installed, so its
+process group, containment and scratch folder, no GPU visible) with the sandbox's build hooks installed, so its
 `load_inline` builds land in the content-addressed build cache. The evaluation worker then finds
 them built. Nothing here is a verdict: whatever happens, the evaluation decides.
 
@@ -36,34 +36,40 @@ def prebuild(source: str, cache_dir: Path, timeout_s: float = 600.0) -> Prebuilt
     The child inherits the calling thread's CPU affinity: the runner pins its compile threads to
     cores that no evaluation is timed on.
     """
+    from kevolve.sandbox.containment import contain
     from kevolve.sandbox.isolation import scrubbed_env
 
     if "load_inline" not in source and "cpp_extension" not in source:
         return Prebuilt(True, 0.0, "nothing to build")
     scratch = Path(tempfile.mkdtemp(prefix="kevolve-prebuild-"))
     t0 = time.monotonic()
+    contained = contain(scratch.name)  # the candidate's module code runs here: it may start daemons
     try:
         (scratch / "candidate.py").write_text(source)
         env = scrubbed_env("cpu", scratch)
         env["CUDA_VISIBLE_DEVICES"] = ""  # the compile pool never touches a GPU
         with open(scratch / "build.log", "wb") as logf:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "kevolve.kernelbench.prebuild", str(cache_dir)], cwd=scratch, env=env,
-                stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+                contained.wrap([sys.executable, "-m", "kevolve.kernelbench.prebuild", str(cache_dir)]),
+                cwd=scratch, env=env, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        contained.started(proc.pid)
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             code = None
         finally:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             proc.wait()
         tail = (scratch / "build.log").read_text(errors="replace").strip().splitlines()[-1:] or [""]
         return Prebuilt(code == 0, time.monotonic() - t0,
                         "timeout" if code is None else ("" if code == 0 else tail[0][:200]))
     finally:
+        contained.kill_all()  # whatever it left running, wherever it went
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -36,8 +36,13 @@ def isolation_rows() -> list[tuple[str, str]]:
     """Rows for `kevolve doctor`: which confinement each backend would use here."""
     from kevolve.sandbox.bwrap import probe
 
+    from kevolve.sandbox.containment import doctor_rows
+
     works, why = probe()
     rows = [("isolation (local)", f"active: {why}" if works else f"none: {why}")]
+    rows += doctor_rows()
+    if works:
+        rows.append(("containment (bwrap)", "also a PID namespace: the kernel kills all of it with the worker"))
     try:
         from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client, image_present
 

@@ -5,7 +5,8 @@ own source, a writable scratch directory (its private build directory at /kevolv
 a read-only view of the shared build cache, a small private /tmp, and nothing else:
 no home directory, no archive database or run folders, no /var, no network (its own empty network
 namespace), its own PID/IPC/UTS namespaces, no capabilities and a process limit. It is killed when
-its parent dies.
+its parent dies, and everything in its PID namespace dies with it (the kernel kills the namespace
+when its first process ends).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,7 +35,6 @@ _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt
 _ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/passwd",
         "/etc/group", "/etc/nsswitch.conf", "/etc/localtime")
 _PACKAGES = ("kevolve", "kevolve.sandbox", "kevolve.kernelbench", "kevolve.agent", "kevolve.archive")
-_PIDS_CGROUP = Path("/sys/fs/cgroup/pids")  # cgroup v1 pids controller (root only)
 _DEV_NVIDIA = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
 
 
@@ -90,46 +89,17 @@ def bwrap_argv(scratch: Path, readable: tuple[Path, ...] = (), pids_limit: int =
     # The root that bwrap builds (a tmpfs holding the mount points) becomes read-only too: else
     # a worker running as root could write to e.g. /root or the checkout's parent in it.
     argv += ["--remount-ro", "/", "--"]
-    return [*_pids_prefix(scratch, pids_limit), *argv]
+    return [*_pids_prefix(pids_limit), *argv]
 
 
-def _pids_prefix(scratch: Path, limit: int) -> list[str]:
+def _pids_prefix(limit: int) -> list[str]:
     """Bound the worker's processes and threads, so a fork bomb runs out of slots, not the machine.
 
-    RLIMIT_NPROC does not bind root (the kernel exempts it), so as root the worker goes into a
-    pids cgroup of its own; otherwise RLIMIT_NPROC, which counts per user namespace, i.e. only
-    the sandbox's own processes.
+    RLIMIT_NPROC, which counts per user namespace, i.e. only the sandbox's own processes. It does
+    not bind root (the kernel exempts it): there the worker's cgroup carries the limit
+    (sandbox/containment.py, which gets `BwrapLauncher.pids_limit`).
     """
-    cg = _PIDS_CGROUP / f"kevolve-{scratch.name}"
-    if os.geteuid() == 0 and _PIDS_CGROUP.is_dir():
-        _reap_cgroups()
-        try:
-            cg.mkdir(exist_ok=True)
-            (cg / "pids.max").write_text(str(limit))
-            # The shell joins the cgroup, then becomes bwrap: every descendant inherits it. It
-            # re-creates the cgroup first: another sandbox's _reap_cgroups may have removed it,
-            # still empty, between this mkdir and the shell starting (seen on a loaded machine).
-            join = f'mkdir -p {cg} && echo {limit} > {cg}/pids.max && echo $$ > {cg}/cgroup.procs'
-            return ["/bin/sh", "-c", f'{join} && exec "$@"', "sh"]
-        except OSError as e:
-            log.warning("cannot use the pids cgroup %s: %s", cg, e)
     return ["prlimit", f"--nproc={limit}", "--"] if shutil.which("prlimit") else []
-
-
-def _reap_cgroups(min_age_s: float = 120.0) -> None:
-    """Remove the empty cgroups of finished workers (rmdir fails on a live one, which is fine).
-
-    Only those older than `min_age_s`: a cgroup made a moment ago is empty until its worker's shell
-    joins it, and removing it then made that worker fail to start (seen: the reference worker's
-    start-up reaped the candidate worker's cgroup, which had been created first).
-    """
-    now = time.time()
-    for d in _PIDS_CGROUP.glob("kevolve-*"):
-        try:
-            if now - d.stat().st_mtime >= min_age_s:
-                d.rmdir()
-        except OSError:
-            pass
 
 
 @dataclass(frozen=True)
@@ -166,8 +136,10 @@ def probe(device: str = "cpu") -> tuple[bool, str]:
     argv = [*bwrap_argv(scratch, device=device), sys.executable, "-c", code]
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return False, f"bwrap failed to start: {e}"
+    except OSError as e:
+        return False, f"bwrap failed to start: {e.strerror or type(e).__name__}"
+    except subprocess.TimeoutExpired:
+        return False, "bwrap did not finish a trial run within 180 s"
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or ["?"])[-1][:200]
         return False, f"bwrap cannot create namespaces here: {last}"

@@ -50,6 +50,8 @@ class SandboxConfig(Record):
     image: str = Field(default="kevolve-eval:latest", description="Docker image of the evaluation worker")
     cpus: float = Field(default=2.0, description="CPU limit of a Docker worker")
     pids_limit: int = Field(default=512, description="process/thread limit of a sandboxed worker")
+    containment: str | None = Field(default=None, description="how a runner's descendants are killed with it: "
+                                    "cgroup | subreaper | process_group; None = the best this machine offers")
     audit: bool = Field(default=False, description="measure every ok verdict again (fresh runner, fresh inputs, "
                         "the judge's own clock); a disagreement overturns it (audit_mismatch)")
     audit_tolerance: float = Field(default=0.10, description="an audit's speedup may differ from the evaluation's by "

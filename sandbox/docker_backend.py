@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -194,9 +195,37 @@ def docker_client() -> Any:
 
         client = docker.from_env(timeout=120)
         client.ping()
-    except Exception as e:  # noqa: BLE001 - ImportError, DockerException, connection refused …
-        raise DockerUnavailable(f"Docker engine not reachable: {str(e).splitlines()[0][:200]}") from e
+    except ImportError:
+        raise DockerUnavailable("the docker Python package is not installed (pip install docker)") from None
+    except Exception as e:  # noqa: BLE001 - DockerException, connection refused …
+        raise DockerUnavailable(f"Docker engine not reachable: {engine_error(e)}") from e
     return client
+
+
+def engine_error(e: BaseException) -> str:
+    """One plain line for why the engine could not be reached (no exception reprs, no tuples).
+
+    docker-py wraps the socket's OSError in requests' and urllib3's errors, whose text is a tuple
+    repr: "('Connection aborted.', FileNotFoundError(2, 'No such file or directory'))".
+    """
+    seen: list[BaseException] = []
+    todo: list[object] = [e]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, BaseException) and x not in seen:
+            seen.append(x)
+            todo += [x.__cause__, x.__context__, *x.args]
+    os_error = next((x for x in seen if isinstance(x, OSError) and x.strerror), None)
+    if isinstance(os_error, FileNotFoundError):
+        return "no engine socket (dockerd is not running here, or DOCKER_HOST points elsewhere)"
+    if isinstance(os_error, PermissionError):
+        return "permission denied on the engine's socket (is this user in the docker group?)"
+    if isinstance(os_error, ConnectionRefusedError):
+        return "connection refused (dockerd is not running, or DOCKER_HOST points elsewhere)"
+    if os_error is not None:
+        return os_error.strerror
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return re.sub(r"\s*\(.*\)\s*$", "", text)[:200] or type(e).__name__
 
 
 def image_present(client: Any, image: str) -> bool:

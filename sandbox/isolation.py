@@ -1,11 +1,13 @@
-"""Spawn a worker process in its own process group, scratch dir and scrubbed environment.
+"""Spawn a worker process in its own process group, scratch dir, scrubbed environment and containment.
 
 A worker runs exactly one job and exits. `WorkerProcess.start()` may be called ahead of time (a warm
-spare: torch imported, device initialised) so that its start-up overlaps earlier work.
+spare: torch imported, device initialised) so that its start-up overlaps earlier work. `kill()`
+leaves nothing the worker started running (sandbox/containment.py), also at this process's exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import re
@@ -21,6 +23,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Protocol
 
+from kevolve.sandbox.containment import Containment, ContainmentKind, contain
 from kevolve.sandbox.protocol import WorkerReport, WorkerRequest
 
 log = logging.getLogger(__name__)
@@ -162,7 +165,7 @@ class WorkerProcess:
     module = "kevolve.sandbox.worker"  # what `python -m` runs in the worker
 
     def __init__(self, device: str, root: Path | None = None, launcher: Launcher | None = None,
-                 scratch_limit_gb: float | None = None) -> None:
+                 scratch_limit_gb: float | None = None, containment: ContainmentKind | None = None) -> None:
         self.device = device
         self.scratch = Path(tempfile.mkdtemp(prefix="kevolve-", dir=root or default_scratch_root()))
         self.proc: subprocess.Popen[bytes] | None = None
@@ -172,26 +175,48 @@ class WorkerProcess:
         # build/ as the worker sees it), and the host cache those builds are promoted into.
         self.build_path: str | None = getattr(launcher, "build_path", None)
         self.host_cache: Path | None = getattr(launcher, "cache", None)
+        self.containment_kind = containment  # None: the best this machine offers
+        self.containment: Containment | None = None
+        self._kill_lock = threading.Lock()  # run()'s limit watcher and its caller may both kill
 
     def start(self) -> WorkerProcess:
+        """Spawn the sandbox's worker; it imports torch and waits for its job."""
+        return self.spawn([sys.executable, "-m", self.module, self.device])
+
+    def spawn(self, worker_argv: list[str]) -> WorkerProcess:
+        """Spawn `worker_argv` as this worker: under the launcher, in a containment of its own."""
         env = scrubbed_env(self.device, self.scratch)
+        self.containment = contain(self.scratch.name, self.containment_kind,
+                                   getattr(self.launcher, "pids_limit", None))
+        argv = self.launcher.argv(worker_argv, self.scratch) if self.launcher else worker_argv
         logf = open(self.scratch / "worker.log", "wb")  # noqa: SIM115 - handed to the child
-        argv = [sys.executable, "-m", self.module, self.device]
-        self.proc = subprocess.Popen(
-            self.launcher.argv(argv, self.scratch) if self.launcher else argv,
-            stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, cwd=self.scratch,
-            env=env, start_new_session=True, close_fds=True,
-        )
-        logf.close()
+        try:
+            self.proc = subprocess.Popen(
+                self.containment.wrap(argv), stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT,
+                cwd=self.scratch, env=env, start_new_session=True, close_fds=True,
+            )
+        except OSError:
+            self.containment.kill_all()
+            raise
+        finally:
+            logf.close()
+        self.containment.started(self.proc.pid)
+        _LIVE.add(self)
         return self
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
+        """Kill the worker and everything it started, wherever that went (idempotent)."""
+        with self._kill_lock:
+            if self.proc is not None:
+                if self.proc.poll() is None:
+                    try:
+                        os.killpg(self.proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                self.proc.wait()
+            if self.containment is not None:
+                self.containment.kill_all()  # after the wait: the worker is reaped by its Popen only
+            _LIVE.discard(self)
 
     def run(self, request: WorkerRequest, timeout_s: float, memory_limit_gb: float) -> WorkerExit:
         """Hand the job over and wait; a hang, a crash or a memory blow-up comes back as data."""
@@ -282,3 +307,19 @@ class WorkerProcess:
             return (self.scratch / "phase").read_text().strip() or "start-up"
         except OSError:
             return "start-up"
+
+
+_LIVE: set[WorkerProcess] = set()  # started and not yet killed
+
+
+os.register_at_fork(after_in_child=_LIVE.clear)  # a forked child's exit must not kill its parent's workers
+
+
+@atexit.register
+def _kill_live() -> None:
+    """At the orchestrator's exit, no worker (warm spares included) or anything of theirs survives."""
+    for worker in list(_LIVE):
+        try:
+            worker.kill()
+        except Exception as e:  # noqa: BLE001 - the others must still be killed
+            log.warning("killing worker %s at exit: %s", worker.scratch.name, e)

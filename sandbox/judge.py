@@ -126,7 +126,7 @@ class Judge:
     @staticmethod
     def _runner_key(config: SandboxConfig) -> str:
         return config.model_dump_json(include={"backend", "isolation", "scratch_limit_gb", "cache_dir", "pids_limit",
-                                               "image", "memory_limit_gb", "cpus"})
+                                               "image", "memory_limit_gb", "cpus", "containment"})
 
     def _start(self, config: SandboxConfig) -> RunnerProcess:
         from kevolve.sandbox.config import Backend
@@ -139,8 +139,11 @@ class Judge:
             return ContainerRunner(self._docker, config, self.scratch_root).start()
         from kevolve.sandbox.bwrap import local_launcher
 
+        from kevolve.sandbox.containment import ContainmentKind
+
+        kind = ContainmentKind(config.containment) if config.containment else None
         r = RunnerProcess(self.device_str, self.scratch_root, launcher=local_launcher(config),
-                          scratch_limit_gb=config.scratch_limit_gb).start()
+                          scratch_limit_gb=config.scratch_limit_gb, containment=kind).start()
         if self.spare_cores and r.proc is not None:
             pin_group(r.proc.pid, self.spare_cores)  # warm up where nothing is being timed
         return r

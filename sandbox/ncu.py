@@ -1,7 +1,7 @@
 """Nsight Compute metrics for an accepted candidate (`--ncu`, where `ncu` exists).
 
-Runs the candidate once more under `ncu` in its own process group (scrubbed environment, time
-limit) — never inside the timed worker, since ncu replays kernels and serialises launches.
+Runs the candidate once more under `ncu` in its own process group and containment (scrubbed
+environment, time limit; whatever it starts dies with it) — never inside the timed worker, since ncu replays kernels and serialises launches.
 `python -m kevolve.sandbox.ncu PROBLEM SOLUTION DEVICE SEED CACHE` is the profiled target.
 """
 
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kevolve.records import Candidate, Evaluation, Problem
 from kevolve.sandbox.config import SandboxConfig
+from kevolve.sandbox.containment import contain
 from kevolve.sandbox.isolation import scrubbed_env
 from kevolve.sandbox.static_checks import custom_kernel_names
 
@@ -79,8 +80,10 @@ def measure(problem: Problem, cand: Candidate, config: SandboxConfig, seed: int)
             cmd += ["--kernel-name", "regex:" + "|".join(names)]
         cmd += [sys.executable, "-m", "kevolve.sandbox.ncu", "problem.py", "solution.py", config.device,
                 str(seed), str(config.cache_dir)]
-        proc = subprocess.Popen(cmd, cwd=scratch, env=scrubbed_env(config.device, scratch),
+        contained = contain(scratch.name)
+        proc = subprocess.Popen(contained.wrap(cmd), cwd=scratch, env=scrubbed_env(config.device, scratch),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        contained.started(proc.pid)
         try:
             proc.wait(timeout=config.timeout_s)
         except subprocess.TimeoutExpired:
@@ -88,6 +91,8 @@ def measure(problem: Problem, cand: Candidate, config: SandboxConfig, seed: int)
             proc.wait()
             log.warning("ncu run timed out")
             return {}
+        finally:
+            contained.kill_all()
         path = scratch / "ncu.csv"
         return summarize(parse_csv(path.read_text(errors="replace"))) if path.exists() else {}
     finally:

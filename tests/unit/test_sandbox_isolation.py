@@ -78,17 +78,38 @@ def test_eval_rejects_an_unknown_sandbox_backend_in_one_line(fixtures) -> None: 
     assert r.returncode == 2 and "--sandbox" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_reaping_spares_a_pids_cgroup_made_a_moment_ago(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+def test_sweeping_removes_cgroups_of_gone_orchestrators_and_spares_live_and_young_ones(tmp_path) -> None:  # noqa: ANN001
+    import subprocess
+    import sys
     import time
 
-    from kevolve.sandbox import bwrap
+    from kevolve.sandbox import cgroups, procfs
 
-    monkeypatch.setattr(bwrap, "_PIDS_CGROUP", tmp_path)
-    young, old = tmp_path / "kevolve-young", tmp_path / "kevolve-old"
-    young.mkdir(), old.mkdir()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    me = procfs.read_stat(os.getpid())
+    assert me is not None
+    dead_owner = tmp_path / f"w-{gone.stdout.strip()}-1-kevolve-abc"
+    live_owner = tmp_path / f"w-{me.pid}-{me.start}-kevolve-def"
+    recycled = tmp_path / f"w-{me.pid}-{me.start + 1}-kevolve-ghi"  # our pid, someone else's start
+    young, old = tmp_path / "kevolve-kevolve-young", tmp_path / "kevolve-kevolve-old"  # earlier versions
+    for d in (dead_owner, live_owner, recycled, young, old):
+        d.mkdir()
     os.utime(old, (time.time() - 600, time.time() - 600))
-    bwrap._reap_cgroups()
-    assert young.is_dir() and not old.exists()
+    assert cgroups.sweep(tmp_path) == 2
+    assert live_owner.is_dir() and young.is_dir()
+    assert not dead_owner.exists() and not recycled.exists() and not old.exists()
+
+
+def test_docker_unreachable_is_one_plain_line(monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    pytest.importorskip("docker")
+    from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client
+
+    for host, words in ((f"unix://{tmp_path}/no.sock", "no engine socket"), ("tcp://127.0.0.1:1", "refused")):
+        monkeypatch.setenv("DOCKER_HOST", host)
+        with pytest.raises(DockerUnavailable) as e:
+            docker_client()
+        text = str(e.value)
+        assert words in text and "('" not in text and "Error(" not in text and "\n" not in text, text
 
 
 def test_memory_watch_counts_forked_copy_on_write_pages_once() -> None:

@@ -56,6 +56,36 @@ def hostile_config(cpu_config):  # noqa: ANN001, ANN201
                                              policy_allow=("all",)))
 
 
+@pytest.fixture(scope="session")
+def plain_boxes() -> dict[str, object]:
+    """One LocalSandbox per containment kind, workers as plain processes (as on a GPU machine
+    without bubblewrap): its reference is computed once."""
+    return {}
+
+
+@pytest.fixture
+def plain_evaluate(plain_boxes, hostile_config) -> Callable[..., Callable[..., object]]:  # noqa: ANN001
+    """plain_evaluate(kind)(source, **overrides) -> Evaluation: isolation none, containment `kind`."""
+    from kevolve.kernelbench.problem import load_problem
+    from kevolve.records import Candidate
+    from kevolve.sandbox.local import LocalSandbox
+
+    base = hostile_config.model_copy(update={"isolation": "none"})
+    prob = load_problem(FIXTURES / "problems" / "relu.py")
+
+    def for_kind(kind):  # noqa: ANN001, ANN202
+        box = plain_boxes.setdefault(kind, LocalSandbox())
+        cfg = base.model_copy(update={"containment": kind.value})
+
+        def run(source: str, **overrides: object):  # noqa: ANN202
+            box.reference(prob, cfg)
+            return box.evaluate(prob, Candidate.from_source(source, prob.id), cfg.model_copy(update=overrides))
+
+        return run
+
+    return for_kind
+
+
 @pytest.fixture(params=BACKENDS)
 def evaluate(request, hostile_config) -> Callable[..., object]:  # noqa: ANN001
     """evaluate(source, **config_overrides) -> Evaluation on the relu problem, on one backend."""

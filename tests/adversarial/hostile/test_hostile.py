@@ -2,19 +2,26 @@
 
 Every `*.py` here (besides the tests) is a Python-only candidate whose docstring names what it
 tries. Each test evaluates it through the real sandbox (bubblewrap-confined local workers, or
-Docker containers) and then evaluates an honest candidate, which must still be accepted.
+Docker containers) and then evaluates an honest candidate, which must still be accepted. The daemon
+test also runs on plain local workers (no bubblewrap, as on GPU machines without it), once per
+containment kind.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import signal
 import socket
 import threading
+import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from kevolve.records import Outcome
+from kevolve.sandbox.containment import ContainmentKind
 
 HERE = Path(__file__).parent
 REPO = HERE.parent.parent.parent
@@ -117,6 +124,71 @@ def test_spinning_forever_is_killed_from_outside_at_the_timeout(evaluate) -> Non
 def test_hostile_candidates_are_evaluated_with_the_policy_off(hostile_config) -> None:  # noqa: ANN001
     # the policy would reject them before they run (test_policy_layer.py); here the isolation is tested
     assert hostile_config.policy_allow == ("all",)
+
+
+def daemons(mark: str, settle_s: float = 3.0) -> list[int]:
+    """Live processes with `mark` in their argv, once the kernel had `settle_s` to finish a kill."""
+    from kevolve.sandbox.procfs import cmdline
+
+    deadline = time.monotonic() + settle_s
+    while True:
+        found = [int(p) for p in os.listdir("/proc") if p.isdigit() and mark in cmdline(int(p))]
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def kill_daemons(mark: str) -> None:
+    for pid in daemons(mark, 0):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_daemon_left_behind_dies_with_its_worker(evaluate) -> None:  # noqa: ANN001
+    mark = f"kevolve-daemon-{uuid.uuid4().hex}"
+    try:
+        ev = evaluate(source("starts_daemon", mark=mark))
+        left = daemons(mark)
+        assert ev.ok, ev.reason
+        assert not left, left
+        assert_next_evaluation_works(evaluate)
+    finally:
+        kill_daemons(mark)
+
+
+@pytest.mark.parametrize("kind", [ContainmentKind.CGROUP, ContainmentKind.SUBREAPER], ids=str)
+def test_a_daemon_left_behind_dies_with_its_worker_without_bubblewrap(kind, plain_evaluate) -> None:  # noqa: ANN001
+    from testpaths import unavailable
+
+    from kevolve.sandbox import cgroups
+
+    if kind is ContainmentKind.CGROUP and isinstance(home := cgroups.home(), cgroups.Unavailable):
+        unavailable(f"cgroup v2: {home.reason}")
+    evaluate = plain_evaluate(kind)
+    mark = f"kevolve-daemon-{uuid.uuid4().hex}"
+    try:
+        ev = evaluate(source("starts_daemon", mark=mark))
+        left = daemons(mark)
+        assert ev.ok, ev.reason
+        assert not left, left
+        assert_next_evaluation_works(evaluate)
+    finally:
+        kill_daemons(mark)
+
+
+def test_the_process_group_alone_lets_the_daemon_outlive_its_evaluation(plain_evaluate) -> None:  # noqa: ANN001
+    """The incident, reproduced: the daemon really escapes a process-group kill (so the two tests
+    above would fail without containment)."""
+    evaluate = plain_evaluate(ContainmentKind.PROCESS_GROUP)
+    mark = f"kevolve-daemon-{uuid.uuid4().hex}"
+    try:
+        ev = evaluate(source("starts_daemon", mark=mark))
+        assert ev.ok, ev.reason
+        assert daemons(mark, 0)
+    finally:
+        kill_daemons(mark)
 
 
 def test_every_hostile_file_is_documented_and_tested() -> None:

@@ -1,0 +1,126 @@
+"""The Linux process table as typed records, and signals that cannot hit a recycled pid.
+
+A pid alone does not name a process for long (pid_max is often 32768); a pid with its start time
+does. Everything here that kills does so through a pidfd opened after checking that start time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+
+_INFINITY = 2**64 - 1
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    """One process as /proc/PID/stat shows it."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int  # session id: inherited through fork; only setsid() leaves it, for a session of its own
+    state: str  # 'R', 'S', 'Z' (zombie: dead, waiting to be reaped) …
+    start: int  # clock ticks after boot; (pid, start) names one process for good
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    """The process's stat, or None when there is no such process (any more)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return ProcStat(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0], int(fields[19]))
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def table() -> dict[int, ProcStat]:
+    """Every process visible now, by pid."""
+    procs = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (p := read_stat(int(name))) is not None:
+            procs[p.pid] = p
+    return procs
+
+
+def children(pid: int, procs: dict[int, ProcStat]) -> list[ProcStat]:
+    """The direct children of `pid` (threads' children included: a child's ppid is the process)."""
+    return [p for p in procs.values() if p.ppid == pid]
+
+
+def subtree(roots: list[ProcStat], procs: dict[int, ProcStat]) -> list[ProcStat]:
+    """`roots` and all their descendants."""
+    kids: dict[int, list[ProcStat]] = {}
+    for p in procs.values():
+        kids.setdefault(p.ppid, []).append(p)
+    out, todo, seen = [], list(roots), set()
+    while todo:
+        p = todo.pop()
+        if p.pid in seen:
+            continue
+        seen.add(p.pid)
+        out.append(p)
+        todo += kids.get(p.pid, [])
+    return out
+
+
+def locks_hard_limit(pid: int) -> int | None:
+    """The hard RLIMIT_LOCKS of a process (/proc/PID/limits is readable by anyone), None if gone."""
+    try:
+        with open(f"/proc/{pid}/limits") as f:
+            for line in f:
+                if line.startswith("Max file locks"):
+                    hard = line[len("Max file locks"):].split()[1]
+                    return _INFINITY if hard == "unlimited" else int(hard)
+    except (OSError, IndexError, ValueError):
+        return None
+    return None
+
+
+def signal_exact(p: ProcStat, sig: int) -> bool:
+    """Send `sig` to exactly the process `p` names (not a newer one with its pid); False if gone."""
+    try:
+        fd = os.pidfd_open(p.pid)
+    except ProcessLookupError:
+        return False
+    except (AttributeError, OSError):  # no pidfd (Linux < 5.3): a short race is the best there is
+        now = read_stat(p.pid)
+        if now is None or now.start != p.start:
+            return False
+        try:
+            os.kill(p.pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+    try:
+        now = read_stat(p.pid)  # the fd holds the process that had this pid when it was opened
+        if now is None or now.start != p.start:
+            return False
+        signal.pidfd_send_signal(fd, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def reap(pid: int) -> None:
+    """Collect a dead child of this process (never waitpid(-1): that would steal other owners' exits)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def cmdline(pid: int) -> str:
+    """The process's argv joined by spaces ('' when gone or a kernel thread)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+__all__ = ["ProcStat", "children", "cmdline", "locks_hard_limit", "read_stat", "reap", "signal_exact",
+           "subtree", "table"]
