@@ -130,6 +130,7 @@ class LocalSandbox:
         return j
 
     def _ask(self, op: str, config: SandboxConfig, **payload: Any) -> JudgeReply:
+        config = SandboxConfig.model_validate(config.model_dump())  # fields set from plain strings become enums
         msg = {"op": op, "config": json.loads(config.model_dump_json()),
                **{k: v.model_dump(mode="json") for k, v in payload.items()}}
         try:
