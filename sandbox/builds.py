@@ -82,6 +82,18 @@ def artifact_dir(cache_dir: Path, key: str) -> Path:
     return cache_dir / BY_SOURCE / key
 
 
+def gpu_arch(device: str) -> str:
+    """Compute capability ("9.0") of a `cuda:N` device as torch sees it here, "" for the CPU or none."""
+    if not device.startswith("cuda"):
+        return ""
+    import torch
+
+    if not torch.cuda.is_available():
+        return ""
+    major, minor = torch.cuda.get_device_capability(int(device.split(":")[1]) if ":" in device else 0)
+    return f"{major}.{minor}"
+
+
 class IsolatedRunner:
     """Runs compiler commands like an evaluation worker: scrubbed env, own process group, bwrap if asked."""
 
@@ -279,4 +291,5 @@ class BuildService:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-__all__ = ["BY_SOURCE", "BuildResult", "BuildService", "BuildStatus", "IsolatedRunner", "Prebuilder", "artifact_dir"]
+__all__ = ["BY_SOURCE", "BuildResult", "BuildService", "BuildStatus", "IsolatedRunner", "Prebuilder", "artifact_dir",
+           "gpu_arch"]
