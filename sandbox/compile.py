@@ -1,9 +1,13 @@
 """Build paths for candidates: load_inline with unique names and a build cache, CuPy/NVRTC.
 
-`install_build_hooks` runs in the worker before the candidate module is executed. It renames every
-`load_inline` / `load` extension after a hash of its sources and flags, so two candidates that both
-call their extension `matmul_cuda` never get each other's module, and an unchanged source is
-loaded from the cache instead of being rebuilt (a new extension costs ~73 s on an H100 machine).
+`install_build_hooks` runs in the worker before the candidate module is executed. A `load_inline`
+call is turned into its `ExtensionSpec` and content key (sandbox/extensions.py, the same converter
+the build service uses): the service's artifact for that key (`extensions/by-source/<key>`) is
+imported as is, without ninja or a compiler; else this candidate's own earlier build; else it is
+built here with kevolve's fast recipe (sandbox/recipe.py). The module is named after the key, so
+two candidates that both call their extension `matmul_cuda` never get each other's module, and two
+that differ only in the name share one build. File-based `load` (and load_inline with include
+paths, whose files the key cannot see) keep torch's builder under a name hashed from the call.
 
 The shared cache is read-only to a sandboxed candidate. Its builds go to a private build directory
 and the host copies them into the cache afterwards, under the candidate's *scope* (a hash of its

@@ -36,7 +36,7 @@ _MAX_TEXT = 4 * 2**20  # a statically evaluated string larger than this is not w
 # -wrapper, -fplugin, -B, -specs, -include of a host file, linker scripts ...) could run a program or
 # read a file: such an extension is left to the worker, which builds it inside the candidate's sandbox.
 _SAFE_FLAG = re.compile(
-    r"^(-O[0-3sgz]?|-g[0-3]?|-lineinfo|-std=[\w+]+|-[DU]\w+(=[\w.+\-]*)?|-W[\w\-=,]*|-w|-fPIC|"
+    r"^(-O[0-3sgz]?|-g[0-3]?|-lineinfo|-std=[\w+]+|-[DU]\w+(=[\w.+\-]*)?|-W(?![lap],)[\w\-=]*|-w|-fPIC|"
     r"-f(no-)?(fast-math|openmp|unroll-loops|strict-aliasing|omit-frame-pointer|exceptions|rtti|"
     r"finite-math-only|tree-vectorize|permissive|math-errno)|-fopenmp-simd|-ffp-contract=\w+|"
     r"-march=[\w\-]+|-mtune=[\w\-]+|-mavx\w*|-mfma|-msse\w*|-mf16c|"
@@ -44,8 +44,8 @@ _SAFE_FLAG = re.compile(
     r"-arch=(sm|compute)_\w+|--gpu-architecture=(sm|compute)_\w+|-code=[\w,]+|"
     r"-gencode=arch=compute_\w+,code=\[?[\w,]+\]?|--ftz=(true|false)|--prec-div=(true|false)|"
     r"--prec-sqrt=(true|false)|--fmad=(true|false)|-maxrregcount=\d+|--maxrregcount=\d+|"
-    r"-res-usage|--resource-usage|--threads=?\d*|\d+|-Xptxas=?[\w\-=,.]*|-Xcompiler=?[\w\-=,.+]*|"
-    r"--ptxas-options=[\w\-=,.]+|--compiler-options=?[\w\-=,.+]*|-Xcudafe=?[\w\-=,]*|"
+    r"-res-usage|--resource-usage|--threads=?\d*|\d+|-Xptxas=?[\w\-=,.]*|-Xcompiler|--compiler-options|"
+    r"--ptxas-options=[\w\-=,.]+|-Xcudafe=?[\w\-=,]*|"
     r"-l(cublas|cublasLt|cudart|curand|cusparse|cufft|cusolver|cuda|m|gomp|pthread)|-fopenmp|-pthread)$")
 
 
@@ -108,9 +108,17 @@ class ExtensionSpec(Record):
         if not self.is_python_module:
             return "is_python_module=False: a torch.ops library, loaded differently"
         for flag in (*self.extra_cflags, *self.extra_cuda_cflags, *self.extra_ldflags):
-            if not _SAFE_FLAG.match(flag.strip()):
+            if not _flag_ok(flag.strip()):
                 return f"compiler flag {flag.strip()[:60]!r} is not on the service's list"
         return ""
+
+
+def _flag_ok(flag: str) -> bool:
+    """On the list; nvcc's host pass-through (-Xcompiler=a,b) is checked piece by piece."""
+    m = re.match(r"^(-Xcompiler|--compiler-options)[= ](.*)$", flag)
+    if m:
+        return all(_flag_ok(part) for part in m.group(2).split(",") if part)
+    return bool(_SAFE_FLAG.match(flag))
 
 
 class Extraction(Record):
