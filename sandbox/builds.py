@@ -64,7 +64,7 @@ class BuildResult(Record):
     ok: bool
     key: str
     status: BuildStatus
-    seconds: float = Field(default=0.0, description="wall time of this build (0 when cached)")
+    seconds: float = Field(default=0.0, description="wall time from when a build worker took it (0 when cached)")
     recipe: str = Field(default="", description="'slim' or 'fallback' for the .cu; '' for C++ only")
     phases: dict[str, float] = Field(default_factory=dict, description="seconds per compile step")
     log_tail: str = Field(default="", description="the failing compiler's output, or why it was declined")

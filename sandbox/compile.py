@@ -150,7 +150,9 @@ def _build_here(spec: Any, target: Any, mod: str, cache_dir: Path, work: Path) -
         shutil.rmtree(work, ignore_errors=True)  # nothing half-built gets promoted
         raise RuntimeError(f"Error building extension '{spec.name}':\n{got.log}")
     for f in work.iterdir():  # only the module is kept (and promoted)
-        if f.name != f"{mod}.so":
+        if f.is_dir() and not f.is_symlink():
+            shutil.rmtree(f, ignore_errors=True)
+        elif f.name != f"{mod}.so":
             f.unlink()
     return cpp_extension._import_module_from_library(mod, str(work), True)
 

@@ -214,7 +214,7 @@ class Runner(Protocol):
     def __call__(self, argv: list[str], cwd: Path, timeout_s: float) -> StepResult: ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class Built:
     """How the recipe went: ok, which .cu recipe won ('slim', 'fallback', '' for C++ only), times, log."""
 
@@ -227,7 +227,11 @@ class Built:
 
 def build(spec: ExtensionSpec, target: BuildTarget, module: str, work: Path, run: Runner, *,
           pch_dir: Path | None = None, shim: Path | None = None, timeout_s: float = 600.0) -> Built:
-    """Compile `spec` in `work` into `work/<module>.so`; a failed compile is data (Built.ok False)."""
+    """Compile `spec` in `work` into `work/<module>.so`; a failed compile is data (Built.ok False).
+
+    main.cpp and the .cu compile at once; a .cu that fails with the slim headers compiles again
+    with the real ones; then the link.
+    """
     tc = Toolchain.detect()
     work.mkdir(parents=True, exist_ok=True)
     (work / "main.cpp").write_text(main_source(spec))
@@ -236,34 +240,31 @@ def build(spec: ExtensionSpec, target: BuildTarget, module: str, work: Path, run
         (work / "cuda.cu").write_text(cu)
     deadline = time.monotonic() + timeout_s
     left = lambda: max(1.0, deadline - time.monotonic())  # noqa: E731
-    out = Built(ok=False)
+    phases: dict[str, float] = {}
+    recipe = ""
     with ThreadPoolExecutor(2) as pool:
         host = pool.submit(run, main_argv(tc, spec, module, pch_dir), work, left())
-        dev = pool.submit(run, cuda_argv(tc, spec, module, target.arch, shim), work, left()) if cu else None
-        if dev is not None:
-            res = dev.result()
-            out.phases["cuda_slim" if shim else "cuda"] = res.seconds
-            out.recipe = "slim" if shim else "full"
+        if cu is not None:
+            res = run(cuda_argv(tc, spec, module, target.arch, shim), work, left())
+            phases["cuda_slim" if shim else "cuda"], recipe = res.seconds, ("slim" if shim else "full")
             if res.rc != 0 and shim is not None and res.rc is not None:
                 res = run(cuda_argv(tc, spec, module, target.arch, None), work, left())
-                out.phases["cuda_fallback"], out.recipe = res.seconds, "fallback"
+                phases["cuda_fallback"], recipe = res.seconds, "fallback"
             if res.rc != 0:
-                return _failed(out, res)
+                return _failed(recipe, phases, res)
         res = host.result()
-        out.phases["main"] = res.seconds
+        phases["main"] = res.seconds
         if res.rc != 0:
-            return _failed(out, res)
+            return _failed(recipe, phases, res)
     res = run(link_argv(tc, spec, module), work, left())
-    out.phases["link"] = res.seconds
+    phases["link"] = res.seconds
     if res.rc != 0:
-        return _failed(out, res)
-    out.ok = True
-    return out
+        return _failed(recipe, phases, res)
+    return Built(ok=True, recipe=recipe, phases=phases)
 
 
-def _failed(out: Built, res: StepResult) -> Built:
-    out.log, out.timed_out = res.output[-8000:], res.rc is None
-    return out
+def _failed(recipe: str, phases: dict[str, float], res: StepResult) -> Built:
+    return Built(ok=False, recipe=recipe, phases=phases, log=res.output[-8000:], timed_out=res.rc is None)
 
 
 def shim_dir(root: Path, tc: Toolchain | None = None) -> Path:
