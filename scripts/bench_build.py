@@ -243,11 +243,11 @@ def service_main(a: argparse.Namespace) -> None:
     (a.out / "build_service.json").write_text(json.dumps(res, indent=1))
     plain = res.get("plain", {})
     print(f"\n{res['device']}, {res['cores']} cores, W={a.workers}, torch {res['torch']}")
-    print("| candidate | plain load_inline s | service cold s | service, PCH ready s | .cu recipe | PCH | ok |")
+    print("| candidate | plain load_inline s | service cold s | service, PCH ready s | .cu recipe | PCH cold/ready | ok |")
     print("|---|---|---|---|---|---|---|")
     for label in specs:
         c, w, p = res["service_cold"][label], res["service_pch"][label], plain.get(label, {})
-        print(f"| {label} | {p.get('seconds', '-')} | {c['seconds']} | {w['seconds']} | {w['recipe']} | {w['pch']} |"
+        print(f"| {label} | {p.get('seconds', '-')} | {c['seconds']} | {w['seconds']} | {w['recipe']} | {c['pch']}/{w['pch']} |"
               f" {p.get('ok', '-')}/{c['ok']}/{w['ok']} |")
     print(f"| **total wall** | {res.get('plain_wall_s', 0):.1f} | {res['service_cold_wall_s']:.1f} |"
           f" {res['service_pch_wall_s']:.1f} | | | |")
