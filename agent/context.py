@@ -16,6 +16,7 @@ from kevolve.agent.llm.base import LLM
 from kevolve.agent.rundir import RunFolder
 from kevolve.records import Candidate, Evaluation, Problem
 from kevolve.sandbox import Sandbox
+from kevolve.sandbox.builds import Prebuilder
 
 Retriever = Callable[[str, int], list[object]]
 Storer = Callable[[Problem, Candidate, Evaluation, str], object]
@@ -40,6 +41,9 @@ class Context:
     """The archive's `retrieve(problem_source, k)`, when the archive provides one and it is wanted."""
     store: Storer | None = None
     """Offered each evaluated candidate the moment its verdict exists (None: ingest is off)."""
+    prebuild: Prebuilder | None = None
+    """Handed each new candidate's source as it is proposed, to compile its extensions while earlier
+    candidates are evaluated (sandbox/builds.py); None: the evaluation worker builds them."""
     fatal: str | None = None
     """Set by the first permanent LLM error (bad key, unknown model): no further call is sent."""
     eval_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(1))

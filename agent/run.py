@@ -23,6 +23,7 @@ from kevolve.agent.rundir import RunFolder
 from kevolve.archive.ingest import IngestMode
 from kevolve.records import Problem
 from kevolve.sandbox import Sandbox
+from kevolve.sandbox.builds import Prebuilder
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +103,12 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
                  sandbox: Sandbox | None = None, resume: str | None = None,
                  retriever: Retriever | None | Literal["archive"] = "archive",
                  storer: Storer | None | Literal["archive"] = "archive",
-                 on_start: Callable[[RunFolder], None] | None = None, archive_url: str | None = None) -> Result:
+                 on_start: Callable[[RunFolder], None] | None = None, archive_url: str | None = None,
+                 prebuild: Prebuilder | None = None) -> Result:
     """Run (or continue) the loop to a stop rule and return the result; raises OptimizeError.
+
+    `prebuild` (e.g. a sandbox.builds.BuildService on spare cores) is handed each proposal's source
+    the moment it is accepted, so its extensions compile while other candidates are evaluated.
 
     `retriever` / `storer` "archive" mean the archive at `archive_url` (the entry point resolves it;
     None = the default archive), used as `config.archive` / `config.ingest` say.
@@ -129,7 +134,7 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
         if config.ingest is not IngestMode.NONE else None
     ctx = Context(llm=model, sandbox=sandbox, config=config, run=run,
                   novelty=NoveltyIndex(config.evolution.novelty_threshold), retrieve=retriever, store=storer,
-                  eval_slots=threading.Semaphore(config.parallel_evaluations))
+                  eval_slots=threading.Semaphore(config.parallel_evaluations), prebuild=prebuild)
     saver, conn = _checkpointer(run)
     app = build_graph().compile(checkpointer=saver)
     thread = {"configurable": {"thread_id": run.run_id}, "max_concurrency": config.evolution.concurrency,

@@ -2,9 +2,10 @@
 
 The plan turns (suite, solutions, finished work) into problem jobs. The local executor runs one
 lane thread per device (`cpu`, or `cuda:N` per `--gpus`), each with its own sandbox, taking whole
-problems from a shared queue so that a problem's reference runs once; a compile pool builds
-candidates' extensions ahead of them on the remaining CPU cores. Lanes and the compile pool are
-pinned to disjoint cores, so no evaluation is timed on a core that is compiling.
+problems from a shared queue so that a problem's reference runs once; the build service
+(sandbox/builds.py) compiles every candidate's extensions ahead of it on the remaining CPU cores,
+from the plan, without running candidate code. Lanes and the build service are pinned to disjoint
+cores, so no evaluation is timed on a core that is compiling.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kevolve.kernelbench.baselines import BaselineCache, BenchSandbox
 from kevolve.kernelbench.solutions import SolutionFile
@@ -25,6 +27,9 @@ from kevolve.kernelbench.suite import SuiteProblem
 from kevolve.records import Candidate, Evaluation, Outcome, Record
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.cores import split_cores
+
+if TYPE_CHECKING:
+    from kevolve.sandbox.builds import BuildResult, BuildService
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +154,7 @@ class LocalExecutor:
         # spares start up on the compile cores: never on a core where something is timed
         self.warm_workers = warm_workers if self.compile_cores else 0
         self.served_warm = 0
-        self.builds: dict[str, Future[object]] = {}
+        self.builds: dict[str, list[Future[BuildResult]]] = {}
         self.build_seconds = 0.0
 
     def run(self, jobs: list[ProblemJob], on_result: Callable[[ResultRow], None]) -> None:
@@ -165,33 +170,38 @@ class LocalExecutor:
         for t in threads:
             t.join()
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.close()
         if errors:
             raise errors[0]
 
-    def _start_compile_pool(self, jobs: list[ProblemJob]) -> ThreadPoolExecutor | None:
+    def _start_compile_pool(self, jobs: list[ProblemJob]) -> BuildService | None:
+        """The build service on the compile cores, fed the whole plan at once (cached keys return at once)."""
         if not self.compile_cores:
             return None
-        from kevolve.kernelbench.prebuild import prebuild
+        from kevolve.sandbox.builds import BuildService, gpu_arch
+        from kevolve.sandbox.recipe import BuildTarget
 
         cores = self.compile_cores
-        pool = ThreadPoolExecutor(max_workers=len(cores), thread_name_prefix="compile",
-                                  initializer=lambda: os.sched_setaffinity(0, cores))
+        arch = gpu_arch(self.devices[0]) if self.config.is_cuda else ""
+        service = BuildService(self.config.cache_dir, BuildTarget.current(arch), workers=max(1, len(cores) // 2),
+                               cores=cores, isolation=self.config.isolation, timeout_s=self.config.timeout_s,
+                               pids_limit=self.config.pids_limit)
+        service.warm()
         for j in jobs:
             for cf in j.candidates:
                 cid = Candidate.from_source(cf.source, j.problem.problem.id).id  # type: ignore[union-attr]
                 if cid not in self.builds:
-                    self.builds[cid] = pool.submit(prebuild, cf.source, self.config.cache_dir, self.config.timeout_s)
-        return pool
+                    self.builds[cid] = service.submit_source(cf.source)
+        return service
 
     def _wait_build(self, cand: Candidate) -> None:
-        fut = self.builds.get(cand.id)
-        if fut is not None:
-            try:
-                res = fut.result()
-                self.build_seconds += getattr(res, "seconds", 0.0)
-            except Exception as e:  # noqa: BLE001 - a failed prebuild only means the worker builds it
-                log.warning("prebuild failed: %s", e)
+        """Block until this candidate's own extensions are built (or failed: the worker then builds)."""
+        for fut in self.builds.get(cand.id, []):
+            res = fut.result()
+            self.build_seconds += res.seconds
+            if not res.ok:
+                log.info("build %s %s: the worker builds it (%s)", res.key[:12], res.status.value,
+                         res.log_tail.strip().splitlines()[-1:] or "")
 
     def _lane(self, device: str, cores: set[int], todo: queue.Queue[ProblemJob],
               on_result: Callable[[ResultRow], None], errors: list[BaseException]) -> None:

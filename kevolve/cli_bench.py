@@ -72,8 +72,8 @@ def _devices(device: str | None, gpus: str | None) -> tuple[str, list[str]]:
 
 
 def _pin_cuda_arch(devices: list[str]) -> None:
-    """Prebuilds run with no GPU visible; give them and the workers the same target architecture,
-    or the worker would see different flags and rebuild what the compile pool built."""
+    """torch's own builder (file-based `load` in workers) targets these architectures, not every
+    visible GPU's; the build service and the workers' fast recipe key on the device's own."""
     if os.environ.get("TORCH_CUDA_ARCH_LIST"):
         return
     import torch

@@ -1,9 +1,13 @@
 """Build paths for candidates: load_inline with unique names and a build cache, CuPy/NVRTC.
 
-`install_build_hooks` runs in the worker before the candidate module is executed. It renames every
-`load_inline` / `load` extension after a hash of its sources and flags, so two candidates that both
-call their extension `matmul_cuda` never get each other's module, and an unchanged source is
-loaded from the cache instead of being rebuilt (a new extension costs ~73 s on an H100 machine).
+`install_build_hooks` runs in the worker before the candidate module is executed. A `load_inline`
+call is turned into its `ExtensionSpec` and content key (sandbox/extensions.py, the same converter
+the build service uses): the service's artifact for that key (`extensions/by-source/<key>`) is
+imported as is, without ninja or a compiler; else this candidate's own earlier build; else it is
+built here with kevolve's fast recipe (sandbox/recipe.py). The module is named after the key, so
+two candidates that both call their extension `matmul_cuda` never get each other's module, and two
+that differ only in the name share one build. File-based `load` (and load_inline with include
+paths, whose files the key cannot see) keep torch's builder under a name hashed from the call.
 
 The shared cache is read-only to a sandboxed candidate. Its builds go to a private build directory
 and the host copies them into the cache afterwards, under the candidate's *scope* (a hash of its
@@ -36,7 +40,15 @@ def build_scope(candidate_source: str) -> str:
     return hashlib.sha256(candidate_source.encode()).hexdigest()[:20]
 
 
+def wrap_extension(module: Any) -> Any:
+    from kevolve.sandbox.ablation import wrap_extension as wrap
+
+    return wrap(module)
+
+
 def _wrap(orig: Callable[..., Any], shared: Path, private: Path, kind: str) -> Callable[..., Any]:
+    """torch's builder under a name unique to its arguments (file-based `load`, and load_inline calls
+    the fast path does not take), loaded from the candidate's scope in the cache when built before."""
     @functools.wraps(orig)
     def build(name: str, *args: Any, **kwargs: Any) -> Any:
         import torch
@@ -58,18 +70,106 @@ def _wrap(orig: Callable[..., Any], shared: Path, private: Path, kind: str) -> C
             kwargs["build_directory"] = str(build_dir)
             module = orig(unique, *args, **kwargs)
         BUILT_MODULES.add(getattr(module, "__name__", unique))
-        from kevolve.sandbox.ablation import wrap_extension
-
         return wrap_extension(module)  # calls through; replaces results only in an ablation call
 
     return build
 
 
+def device_arch() -> str:
+    """Compute capability of the current CUDA device ("9.0"), or "" without one: part of the key."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return ""
+    major, minor = torch.cuda.get_device_capability()
+    return f"{major}.{minor}"
+
+
+def _run_here(argv: list[str], cwd: Path, timeout_s: float) -> Any:
+    """Compiler commands inside the worker: already confined, and in the worker's process group."""
+    import subprocess
+    import time
+
+    from kevolve.sandbox.recipe import StepResult
+
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout_s)
+        return StepResult(r.returncode, time.monotonic() - t0, r.stdout[-16000:].decode(errors="replace"))
+    except subprocess.TimeoutExpired:
+        return StepResult(None, time.monotonic() - t0, "timed out")
+
+
+def _wrap_inline(orig: Callable[..., Any], cache_dir: Path, shared: Path, private: Path) -> Callable[..., Any]:
+    """load_inline through the content key: the service's artifact, else this scope's, else the fast recipe."""
+    from kevolve.sandbox.builds import artifact_dir
+    from kevolve.sandbox.extensions import ExtensionSpec
+    from kevolve.sandbox.recipe import BuildTarget, module_name
+
+    legacy = _wrap(orig, shared, private, "load_inline")
+
+    @functools.wraps(orig)
+    def load_inline(*args: Any, **kwargs: Any) -> Any:
+        from torch.utils import cpp_extension
+
+        try:
+            spec = ExtensionSpec.from_call(args, kwargs)
+        except (TypeError, ValueError):
+            return orig(*args, **kwargs)  # torch reports a malformed call the way it always has
+        if spec.extra_include_paths or not spec.is_python_module:
+            return legacy(*args, **kwargs)  # reads files the key cannot see, or is not a Python module
+        target = BuildTarget.current(device_arch())
+        key = spec.key(target)
+        mod = module_name(key)
+        for where in (artifact_dir(cache_dir, key), shared / mod):
+            if (where / f"{mod}.so").is_file():
+                try:
+                    module = cpp_extension._import_module_from_library(mod, str(where), True)
+                except ImportError:
+                    continue  # unusable here: build it
+                BUILT_MODULES.add(mod)
+                return wrap_extension(module)
+        module = _build_here(spec, target, mod, cache_dir, private / mod)
+        BUILT_MODULES.add(mod)
+        return wrap_extension(module)  # calls through; replaces results only in an ablation call
+
+    return load_inline
+
+
+def _build_here(spec: Any, target: Any, mod: str, cache_dir: Path, work: Path) -> Any:
+    """Build with the fast recipe into the private build dir (promoted later under the scope)."""
+    from torch.utils import cpp_extension
+
+    from kevolve.sandbox.recipe import Toolchain, build, ensure_shim, pch_id, shim_dir
+
+    tc = Toolchain.detect()
+    pch = cache_dir / "pch" / pch_id(tc, spec, target)
+    pch_dir = pch if (pch / "torch" / "extension.h.gch").is_file() else None
+    shim = None
+    if spec.cuda_sources:
+        shim = shim_dir(cache_dir, tc)
+        if not shim.is_dir():
+            shim = ensure_shim(work.parent.parent, tc)  # the cache is read-only here: a private copy
+    got = build(spec, target, mod, work, _run_here, pch_dir=pch_dir, shim=shim)
+    if not got.ok:
+        shutil.rmtree(work, ignore_errors=True)  # nothing half-built gets promoted
+        raise RuntimeError(f"Error building extension '{spec.name}':\n{got.log}")
+    for f in work.iterdir():  # only the module is kept (and promoted)
+        if f.is_dir() and not f.is_symlink():
+            shutil.rmtree(f, ignore_errors=True)
+        elif f.name != f"{mod}.so":
+            f.unlink()
+    return cpp_extension._import_module_from_library(mod, str(work), True)
+
+
 def install_build_hooks(cache_dir: Path, build_dir: Path | None = None, scope: str = "") -> None:
     """Route the candidate's extension builds through the content-addressed cache.
 
-    `cache_dir` is read from; builds are written under `build_dir` (when the cache is read-only to
-    the candidate) or straight into the cache (no sandbox: nothing to protect it from).
+    `load_inline` imports the build service's artifact for its content key when there is one
+    (`extensions/by-source/<key>`, no compiler run), else this scope's earlier build, else builds
+    with the fast recipe. `cache_dir` is read from; builds are written under `build_dir` (when the
+    cache is read-only to the candidate) or straight into the cache (no sandbox: nothing to protect).
     """
     from torch.utils import cpp_extension
 
@@ -78,7 +178,7 @@ def install_build_hooks(cache_dir: Path, build_dir: Path | None = None, scope: s
     private.mkdir(parents=True, exist_ok=True)
     os.environ["TORCH_EXTENSIONS_DIR"] = str(private)
     os.environ["CUPY_CACHE_DIR"] = str(out / "cupy")
-    cpp_extension.load_inline = _wrap(cpp_extension.load_inline, shared, private, "load_inline")
+    cpp_extension.load_inline = _wrap_inline(cpp_extension.load_inline, cache_dir, shared, private)
     cpp_extension.load = _wrap(cpp_extension.load, shared, private, "load")
 
 

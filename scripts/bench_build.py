@@ -9,12 +9,22 @@
    `torch/extension.h`, lighter torch headers in the .cu, nvcc's own phase times (`--time`).
    The variants run concurrently (each compile is one process; the machine has 16 cores).
 Prints a table and writes build.json.
+
+With --service: N candidates built cold through kevolve's build service (sandbox/builds.py) and,
+side by side in the same run, through plain `load_inline` (torch's defaults, each in its own
+process), W at a time; then the service again with its precompiled headers ready. Per candidate:
+seconds, the .cu recipe (slim / fallback), whether main.cpp used a PCH; the total wall of each pass.
+Candidates: the level-1 solutions beside this script and the C++ fixtures (C++ only without CUDA).
+
+    python3 -P scripts/bench_build.py --service --workers 7 --out $OUT/build   # one H100: ~5 min
+    python3 -P scripts/bench_build.py --service --workers 1 --out runs/build   # CPU: C++ fixtures
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import shlex
@@ -128,15 +138,138 @@ def variants(build_dir: Path, work: Path) -> dict[str, str]:
         "pch: build extension.h.gch": out(pch_cmd, f"{pch_dir}/extension.h.gch"),
         "cpp: with pch": out(cpp.replace(" -c ", f" -I{work}/pch -Winvalid-pch -c ", 1), "v_cpp2.o"),
     }
+    if cu:
+        from kevolve.sandbox.recipe import ensure_shim
+
+        shim = ensure_shim(work)
+        v["cu: kevolve slim headers"] = out(cu.replace(" -c ", f" -I{shim} -c ", 1), "v_cu5.o",
+                                            f" --time {work}/nvcc_time_slim.csv")
     return v if cu else {k: c for k, c in v.items() if not k.startswith("cu:")}
+
+
+_ROOT = Path(__file__).resolve().parent.parent
+_PLAIN = """
+import json, sys, time
+from torch.utils.cpp_extension import load_inline
+s = json.loads(sys.argv[1])
+t0 = time.monotonic()
+load_inline(s["name"], list(s["cpp_sources"]), list(s["cuda_sources"]) or None,
+            functions=None if s["functions"] is None else {f: d for f, d in s["functions"]},
+            extra_cflags=list(s["extra_cflags"]), extra_cuda_cflags=list(s["extra_cuda_cflags"]),
+            extra_ldflags=list(s["extra_ldflags"]), with_cuda=s["with_cuda"],
+            with_pytorch_error_handling=s["with_pytorch_error_handling"], build_directory=sys.argv[2])
+print(json.dumps({"seconds": time.monotonic() - t0}))
+"""
+
+
+def corpus(cuda: bool) -> dict[str, object]:
+    """label -> ExtensionSpec for each candidate (read statically, as the service reads them)."""
+    from kevolve.sandbox.extensions import extract
+
+    files = sorted((_ROOT / "tests" / "fixtures" / "solutions").glob("*_cpp.py"))
+    if cuda:
+        files = sorted((_ROOT / "scripts" / "kernelbench_level1_solutions").glob("*.py")) + files
+    return {f.stem: spec for f in files for spec in extract(f.read_text()).specs}
+
+
+def plain_builds(specs: dict[str, object], workers: int, root: Path) -> tuple[dict[str, dict], float]:
+    """Each spec through torch's own load_inline in a fresh process (W at a time); total wall."""
+    def one(label: str) -> dict:
+        d = root / label
+        d.mkdir(parents=True)
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, "-c", _PLAIN, specs[label].model_dump_json(), str(d)],  # type: ignore[attr-defined]
+                           capture_output=True, text=True)
+        ok = r.returncode == 0
+        inner = json.loads(r.stdout.strip().splitlines()[-1])["seconds"] if ok else time.monotonic() - t0
+        return {"ok": ok, "seconds": round(inner, 1), "err": "" if ok else r.stderr[-400:]}
+
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(workers) as pool:
+        out = dict(zip(specs, pool.map(one, specs), strict=True))
+    return out, time.monotonic() - t0
+
+
+_WARM = {"default": ((), ("-O3",)), "plain": ((),), "none": ()}
+
+
+def service_builds(specs: dict[str, object], workers: int, cache: Path, isolation: str,
+                   warm: str = "default") -> tuple[dict[str, dict], float]:
+    """All specs submitted at once to a BuildService on every core (PCHs warmed first); total wall."""
+    from kevolve.sandbox.builds import BuildService, gpu_arch
+    from kevolve.sandbox.config import Isolation
+    from kevolve.sandbox.recipe import BuildTarget
+
+    t0 = time.monotonic()
+    svc = BuildService(cache, BuildTarget.current(gpu_arch("cuda:0")), workers=workers,
+                       cores=set(os.sched_getaffinity(0)), isolation=Isolation(isolation))
+    try:
+        pch = svc.warm(_WARM[warm])
+        futures = {label: svc.submit(spec) for label, spec in specs.items()}  # type: ignore[arg-type]
+        out = {}
+        for label, fut in futures.items():
+            r = fut.result()
+            out[label] = {"ok": r.ok, "seconds": round(r.seconds, 1), "recipe": r.recipe or "c++", "pch": r.pch,
+                          "status": r.status.value, "phases": {k: round(v, 1) for k, v in r.phases.items()},
+                          "err": r.log_tail[-400:]}
+        wall = time.monotonic() - t0
+        for f in pch:
+            f.result()
+    finally:
+        svc.close()
+    return out, wall
+
+
+def service_main(a: argparse.Namespace) -> None:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    specs = corpus(cuda)
+    work = Path(tempfile.mkdtemp(prefix="kevolve-bench-service-"))
+    res: dict = {"cores": len(os.sched_getaffinity(0)), "workers": a.workers, "cuda": cuda,
+                 "device": torch.cuda.get_device_name(0) if cuda else "cpu", "torch": torch.__version__}
+    try:
+        cache = work / "cache"
+        res["service_cold"], res["service_cold_wall_s"] = service_builds(specs, a.workers, cache, a.isolation, a.warm)
+        print(f"service, cold: {res['service_cold_wall_s']:.1f} s", flush=True)
+        shutil.rmtree(cache / "extensions")  # keep pch/ and shim/: the steady state
+        res["service_pch"], res["service_pch_wall_s"] = service_builds(specs, a.workers, cache, a.isolation, a.warm)
+        print(f"service, PCH ready: {res['service_pch_wall_s']:.1f} s", flush=True)
+        if not a.skip_plain:
+            res["plain"], res["plain_wall_s"] = plain_builds(specs, a.workers, work / "plain")
+            print(f"plain load_inline: {res['plain_wall_s']:.1f} s", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    (a.out / "build_service.json").write_text(json.dumps(res, indent=1))
+    plain = res.get("plain", {})
+    print(f"\n{res['device']}, {res['cores']} cores, W={a.workers}, torch {res['torch']}")
+    print("| candidate | plain load_inline s | service cold s | service, PCH ready s | .cu recipe | PCH cold/ready | ok |")
+    print("|---|---|---|---|---|---|---|")
+    for label in specs:
+        c, w, p = res["service_cold"][label], res["service_pch"][label], plain.get(label, {})
+        print(f"| {label} | {p.get('seconds', '-')} | {c['seconds']} | {w['seconds']} | {w['recipe']} | {c['pch']}/{w['pch']} |"
+              f" {p.get('ok', '-')}/{c['ok']}/{w['ok']} |")
+    print(f"| **total wall** | {res.get('plain_wall_s', 0):.1f} | {res['service_cold_wall_s']:.1f} |"
+          f" {res['service_pch_wall_s']:.1f} | | | |")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--candidate", type=Path, required=True)
+    ap.add_argument("--candidate", type=Path, help="phase mode: one solution file")
+    ap.add_argument("--service", action="store_true", help="service mode: the corpus, service vs plain load_inline")
+    ap.add_argument("--workers", type=int, default=max(1, len(os.sched_getaffinity(0)) // 2))
+    ap.add_argument("--isolation", default="auto", choices=["auto", "none", "bwrap"])
+    ap.add_argument("--warm", default="default", choices=sorted(_WARM),
+                    help="service mode: precompiled headers built first (default: no flags and -O3)")
+    ap.add_argument("--skip-plain", action="store_true", help="service mode: no plain load_inline pass")
     ap.add_argument("--out", type=Path, default=Path("runs/bench_build"))
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if a.service:
+        return service_main(a)
+    if a.candidate is None:
+        ap.error("--candidate (phase mode) or --service")
     args = capture_load_inline(a.candidate)
     work = Path(tempfile.mkdtemp(prefix="kevolve-bench-build-"))
     res = {"candidate": str(a.candidate), "cores": len(os.sched_getaffinity(0)),
@@ -157,6 +290,8 @@ def main() -> None:
     res["commands"] = {**vs, "pch": pch_cmd, "cpp: with pch": with_pch}
     tfile = work / "nvcc_time.csv"
     res["nvcc_time_csv"] = tfile.read_text() if tfile.exists() else ""
+    slim = work / "nvcc_time_slim.csv"
+    res["nvcc_time_slim_csv"] = slim.read_text() if slim.exists() else ""
     (a.out / "build.json").write_text(json.dumps(res, indent=1))
     print("| step | wall s | ok |\n|---|---|---|")
     for k, r in results.items():

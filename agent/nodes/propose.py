@@ -50,6 +50,16 @@ def _skip(job: Job, status: str, note: str, reply: Completion | None, **kw: Any)
     return Command(goto=Send("evaluate", {"trial": trial}))
 
 
+def _prebuild(ctx: Context, cand: Candidate) -> None:
+    """Start compiling the candidate's extensions now; the evaluation finds them built (or builds them)."""
+    if ctx.prebuild is None:
+        return
+    try:
+        ctx.prebuild.submit_source(cand.source)
+    except Exception as e:  # noqa: BLE001 - building ahead is an optimisation, never a reason to stop
+        log.warning("prebuild of %s not started: %s", cand.id, e)
+
+
 def propose(task: dict[str, Any], runtime: Runtime[Context]) -> Command:
     ctx = runtime.context
     job: Job = task["job"]
@@ -79,6 +89,7 @@ def propose(task: dict[str, Any], runtime: Runtime[Context]) -> Command:
         log.info("%s (%s): near-duplicate of %s, not evaluated", job.id, job.operator.value, dup)
         return _skip(job, "duplicate", f"duplicate: near-duplicate of {dup}", reply, candidate=cand,
                      repair_depth=depth)
+    _prebuild(ctx, cand)
     trial = Trial(job=job, status="evaluated", candidate=cand, repair_depth=depth, prompt_tokens=reply.prompt_tokens,
                   completion_tokens=reply.completion_tokens, cost_usd=reply.cost_usd, llm_cached=reply.cached)
     return Command(goto=Send("evaluate", {"trial": trial, "problem": problem}))

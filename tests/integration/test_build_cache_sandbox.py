@@ -2,7 +2,8 @@
 
 A C++ (load_inline) candidate builds in its private build directory; the host promotes the build
 under the candidate's scope; the same source evaluated again imports it without building; a hostile
-candidate that tries to overwrite that module or plant one for another scope changes nothing.
+candidate that tries to overwrite that module, plant one for another scope or one in the build
+service's by-source entries (which only the service writes) changes nothing.
 """
 
 from __future__ import annotations
@@ -43,13 +44,16 @@ def test_builds_are_promoted_reused_and_cannot_be_poisoned(tmp_path, cpu_config)
     before = _digest(modules[0])
 
     hostile = (FIXTURES.parent / "adversarial" / "hostile" / "writes_outside_scratch.py").read_text()
+    by_source = cache / "extensions" / "by-source"
+    by_source.mkdir()
     targets = [str(modules[0]), str(cache / "extensions" / build_scope("another") / "planted.so"),
-               str(cache / "extensions" / "planted")]
+               str(cache / "extensions" / "planted"), str(by_source / "planted")]
     bad = box.evaluate(prob, Candidate.from_source(hostile.replace("__TARGETS__", repr(targets)), prob.id),
                        cfg.model_copy(update={"allow_torch_only": True, "policy_allow": ("all",)}))
     assert bad.ok, bad.reason
     assert _digest(modules[0]) == before
-    assert [p.name for p in (cache / "extensions").iterdir()] == [scope]
+    assert sorted(p.name for p in (cache / "extensions").iterdir()) == sorted([scope, "by-source"])
+    assert not any(by_source.iterdir()), "a candidate wrote into by-source"
 
     again = box.evaluate(prob, Candidate.from_source(source, prob.id), cfg)
     assert again.ok, again.reason

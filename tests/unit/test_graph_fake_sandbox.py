@@ -207,3 +207,25 @@ def test_infrastructure_errors_are_retried_not_scored(tmp_path) -> None:
     r = run_optimize(PROBLEM, config(tmp_path), llm=ScriptedLLM(SCRIPT), sandbox=sandbox)
     assert sandbox.failures == 0 and r.speedup == pytest.approx(4.0)
     assert "infra_error" not in r.outcomes
+
+
+class RecordingPrebuilder:
+    """A `Prebuilder` that records what it was handed (and when, relative to the sandbox's evaluations)."""
+
+    def __init__(self, sandbox: FakeSandbox) -> None:
+        self.sandbox, self.handed = sandbox, []
+
+    def submit_source(self, candidate_source: str) -> list:
+        tag = re.search(r"VARIANT = '(\w+)'", candidate_source).group(1)
+        self.handed.append((tag, list(self.sandbox.seen)))
+        return []
+
+
+def test_each_new_proposal_is_handed_to_the_prebuilder_before_it_is_evaluated(tmp_path) -> None:
+    sandbox = FakeSandbox()
+    pre = RecordingPrebuilder(sandbox)
+    run_optimize(PROBLEM, config(tmp_path), llm=ScriptedLLM(SCRIPT), sandbox=sandbox, prebuild=pre)
+    handed = [tag for tag, _ in pre.handed]
+    assert sorted(handed) == sorted(sandbox.seen), "every evaluated candidate, and only those (no duplicates)"
+    for tag, seen_before in pre.handed:
+        assert seen_before.count(tag) < sandbox.seen.count(tag), f"{tag} was handed over after its evaluation"

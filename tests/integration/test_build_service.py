@@ -1,0 +1,138 @@
+"""The build service compiles candidates' extensions from their text alone, and workers import the result.
+
+Real compiler, real files, real worker-side hook in a fresh interpreter. C++ only (no GPU here).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from testpaths import FIXTURES, unavailable
+
+from kevolve.sandbox.builds import BuildService, BuildStatus, artifact_dir
+from kevolve.sandbox.config import Isolation
+from kevolve.sandbox.extensions import ExtensionSpec
+from kevolve.sandbox.recipe import BuildTarget, module_name
+
+RELU = (FIXTURES / "solutions" / "relu_cpp.py").read_text()
+
+
+def _service(cache: Path, isolation: Isolation = Isolation.AUTO) -> BuildService:
+    # No precompiled header here: building one takes a minute on CI's two cores.
+    return BuildService(cache, BuildTarget.current(""), workers=2, isolation=isolation, timeout_s=300, max_pch=0)
+
+
+def _booby_trapped(marker: Path, name: str) -> str:
+    """relu_cpp with module code that leaves a marker and dies before its load_inline line runs."""
+    trap = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\nraise SystemExit('candidate code ran')\n"
+    return RELU.replace("_src = r", trap + "_src = r", 1).replace('"relu_ext"', repr(name))
+
+
+def _load_in_fresh_worker(cache: Path, private: Path, source: str) -> subprocess.CompletedProcess[str]:
+    """Install the worker's hooks in a new interpreter and run `source`; no compiler or ninja on PATH."""
+    code = ("import sys, torch\nfrom pathlib import Path\n"
+            "from kevolve.sandbox.compile import install_build_hooks, BUILT_MODULES\n"
+            "install_build_hooks(Path(sys.argv[1]), Path(sys.argv[2]), 'scope')\n"
+            "ns = {}\nexec(compile(sys.stdin.read(), 'candidate.py', 'exec'), ns)\n"
+            "y = ns['ModelNew']()(torch.tensor([-1.0, 2.0]))\nprint(ns['ext'].__name__, y.tolist(), sorted(BUILT_MODULES))\n")
+    env = {**os.environ, "PATH": "/nonexistent"}
+    return subprocess.run([sys.executable, "-c", code, str(cache), str(private)], input=source, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_service_builds_without_running_the_candidate_and_workers_import_it_without_building(tmp_path: Path) -> None:
+    marker = tmp_path / "candidate-ran"
+    cache = tmp_path / "cache"
+    svc = _service(cache)
+    try:
+        with ThreadPoolExecutor(4) as pool:  # the same extension under two names, submitted concurrently
+            subs = list(pool.map(svc.submit_source, [_booby_trapped(marker, "relu_a"), _booby_trapped(marker, "relu_b")] * 2))
+        futures = {id(f) for fs in subs for f in fs}
+        assert len(futures) == 1, "identical extensions must share one build"
+        res = subs[0][0].result(timeout=600)
+    finally:
+        svc.close()
+    assert res.ok and res.status is BuildStatus.BUILT, res.log_tail
+    assert not marker.exists(), "the service ran the candidate's module code"
+    assert [p.name for p in (cache / "extensions" / "by-source").iterdir()] == [res.key]
+    assert (artifact_dir(cache, res.key) / f"{module_name(res.key)}.so").is_file()
+
+    again = _service(cache)
+    try:
+        assert again.submit_source(_booby_trapped(marker, "relu_c"))[0].result().status is BuildStatus.CACHED
+    finally:
+        again.close()
+
+    private = tmp_path / "private"
+    for name in ("relu_x", "relu_y"):  # another name, the same sources: the same artifact, nothing compiled
+        out = _load_in_fresh_worker(cache, private, RELU.replace('"relu_ext"', repr(name)))
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.split()[0] == module_name(res.key)
+        assert "[0.0, 2.0]" in out.stdout
+    assert not any(private.rglob("*")) or all(p.is_dir() for p in private.rglob("*")), "the worker built something"
+
+
+def test_worker_hook_builds_with_the_fast_recipe_when_the_service_has_not(tmp_path: Path) -> None:
+    cache, private = tmp_path / "cache", tmp_path / "private"
+    env_src = RELU.replace('"relu_ext"', '"relu_local"')
+    code = ("import sys, torch\nfrom pathlib import Path\n"
+            "from kevolve.sandbox.compile import install_build_hooks\n"
+            "install_build_hooks(Path(sys.argv[1]), Path(sys.argv[2]), 'scope')\n"
+            "ns = {}\nexec(compile(sys.stdin.read(), 'candidate.py', 'exec'), ns)\nprint(ns['ext'].__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(cache), str(private)], input=env_src, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    mod = out.stdout.split()[-1]
+    built = private / "extensions" / "scope" / mod
+    assert sorted(p.name for p in built.iterdir()) == [f"{mod}.so"], "only the module is kept for promotion"
+    assert not (cache / "extensions" / "by-source").exists(), "a worker never writes by-source"
+
+
+def test_a_failing_compile_is_a_result_with_the_compilers_message(tmp_path: Path) -> None:
+    bad = (FIXTURES / "solutions" / "relu_compile_error.py").read_text()
+    svc = _service(tmp_path / "cache")
+    try:
+        (fut,) = svc.submit_source(bad)
+        res = fut.result(timeout=600)
+    finally:
+        svc.close()
+    assert not res.ok and res.status is BuildStatus.FAILED
+    assert "sm_90" in res.log_tail  # gcc: unrecognized command-line option '-arch=sm_90'
+    assert not (tmp_path / "cache" / "extensions" / "by-source" / res.key).exists()
+
+
+def test_an_include_of_a_secret_file_fails_under_isolation(tmp_path: Path) -> None:
+    from kevolve.sandbox.bwrap import probe
+
+    works, why = probe()
+    if not works:
+        unavailable(why)
+    secret = tmp_path / "home" / ".ssh" / "id_rsa"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("SECRET-KEY-MATERIAL-4242\n")
+    spec = ExtensionSpec(name="leak", cpp_sources=(f'static const char k[] = {{\n#include "{secret}"\n}};',),
+                         no_implicit_headers=True)
+    svc = _service(tmp_path / "cache", Isolation.BWRAP)
+    try:
+        res = svc.submit(spec).result(timeout=300)
+    finally:
+        svc.close()
+    assert not res.ok
+    assert "No such file" in res.log_tail
+    assert "SECRET-KEY-MATERIAL" not in res.log_tail
+    assert not (tmp_path / "cache" / "extensions" / "by-source" / res.key).exists()
+
+
+def test_unsafe_flags_are_declined_not_compiled(tmp_path: Path) -> None:
+    spec = ExtensionSpec(name="p", cpp_sources=("int x;",), extra_cflags=("-fplugin=/tmp/evil.so",))
+    svc = _service(tmp_path / "cache", Isolation.NONE)
+    try:
+        res = svc.submit(spec).result(timeout=10)
+    finally:
+        svc.close()
+    assert res.status is BuildStatus.DECLINED and not res.ok
+    assert "-fplugin" in res.log_tail
