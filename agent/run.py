@@ -56,14 +56,21 @@ def archive_storer(mode: IngestMode, db_url: str | None = None) -> Storer | None
     UsageError when the database cannot be opened."""
     if mode is IngestMode.NONE:
         return None
-    from kevolve.archive import open_archive
-    from kevolve.archive.db import ArchiveError
-    from kevolve.archive.ingest import Ingestor
+    try:
+        from kevolve.archive import open_archive
+        from kevolve.archive.db import ArchiveError
+        from kevolve.archive.ingest import Ingestor
+    except ImportError as e:  # a partial install: the run goes on, its folder keeps every verdict
+        from kevolve.extras import install_hint
 
+        log.warning("archive ingest skipped: %s", install_hint(e.name or ""))
+        return None
     try:
         archive = open_archive(db_url)
     except ImportError as e:
-        log.warning("archive ingest skipped: %s (pip install 'kevolve[archive]')", e)
+        from kevolve.extras import install_hint
+
+        log.warning("archive ingest skipped: %s", install_hint(e.name or ""))
         return None
     except ArchiveError as e:
         raise UsageError(f"{e} (or --archive-ingest none)") from None

@@ -86,7 +86,10 @@ def make_engine(url: str) -> Engine:
     if backend == "postgresql":
         try:
             return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 10})
-        except (ImportError, ArgumentError) as e:
+        except ImportError as e:
+            raise ArchiveError(f"cannot use {url!r}: the driver {e.name or 'psycopg'!r} is not installed: "
+                               "pip install 'kevolve[archive]'") from None
+        except ArgumentError as e:
             raise ArchiveError(f"cannot use {url!r}: {e}") from None
     raise ArchiveError(f"unsupported database {backend!r}: use sqlite:///… or postgresql+psycopg://…")
 

@@ -62,6 +62,16 @@ def to_row(kernel: ArchivedKernel, problem_source: str, ev: Evaluation | None, p
     }
 
 
+def _pyarrow():  # noqa: ANN202 - (pyarrow, pyarrow.parquet)
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ModuleNotFoundError:
+        raise FileFormatError("Parquet files need pyarrow, which is not installed: pip install 'kevolve[archive]' "
+                              "(or use .jsonl)") from None
+    return pa, pq
+
+
 def write_rows(rows: Iterable[dict], path: Path, fmt: str) -> int:
     """Write rows as JSONL or Parquet (atomically: a temp file renamed into place); returns the count."""
     tmp = path.with_name(f".{path.name}.tmp")
@@ -72,8 +82,7 @@ def write_rows(rows: Iterable[dict], path: Path, fmt: str) -> int:
                 f.write(json.dumps(row) + "\n")
                 n += 1
     elif fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        pa, pq = _pyarrow()
 
         schema = pa.schema([(c, pa.string()) for c in ("Op_Name", "Kernel_Name", "CUDA_Code", "PyTorch_Code_Module",
                                                        "PyTorch_Code_Functional", "Error", "NCU_Profile",
@@ -108,7 +117,7 @@ def read_rows(path: Path) -> Iterator[dict]:
     except OSError as e:
         raise FileFormatError(f"{path}: cannot read: {e.strerror}") from None
     if magic == b"PAR1":
-        import pyarrow.parquet as pq
+        _pa, pq = _pyarrow()
 
         try:
             pf = pq.ParquetFile(path)

@@ -133,7 +133,33 @@ app.add_typer(__import__("kevolve.cli_sandbox", fromlist=["app"]).app, name="san
 
 
 def main() -> None:
-    app()
+    """The `kevolve` entry point: whatever goes wrong ends in one `error: …` line, never a traceback.
+
+    A missing optional package names the extra to install; any other failure (kevolve's own bug) is
+    one line, with the traceback written to a file for the bug report.
+    """
+    try:
+        app()
+    except ModuleNotFoundError as e:
+        from kevolve.extras import install_hint
+
+        typer.echo(f"error: {install_hint(e.name or '')}", err=True)
+        sys.exit(1)
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one line, traceback kept in a file
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        typer.echo(f"error: kevolve failed: {type(e).__name__}: {first} (a bug: the traceback is in "
+                   f"{_save_traceback()})", err=True)
+        sys.exit(1)
+
+
+def _save_traceback() -> str:
+    import tempfile
+    import traceback
+
+    fd, path = tempfile.mkstemp(prefix="kevolve-error-", suffix=".txt")
+    with open(fd, "w") as f:
+        f.write(" ".join(sys.argv) + "\n\n" + traceback.format_exc())
+    return path
 
 
 if __name__ == "__main__":

@@ -26,15 +26,23 @@ def _fail(msg: str) -> None:
 
 @contextmanager
 def _errors() -> Iterator[None]:
-    """Bad input and unreachable databases become one line on stderr and exit code 2."""
-    from sqlalchemy.exc import SQLAlchemyError
+    """Bad input, unreachable databases and missing packages become one line on stderr and exit code 2."""
+    try:
+        from sqlalchemy.exc import SQLAlchemyError
 
-    from kevolve.archive.db import ArchiveError
-    from kevolve.archive.embed import EmbeddingError
-    from kevolve.archive.sakana import FileFormatError
+        from kevolve.archive.db import ArchiveError
+        from kevolve.archive.embed import EmbeddingError
+        from kevolve.archive.sakana import FileFormatError
+    except ModuleNotFoundError as e:
+        from kevolve.extras import install_hint
 
+        _fail(install_hint(e.name or ""))
     try:
         yield
+    except ModuleNotFoundError as e:
+        from kevolve.extras import install_hint
+
+        _fail(install_hint(e.name or ""))
     except (ArchiveError, EmbeddingError, FileFormatError, ValueError) as e:
         _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
     except SQLAlchemyError as e:
@@ -132,13 +140,13 @@ def export_cmd(path: Annotated[Path, typer.Argument(help="output file: .jsonl or
                technique: Technique = None, ok_only: Annotated[bool, typer.Option(help="only ok kernels")] = False,
                embedder: EmbedOpt = "minilm") -> None:
     """Export kernels with Sakana-archive-compatible columns."""
-    from kevolve.archive.transfer import export
-
     if fmt not in (None, "jsonl", "parquet"):
         _fail(f"--format must be jsonl or parquet, not {fmt!r}")
     if not path.parent.is_dir():
         _fail(f"{path.parent}: no such folder")
     with _errors():
+        from kevolve.archive.transfer import export
+
         f = _filters(level, op, device, min_speedup, technique, not ok_only)
         n = export(_open(db, embedder), path, fmt, f)
     typer.echo(f"exported {n} kernels to {path}")
@@ -149,11 +157,11 @@ def import_cmd(path: Annotated[Path, typer.Argument(help="a run folder, or a .js
                db: DbOpt = None, run_id: Annotated[Optional[str], typer.Option(help="record under this run")] = None,
                json_out: Annotated[bool, typer.Option("--json")] = False, embedder: EmbedOpt = "minilm") -> None:
     """Import kernels from a run folder or an export file (ours or Sakana's)."""
-    from kevolve.archive.transfer import import_path
-
     if not path.exists():
         _fail(f"{path}: no such file or folder")
     with _errors():
+        from kevolve.archive.transfer import import_path
+
         r = import_path(_open(db, embedder), path, run_id)
     if json_out:
         sys.stdout.write(json.dumps(r.__dict__) + "\n")
@@ -166,11 +174,12 @@ def import_cmd(path: Annotated[Path, typer.Argument(help="a run folder, or a .js
 def serve(db: DbOpt = None, host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
           port: Annotated[int, typer.Option(min=0, max=65535)] = 8765, embedder: EmbedOpt = "minilm") -> None:
     """The browser API and web page. Writes (import, delete) need $KEVOLVE_API_TOKEN as a Bearer token."""
-    from kevolve.archive.api import create_app
-
     with _errors():
+        import uvicorn
+
+        from kevolve.archive.api import create_app
+
         arch = _open(db, embedder)
-    import uvicorn
 
     token = os.environ.get("KEVOLVE_API_TOKEN") or None
     typer.echo(f"serving {arch.url} on http://{host}:{port}/ (writes {'need a token' if token else 'disabled'})")

@@ -176,6 +176,11 @@ def bench(
         _fail(f"--solutions {solutions}: no such folder")
     if executor not in ("local", "ray"):
         _fail(f"--executor must be local or ray, not {executor!r}")
+    if executor == "ray":
+        from kevolve.extras import missing
+
+        if why := missing("ray"):
+            _fail(why)
     if baselines not in ("reuse", "live"):
         _fail(f"--baselines must be reuse or live, not {baselines!r}")
     policy_allow = _policy_allow(allow)

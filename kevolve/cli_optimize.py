@@ -169,9 +169,11 @@ def check_archive(db: str | None, ingest: object, retrieve: bool) -> str | None:
     try:
         from kevolve.archive import open_archive
         from kevolve.archive.db import ArchiveError, default_url
-    except ImportError as e:  # the archive extra is not installed: the run goes on without the archive
+    except ImportError as e:  # a partial install: the run goes on without the archive
+        from kevolve.extras import install_hint
+
         if db:
-            _fail(f"--archive-db needs the archive extra (pip install 'kevolve[archive]'): {e}")
+            _fail(f"--archive-db: {install_hint(e.name or '')}")
         return None
     url = db or default_url(dict(os.environ))
     if ingest is not IngestMode.NONE:  # retrieval alone never creates an archive and skips a broken one

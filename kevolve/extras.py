@@ -1,0 +1,41 @@
+"""What to install when an optional package is missing, in one line (imports nothing heavy).
+
+`pip install kevolve` brings everything the main job needs (the agent, the sandbox, the archive);
+these extras add what only some commands use. A command that reaches for one of them without it
+says which extra to install instead of ending in a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+# top-level module -> (extra to install, what needs it)
+EXTRAS: dict[str, tuple[str, str]] = {
+    "pyarrow": ("kevolve[archive]", "Parquet files"),
+    "psycopg": ("kevolve[archive]", "a PostgreSQL archive"),
+    "ray": ("kevolve[bench]", "--executor ray"),
+    "cupy": ("kevolve[cuda]", "CuPy kernels"),
+    "cupy_backends": ("kevolve[cuda]", "CuPy kernels"),
+}
+
+
+def install_hint(module: str) -> str:
+    """One line: which package is missing, what needs it, and the pip command that brings it."""
+    top = (module or "?").split(".")[0]
+    if top in EXTRAS:
+        extra, what = EXTRAS[top]
+        return f"{what} need the Python package {top!r}, which is not installed: pip install '{extra}'"
+    return (f"the Python package {top!r} is missing from this install (a partial or old install of kevolve?): "
+            f"pip install --upgrade kevolve, or pip install {top}")
+
+
+def missing(module: str) -> str | None:
+    """install_hint(module) when `module` cannot be imported here, else None (nothing is imported)."""
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else install_hint(module)
+
+
+__all__ = ["EXTRAS", "install_hint", "missing"]
