@@ -54,6 +54,14 @@ class LLMConfig(Record):
     def label(self) -> str:
         return f"{self.provider}:{self.model}"
 
+    @property
+    def endpoint(self) -> str:
+        """The URL requests go to: base_url, else the vendor's own."""
+        return self.base_url or _VENDOR_URLS.get(self.provider, "(no URL)")
+
+
+_VENDOR_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+
 
 class EvolutionConfig(Record):
     """The population's shape and the evolutionary operators' settings."""

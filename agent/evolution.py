@@ -185,6 +185,9 @@ def stop_reason(trials: Sequence[Trial], best_history: Sequence[float], elapsed_
     evaluated = sum(1 for t in trials if t.status == "evaluated")
     spent = sum(t.cost_usd for t in trials)
     best = best_history[-1] if best_history else 0.0
+    last = [t for t in trials if t.job.generation == generation - 1]
+    if last and all(t.status == "llm_error" for t in last):  # the model is down: more generations cannot help
+        return f"llm_error: every proposal of generation {generation - 1} failed at the LLM ({last[-1].note[:200]})"
     if cfg.target_speedup is not None and best >= cfg.target_speedup:
         return f"target: reached {best:.2f}x (target {cfg.target_speedup:.2f}x)"
     if evaluated >= cfg.max_candidates:

@@ -87,7 +87,9 @@ def eval_cmd(
         import torch
 
         if not torch.cuda.is_available():
-            _fail("--device cuda: no CUDA GPU is visible to PyTorch here (use --device cpu)")
+            from kevolve.cli_optimize import NO_GPU
+
+            _fail(f"--device {dev}: {NO_GPU}")
     config = SandboxConfig(device=dev, timeout_s=timeout, trials=trials, allow_torch_only=allow_torch_only,
                            seed=seed, compile_baseline=CompileBaseline(compile_baseline),
                            tolerance_factor=tolerance_factor, memory_limit_gb=memory_limit_gb, ncu=ncu,

@@ -58,7 +58,9 @@ def _devices(device: str | None, gpus: str | None) -> tuple[str, list[str]]:
     import torch
 
     if not torch.cuda.is_available():
-        _fail("--device cuda: no CUDA GPU is visible to PyTorch here (use --device cpu)")
+        from kevolve.cli_optimize import NO_GPU
+
+        _fail(f"--device {device}: {NO_GPU}")
     if gpus:
         try:
             idx = [int(g) for g in gpus.split(",") if g.strip()]

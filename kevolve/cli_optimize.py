@@ -87,6 +87,8 @@ def optimize_cmd(
             raise SettingsError(f"--resume {resume}: no such run (looked in {runs_dir}/ and at that path)")
         if llm is None and prior is not None:
             llm, base_url = prior[0], base_url or prior[1]
+        # In the order a user fixes them: the file, the device, then the LLM and its key.
+        problem = None if resume else load_target(module or "", init, input_ or [])
         dev = device or _default_device()
         _check_device(dev)
         from kevolve.agent.offline.proposer import OFFLINE_SPEC, OFFLINE_URL, proposer_for
@@ -95,7 +97,9 @@ def optimize_cmd(
         if offline:
             llm, base_url, no_cache = OFFLINE_SPEC, OFFLINE_URL, True
             if not dev.startswith("cuda"):
-                raise SettingsError("--offline generates CUDA kernels: it needs --device cuda")
+                gpu = device is not None and _default_device() == "cuda"  # --device cpu on a GPU machine
+                raise SettingsError("--offline generates CUDA kernels: it needs --device cuda" if gpu else
+                                    f"--offline generates CUDA kernels and needs an NVIDIA GPU: {NO_GPU}")
         ingest = ingest_mode(archive_ingest, no_archive)
         config = build_config(llm=llm or "openai:gpt-4o", base_url=base_url, env=os.environ, device=dev, runs_dir=runs_dir,
                               llm_cache=not no_cache, llm_cache_dir=llm_cache, archive=not no_archive, stop=stop,
@@ -104,7 +108,6 @@ def optimize_cmd(
                               sandbox={"timeout_s": timeout, "policy_allow": parse_allow(allow) or None},
                               evolution=dict(islands=islands, concurrency=concurrency, seed=seed,
                                              jobs_per_generation=jobs_per_generation, max_repairs=max_repairs))
-        problem = None if resume else load_target(module or "", init, input_ or [])
     except (SettingsError, ProblemError) as e:
         _fail(str(e))
     db_url = check_archive(archive_db, ingest, not no_archive)
@@ -128,7 +131,29 @@ def optimize_cmd(
         sys.stdout.write(result.model_dump_json() + "\n")
     else:
         sys.stdout.write((result.run_dir / "report.md").read_text())
+    if why := nothing_because_of_environment(result, config.llm.endpoint):
+        _fail(why, code=1)
 
+
+def nothing_because_of_environment(result, endpoint: str) -> str | None:  # noqa: ANN001 - an agent Result
+    """One line when the run produced nothing because of the environment (the LLM never answered,
+    or every evaluation was the machine's fault), for a non-zero exit; None when it produced anything."""
+    if result.best_candidate_id is not None or not result.outcomes:
+        return None
+    resume = f"continue with: kevolve optimize --resume {result.run_id}"
+    if set(result.outcomes) == {"llm_error"}:
+        return (f"no proposal came back from the LLM at {endpoint} ({result.outcomes['llm_error']} llm_error; "
+                f"{result.stop_reason[:200]}): check the server, the URL, the API key and the model name; {resume}")
+    if set(result.outcomes) <= {"llm_error", "infra_error"}:
+        return (f"no candidate was judged: every evaluation failed on this machine (infra_error; "
+                f"{result.stop_reason[:200]}): see `kevolve doctor` and the run's trials.jsonl; {resume}")
+    return None
+
+
+# What works on a machine without an NVIDIA GPU (the main job needs one), said wherever a GPU is missing.
+CPU_HINT = ("Without a GPU, what works here: kevolve optimize FILE --device cpu --llm PROVIDER:MODEL (an LLM writes "
+            "C++ kernels), and kevolve eval / kevolve bench --device cpu for C++ candidates")
+NO_GPU = f"no CUDA GPU is visible to PyTorch here. {CPU_HINT}"
 
 ALLOW_HELP = ("permit a candidate-policy category (repeatable): introspection, monkeypatch, process_setting, "
               "environment, network, processes, threads, files, exit, native, import, or all")
@@ -199,4 +224,4 @@ def _check_device(dev: str) -> None:
         import torch
 
         if not torch.cuda.is_available():
-            raise SettingsError("--device cuda: no CUDA GPU is visible to PyTorch here (use --device cpu)")
+            raise SettingsError(f"--device {dev}: {NO_GPU}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kevolve.agent.config import LLMConfig
 from kevolve.agent.llm.base import (Completion, Message, NonRetryableLLMError, TransientLLMError,
-                                    describe_http_error, price)
+                                    UnreachableLLMError, describe_http_error, price)
 from kevolve.agent.llm.retry import with_retries
 
 _STOP = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
@@ -40,8 +40,11 @@ class AnthropicLLM:
             r = self._client.messages.create(
                 model=c.model, messages=chat, max_tokens=int(opts.get("max_tokens", c.max_tokens)),  # type: ignore[arg-type]
                 **kw)  # the current messages API takes no temperature
-        except (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APITimeoutError,
-                anthropic.APIConnectionError) as e:
+        except anthropic.APITimeoutError as e:  # a subclass of APIConnectionError: the server is there, but slow
+            raise TransientLLMError(describe_http_error(e)) from None
+        except anthropic.APIConnectionError as e:
+            raise UnreachableLLMError(str(self._client.base_url), describe_http_error(e)) from None
+        except (anthropic.RateLimitError, anthropic.InternalServerError) as e:
             raise TransientLLMError(describe_http_error(e)) from None
         except anthropic.APIStatusError as e:
             if e.status_code in (408, 409, 529) or e.status_code >= 500:

@@ -40,6 +40,20 @@ class TransientLLMError(LLMError):
     """A rate limit, server error or timeout: worth retrying with backoff."""
 
 
+class UnreachableLLMError(TransientLLMError):
+    """No connection to the server at all (refused, no such host): retried briefly, then fatal."""
+
+    def __init__(self, endpoint: str, detail: str) -> None:
+        super().__init__(f"{unreachable_hint(endpoint)} ({detail})")
+        self.endpoint, self.detail = endpoint, detail
+
+
+def unreachable_hint(endpoint: str) -> str:
+    """What to check when the server at `endpoint` cannot be reached (one line)."""
+    return (f"cannot reach the LLM server at {endpoint}: check that it is running and listening there, the URL "
+            "(--base-url or the provider's *_BASE_URL variable), and any proxy or firewall in between")
+
+
 class LLM(Protocol):
     """A chat model. `opts` are per-call settings such as `max_tokens`, `temperature`, `sample`."""
 

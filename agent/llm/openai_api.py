@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kevolve.agent.config import LLMConfig
 from kevolve.agent.llm.base import (Completion, Message, NonRetryableLLMError, TransientLLMError,
-                                    describe_http_error, price)
+                                    UnreachableLLMError, describe_http_error, price)
 from kevolve.agent.llm.retry import with_retries
 
 
@@ -36,8 +36,11 @@ class OpenAILLM:
                 model=c.model, messages=[m.model_dump() for m in messages],  # type: ignore[misc]
                 max_tokens=int(opts.get("max_tokens", c.max_tokens)),  # type: ignore[arg-type]
                 temperature=float(opts.get("temperature", c.temperature)))  # type: ignore[arg-type]
-        except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                openai.APIConnectionError) as e:
+        except openai.APITimeoutError as e:  # a subclass of APIConnectionError: the server is there, but slow
+            raise TransientLLMError(describe_http_error(e)) from None
+        except openai.APIConnectionError as e:
+            raise UnreachableLLMError(str(self._client.base_url), describe_http_error(e)) from None
+        except (openai.RateLimitError, openai.InternalServerError) as e:
             raise TransientLLMError(describe_http_error(e)) from None
         except openai.APIStatusError as e:
             if e.status_code in (408, 409) or e.status_code >= 500:
