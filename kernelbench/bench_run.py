@@ -98,6 +98,8 @@ def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConf
     executor = _executor(args, config, cache, fingerprint)
     t0 = time.monotonic()
     with Progressor(plan.total, plan.skipped, store.root) as progress:
+        for row in plan.problem_rows:  # verdicts known without running anything get their line too
+            progress.done(row)
         def on_result(row: ResultRow) -> None:
             nonlocal infra
             store.write(row)

@@ -25,7 +25,7 @@ class Progressor:
     """A rich progress bar over the planned evaluations, with a running outcome tally."""
 
     def __init__(self, total: int, skipped: int, root: Path) -> None:
-        self.total, self.skipped, self.tally = total, skipped, Counter[str]()
+        self.total, self.skipped, self.tally, self.evaluated = total, skipped, Counter[str](), 0
         self.progress = Progress(TextColumn("[bold]bench"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
                                  TextColumn("{task.fields[status]}"), console=console,
@@ -47,14 +47,22 @@ class Progressor:
         self.progress.stop()
 
     def done(self, row: ResultRow) -> None:
+        """Count a verdict; a line for each one (problem-level verdicts also above a bar)."""
         self.tally[row.status] += 1
-        if row.is_problem_row:
-            return
         status = " ".join(f"{k} {v}" for k, v in self.tally.most_common(4))
+        if row.is_problem_row or not row.label:  # a verdict on the whole problem: always said, with its reason
+            line = f"L{row.level}/{row.file}: {row.status}: {row.reason.partition(': ')[2][:240]} ({row.wall_s:.1f}s)"
+            self.progress.update(self.task, status=status)
+            if console.is_terminal:
+                self.progress.console.print(line, markup=False, highlight=False)
+            else:
+                print(line, flush=True)
+            return
         self.progress.update(self.task, advance=1, status=status)
+        self.evaluated += 1
         if not console.is_terminal:  # a log line per evaluation when nobody watches a bar
             sp = f" {row.speedup:.2f}x" if row.speedup else ""
-            print(f"[{sum(self.tally.values())}/{self.total}] L{row.level}/{row.file} {row.label}: "
+            print(f"[{self.evaluated}/{self.total}] L{row.level}/{row.file} {row.label}: "
                   f"{row.status}{sp} ({row.wall_s:.1f}s)", flush=True)
 
 

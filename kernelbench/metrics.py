@@ -57,7 +57,7 @@ class LevelSummary(Record):
 
 # When a problem has no ok candidate, it shows the one that got furthest.
 _RANK = ["ok", "rejected", "incorrect", "runtime_error", "crashed", "timeout", "compile_error", "infra_error",
-         "problem_error", "unavailable", "no_solution"]
+         "memory_limit", "problem_error", "unavailable", "no_solution"]
 
 
 def problem_results(rows: list[ResultRow]) -> list[ProblemResult]:

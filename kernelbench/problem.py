@@ -21,6 +21,10 @@ class ProblemError(ValueError):
     """A problem file the user gave is unusable; the message is one line for the user."""
 
 
+class ProblemTooLarge(ProblemError):
+    """The problem is fine, but its data does not fit this machine's memory limit (`memory_limit:`)."""
+
+
 def top_level_names(tree: ast.Module) -> set[str]:
     """Names bound at module level by def, class, assignment or import."""
     names: set[str] = set()

@@ -14,6 +14,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from kevolve.kernelbench.baselines import BaselineCache, BenchSandbox
 from kevolve.kernelbench.solutions import SolutionFile
-from kevolve.kernelbench.store import NO_SOLUTION, PROBLEM_ERROR, UNAVAILABLE, ResultRow
+from kevolve.kernelbench.store import MEMORY_LIMIT, NO_SOLUTION, PROBLEM_ERROR, UNAVAILABLE, ResultRow
 from kevolve.kernelbench.suite import SuiteProblem
 from kevolve.records import Candidate, Evaluation, Outcome, Record
 from kevolve.sandbox.config import SandboxConfig
@@ -60,9 +61,24 @@ class Plan:
         return sum(len(j.candidates) for j in self.jobs)
 
 
-def problem_row(sp: SuiteProblem, status: str, reason: str, worker: str = "") -> ResultRow:
-    return ResultRow(level=sp.level, number=sp.number, file=sp.file,
-                     problem_id=sp.problem.id if sp.problem else None, status=status, reason=reason, worker=worker)
+def problem_row(sp: SuiteProblem, status: str, reason: str, worker: str = "", wall_s: float = 0.0) -> ResultRow:
+    return ResultRow(level=sp.level, number=sp.number, file=sp.file, problem_id=sp.problem.id if sp.problem else None,
+                     status=status, reason=reason, worker=worker, wall_s=wall_s)
+
+
+def failed_problem_row(sp: SuiteProblem, e: Exception, worker: str, t0: float) -> ResultRow:
+    """The row of a problem whose reference could not be prepared: too large for the memory limit
+    (memory_limit), broken (problem_error), or the machine's fault (infra_error: retried on rerun)."""
+    from kevolve.kernelbench.problem import ProblemTooLarge
+    from kevolve.sandbox.local import JudgeLost
+
+    wall = time.monotonic() - t0
+    if isinstance(e, ProblemTooLarge):
+        why = str(e).partition(": memory_limit: ")[2] or str(e)
+        return problem_row(sp, MEMORY_LIMIT, f"memory_limit: {why}", worker, wall)
+    if isinstance(e, JudgeLost):
+        return problem_row(sp, Outcome.INFRA_ERROR.value, f"infra_error: {e}"[:300], worker, wall)
+    return problem_row(sp, PROBLEM_ERROR, f"problem_error: {e}", worker, wall)
 
 
 def make_plan(problems: list[SuiteProblem], solutions: dict[tuple[int, int], list[SolutionFile]],
@@ -114,22 +130,25 @@ def run_problem(job: ProblemJob, sandbox: BenchSandbox, config: SandboxConfig, r
                 before: Callable[[Candidate], None] | None = None) -> Iterator[ResultRow]:
     """Evaluate a problem's candidates in order, yielding each row as it is decided."""
     from kevolve.kernelbench.problem import ProblemError
+    from kevolve.sandbox.local import JudgeLost
 
     sp = job.problem
     assert sp.problem is not None
+    t0 = time.monotonic()
     try:
         sandbox.reference(sp.problem, config)  # first, while the compile pool builds its candidates
-    except ProblemError as e:
-        yield problem_row(sp, PROBLEM_ERROR, f"problem_error: {e}", worker)
+    except (ProblemError, JudgeLost) as e:
+        yield failed_problem_row(sp, e, worker, t0)
         return
     for cf in job.candidates:
         cand = Candidate.from_source(cf.source, sp.problem.id)
         if before is not None:
             before(cand)
+        t0 = time.monotonic()
         try:
             ev, attempts = evaluate_with_retries(sandbox, job, cand, config, retries)
         except ProblemError as e:
-            yield problem_row(sp, PROBLEM_ERROR, f"problem_error: {e}", worker)
+            yield failed_problem_row(sp, e, worker, t0)
             return
         except Exception as e:  # noqa: BLE001 - kevolve's own bug: logged, kept unfinished, run goes on
             log.exception("%s %s: the harness failed", sp.key, cf.label)

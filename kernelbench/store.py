@@ -20,9 +20,10 @@ from kevolve.records import Evaluation, Outcome, Record
 
 log = logging.getLogger(__name__)
 
-# Problem-level statuses (beside the candidate Outcomes).
-PROBLEM_ERROR, UNAVAILABLE, NO_SOLUTION = "problem_error", "unavailable", "no_solution"
-PROBLEM_STATUSES = (PROBLEM_ERROR, UNAVAILABLE, NO_SOLUTION)
+# Problem-level statuses (beside the candidate Outcomes). memory_limit: the problem is fine but its data
+# does not fit this machine's memory limit; problem_error: the problem itself is wrong.
+PROBLEM_ERROR, UNAVAILABLE, NO_SOLUTION, MEMORY_LIMIT = "problem_error", "unavailable", "no_solution", "memory_limit"
+PROBLEM_STATUSES = (PROBLEM_ERROR, UNAVAILABLE, NO_SOLUTION, MEMORY_LIMIT)
 
 
 class RunMeta(Record):
@@ -53,7 +54,7 @@ class ResultRow(Record):
     label: str = Field(default="", description="which candidate of the problem; '' for a problem row")
     solution: str = Field(default="", description="the candidate file it came from")
     candidate_id: str = ""
-    status: str = Field(description="an Outcome, or problem_error / unavailable / no_solution")
+    status: str = Field(description="an Outcome, or problem_error / memory_limit / unavailable / no_solution")
     reason: str = ""
     speedup: float | None = None
     speedup_vs_compile: float | None = None
@@ -166,4 +167,4 @@ class RunStore:
         return path
 
 
-__all__ = ["PROBLEM_ERROR", "UNAVAILABLE", "NO_SOLUTION", "ResultRow", "RunMeta", "RunStore"]
+__all__ = ["MEMORY_LIMIT", "PROBLEM_ERROR", "UNAVAILABLE", "NO_SOLUTION", "ResultRow", "RunMeta", "RunStore"]

@@ -49,7 +49,8 @@ def eval_cmd(
     seed: Annotated[Optional[int], typer.Option(help="base seed of the input draws (default: fresh)")] = None,
     compile_baseline: Annotated[str, typer.Option(help="time torch.compile too: auto|on|off")] = "auto",
     tolerance_factor: Annotated[float, typer.Option(min=1.0, help="allowed error = factor x eager's + floor")] = 8.0,
-    memory_limit_gb: Annotated[float, typer.Option(min=0.5, help="host memory limit of the worker")] = 32.0,
+    memory_limit_gb: Annotated[Optional[float], typer.Option(
+        min=0.5, help="host memory limit of each evaluation process (default: a third of the available memory)")] = None,
     keep_scratch: Annotated[bool, typer.Option(help="keep the workers' scratch folders")] = False,
     ncu: Annotated[bool, typer.Option("--ncu", help="add Nsight Compute DRAM/SM throughput (needs ncu)")] = False,
     sandbox: Annotated[str, typer.Option(help="local (worker processes) or docker (worker containers)")] = "local",
@@ -92,7 +93,8 @@ def eval_cmd(
             _fail(f"--device {dev}: {NO_GPU}")
     config = SandboxConfig(device=dev, timeout_s=timeout, trials=trials, allow_torch_only=allow_torch_only,
                            seed=seed, compile_baseline=CompileBaseline(compile_baseline),
-                           tolerance_factor=tolerance_factor, memory_limit_gb=memory_limit_gb, ncu=ncu,
+                           tolerance_factor=tolerance_factor, ncu=ncu,
+                           **({} if memory_limit_gb is None else {"memory_limit_gb": memory_limit_gb}),
                            backend=Backend(sandbox), isolation=Isolation(isolation), audit=audit,
                            policy_allow=policy_allow)
     cand = Candidate.from_source(source, prob.id)

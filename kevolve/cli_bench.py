@@ -86,12 +86,14 @@ def _pin_cuda_arch(devices: list[str]) -> None:
 
 def _config(device: str, seed: int, cache_dir: Path | None, timeout: float, trials: int, max_timing_s: float,
             compile_baseline: str, allow_torch_only: bool = False, audit: bool = False,
-            policy_allow: tuple[str, ...] = ()):  # noqa: ANN202
+            policy_allow: tuple[str, ...] = (), memory_limit_gb: float | None = None):  # noqa: ANN202
     from kevolve.sandbox.config import CompileBaseline, SandboxConfig
 
     if compile_baseline not in {c.value for c in CompileBaseline}:
         _fail(f"--compile-baseline must be auto, on or off, not {compile_baseline!r}")
-    kw = {} if cache_dir is None else {"cache_dir": cache_dir.resolve()}
+    kw: dict[str, object] = {} if cache_dir is None else {"cache_dir": cache_dir.resolve()}
+    if memory_limit_gb is not None:
+        kw["memory_limit_gb"] = memory_limit_gb
     return SandboxConfig(device=device, seed=seed, timeout_s=timeout, trials=trials, max_timing_s=max_timing_s,
                          compile_baseline=CompileBaseline(compile_baseline), allow_torch_only=allow_torch_only,
                          audit=audit, policy_allow=policy_allow, **kw)
@@ -147,6 +149,8 @@ def bench(
     compile_baseline: Annotated[str, typer.Option(help="time torch.compile too: auto|on|off")] = "auto",
     cache_dir: CacheDir = None,
     retries: Annotated[int, typer.Option(min=0, help="retries of an infrastructure failure")] = 2,
+    memory_limit_gb: Annotated[Optional[float], typer.Option(
+        min=0.5, help="host memory limit of each evaluation process (default: a third of the available memory)")] = None,
     allow_torch_only: Annotated[bool, typer.Option(help="accept candidates that launch no custom kernel")] = False,
     audit: Annotated[bool, typer.Option("--audit", help="measure every ok row again: fresh runner, fresh inputs, "
                                         "the judge's own clock (audit_mismatch overturns it)")] = False,
@@ -196,7 +200,7 @@ def bench(
     levels = _levels(level)
     rd = run_dir or default_run_dir(runs_root, suite, levels, problems, match, solutions or Path("optimize"), base)
     config = _config(base, seed if seed is not None else secrets.randbelow(2**31 - 1000), cache_dir, timeout,
-                     trials, max_timing_s, compile_baseline, allow_torch_only, audit, policy_allow)
+                     trials, max_timing_s, compile_baseline, allow_torch_only, audit, policy_allow, memory_limit_gb)
     if compile_workers is None:
         compile_workers = 0 if base == "cpu" else max(0, len(os.sched_getaffinity(0)) - len(lanes))
     agent_config = _agent_config(llm, base_url, budget, no_archive, ingest, base, rd, cache_dir, timeout,

@@ -48,6 +48,8 @@ def optimize_cmd(
     resume: Annotated[Optional[str], typer.Option(help="continue the run with this id (or folder)")] = None,
     runs_dir: Annotated[Path, typer.Option(help="where run folders go")] = Path("runs"),
     timeout: Annotated[Optional[float], typer.Option(min=1, help="seconds per sandbox job")] = None,
+    memory_limit_gb: Annotated[Optional[float], typer.Option(
+        min=0.5, help="host memory limit of each evaluation process (default: a third of the available memory)")] = None,
     no_archive: Annotated[bool, typer.Option("--no-archive", help="leave the archive alone: no examples retrieved "
                                                                  "and, unless --archive-ingest says so, nothing stored")] = False,
     archive_ingest: Annotated[Optional[str], typer.Option(
@@ -105,7 +107,8 @@ def optimize_cmd(
                               llm_cache=not no_cache, llm_cache_dir=llm_cache, archive=not no_archive, stop=stop,
                               archive_ingest=ingest,
                               parallel_evaluations=parallel_evaluations,
-                              sandbox={"timeout_s": timeout, "policy_allow": parse_allow(allow) or None},
+                              sandbox={"timeout_s": timeout, "policy_allow": parse_allow(allow) or None,
+                                       "memory_limit_gb": memory_limit_gb},
                               evolution=dict(islands=islands, concurrency=concurrency, seed=seed,
                                              jobs_per_generation=jobs_per_generation, max_repairs=max_repairs))
     except (SettingsError, ProblemError) as e:

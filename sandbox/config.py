@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from kevolve.records import Record
+from kevolve.sandbox.memory import default_limit_gb
 
 
 class CompileBaseline(StrEnum):
@@ -32,7 +33,9 @@ class SandboxConfig(Record):
 
     device: str = Field(default="cuda", description="'cuda', 'cuda:N' or 'cpu'")
     timeout_s: float = Field(default=300.0, description="hard wall-clock limit per worker job")
-    memory_limit_gb: float = Field(default=32.0, description="host RSS limit of a worker's process group")
+    memory_limit_gb: float = Field(default_factory=default_limit_gb, description=(
+        "host memory limit of each process of an evaluation (the judge's problem data, each runner's process "
+        "group); default: a third of what this machine had available when kevolve started (sandbox/memory.py)"))
     trials: int = Field(default=30, description="minimum timed trials (adaptive up to 10x this)")
     max_timing_s: float = Field(default=10.0, description="stop adding trials after this long")
     warmup: int = 3

@@ -56,16 +56,19 @@ class ReferenceRunner:
         if gone is not None:
             raise h.StageError("infra_error", f"the {role} runner failed to start: {gone.log_tail[-200:]}")
         self.runner.watch(config.memory_limit_gb)
+        self.limit_gb = config.memory_limit_gb
         limit = config.timeout_s * (4 if role == "compiled" else 1)
         msg = self.runner.request(job.model_dump(), time.monotonic() + limit)
         if not (isinstance(msg, dict) and msg.get("op") == "ready"):
-            raise h.StageError("problem_error", f"the reference failed to load in its runner: {_why(msg)}")
+            raise h.StageError("problem_error", _over(msg, role, self.limit_gb)
+                               or f"the reference failed to load in its runner: {_why(msg)}")
 
     def call(self, key: str, deadline: float, op: str = "call", pad_ms: float = 0.05, noflush: bool = False) -> StepResult:
         i = self.slots.slot_for(key)
         msg = self.runner.request({"op": op, "slot": i, "pad_ms": pad_ms, "noflush": noflush}, deadline)
         if isinstance(msg, Gone) or not msg.get("ok"):
-            raise h.StageError("problem_error", f"the reference failed in its runner: {_why(msg)}")
+            raise h.StageError("problem_error", _over(msg, self.role, self.limit_gb)
+                               or f"the reference failed in its runner: {_why(msg)}")
         return StepResult.model_validate(msg)
 
     def time(self, config: SandboxConfig, flush: Flusher, first_deadline: float) -> TimingStats:
@@ -87,6 +90,14 @@ class ReferenceRunner:
         self.runner.close()
         self.slots.free()
         self.runner.finish()
+
+
+def _over(msg: Any, role: str, limit_gb: float) -> str | None:
+    """The memory_limit reason when the reference's runner ended over its memory limit, else None."""
+    if not (isinstance(msg, Gone) and msg.memory_exceeded):
+        return None
+    return (f"memory_limit: the {role} reference's runner went over the limit of {limit_gb:.1f} GiB per process "
+            f"(--memory-limit-gb) {msg.memory_note or 'with this problem’s inputs and outputs'}")
 
 
 def _why(msg: Any) -> str:
@@ -178,7 +189,7 @@ class Judge:
         t0 = time.monotonic()
         torch.set_num_threads(len(os.sched_getaffinity(0)))  # get_inputs draws on the CPU: use the lane's cores
         try:
-            state = prepare(problem, seed, config.n_draws, self.device, self.scratch)
+            state = prepare(problem, seed, config.n_draws, self.device, self.scratch, int(config.memory_limit_gb * 2**30))
         finally:
             torch.set_num_threads(1)
         eager = ReferenceRunner(self, state, config, "eager")

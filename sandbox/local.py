@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kevolve.kernelbench.problem import ProblemError
+from kevolve.kernelbench.problem import ProblemError, ProblemTooLarge
 from kevolve.records import Candidate, Evaluation, Outcome, Problem
 from kevolve.sandbox import verdict as _verdict  # noqa: F401 - imported lazily by the judge too
 from kevolve.sandbox.config import SandboxConfig
+from kevolve.sandbox.memory import oom_killed, oom_kills, oom_reason, peak_rss_bytes
 from kevolve.sandbox.protocol import JudgeReply, ReferenceSummary
 from kevolve.sandbox.static_checks import check_candidate_source
 
@@ -33,6 +34,14 @@ log = logging.getLogger(__name__)
 
 class JudgeLost(Exception):
     """The judge process died or stopped answering (the machine's fault, retried by callers)."""
+
+
+class JudgeOutOfMemory(JudgeLost):
+    """The kernel's out-of-memory killer ended the judge (it holds the problem's inputs and truth)."""
+
+    def __init__(self, peak: int | None) -> None:
+        super().__init__("the judge was ended by the kernel's out-of-memory killer")
+        self.peak = peak
 
 
 class JudgeClient:
@@ -60,6 +69,7 @@ class JudgeClient:
         os.close(from_judge_w)
         self.ch = Channel(from_judge_r, to_judge_w)
         self.lock = threading.Lock()
+        self.oom_before, self.peak = oom_kills(), 0  # to tell a death by the OOM killer from others
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -72,15 +82,27 @@ class JudgeClient:
                 self.ch.send(msg, alive=self.alive)
                 deadline = time.monotonic() + timeout_s
                 while True:
-                    reply = self.ch.recv(min(5.0, max(0.0, deadline - time.monotonic())))
+                    reply = self.ch.recv(min(1.0, max(0.0, deadline - time.monotonic())))
                     if reply is not None:
                         return JudgeReply.model_validate(reply)
+                    self.peak = max(self.peak, peak_rss_bytes(self.proc.pid) or 0)
                     if not self.alive():
+                        self._raise_if_oom()
                         raise JudgeLost(f"the judge exited ({self._tail()})")
                     if time.monotonic() >= deadline:
                         raise JudgeLost(f"the judge gave no answer in {timeout_s:.0f} s")
             except (ChannelClosed, Garbled, ValueError) as e:
+                self._raise_if_oom()
                 raise JudgeLost(f"the judge's channel broke: {e} ({self._tail()})") from None
+
+    def _raise_if_oom(self) -> None:
+        """JudgeOutOfMemory if the judge is gone because the kernel's OOM killer ended it."""
+        try:
+            self.proc.wait(timeout=5.0)  # a closed channel comes a moment before the exit status
+        except subprocess.TimeoutExpired:
+            return
+        if oom_killed(self.proc.returncode, self.oom_before):
+            raise JudgeOutOfMemory(self.peak or None)
 
     def _tail(self) -> str:
         try:
@@ -135,6 +157,10 @@ class LocalSandbox:
                **{k: v.model_dump(mode="json") for k, v in payload.items()}}
         try:
             return self._judge(config).request(msg, _budget(config))
+        except JudgeOutOfMemory as e:  # the judge holds the problem's data: the problem does not fit here
+            self._drop(config.device)
+            who = "the judge (which draws the inputs and computes the reference)"
+            return JudgeReply(problem_error=oom_reason(who, e.peak, config.memory_limit_gb))
         except JudgeLost as e:
             self._drop(config.device)
             return JudgeReply(infra_error=f"infra_error: {e}")
@@ -149,7 +175,7 @@ class LocalSandbox:
             return _early(problem, candidate, Outcome.REJECTED, policy, t0)
         reply = self._ask("evaluate", config, problem=problem, candidate=candidate)
         if reply.problem_error:
-            raise ProblemError(f"{Path(problem.path).name}: {reply.problem_error}")
+            raise _problem_failure(problem, reply.problem_error)
         if reply.evaluation is None:
             return _early(problem, candidate, Outcome.INFRA_ERROR, reply.infra_error or "infra_error: no answer", t0)
         ev = Evaluation.model_validate(reply.evaluation)
@@ -169,7 +195,7 @@ class LocalSandbox:
             return ev
         reply = self._ask("audit", config, problem=problem, candidate=candidate, evaluation=ev)
         if reply.problem_error:
-            raise ProblemError(f"{Path(problem.path).name}: {reply.problem_error}")
+            raise _problem_failure(problem, reply.problem_error)
         if reply.evaluation is None:
             from kevolve.records import Audit
 
@@ -180,9 +206,9 @@ class LocalSandbox:
         """Prepare the problem in the judge (draws, truth, baselines); ProblemError if it is broken."""
         reply = self._ask("reference", config, problem=problem)
         if reply.problem_error:
-            raise ProblemError(f"{Path(problem.path).name}: {reply.problem_error}")
-        if reply.reference is None:
-            raise ProblemError(f"{Path(problem.path).name}: {reply.infra_error or 'the judge gave no reference'}")
+            raise _problem_failure(problem, reply.problem_error)
+        if reply.reference is None:  # the machine's fault, not the problem's
+            raise JudgeLost(f"{Path(problem.path).name}: {reply.infra_error or 'the judge gave no reference'}")
         return reply.reference
 
     def forget(self) -> None:
@@ -208,6 +234,12 @@ class LocalSandbox:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _problem_failure(problem: Problem, reason: str) -> ProblemError:
+    """The exception for the judge's verdict on a problem: too large for the memory limit, or broken."""
+    cls = ProblemTooLarge if reason.startswith("memory_limit:") else ProblemError
+    return cls(f"{Path(problem.path).name}: {reason}")
 
 
 def _early(problem: Problem, cand: Candidate, outcome: Outcome, reason: str, t0: float) -> Evaluation:
@@ -240,4 +272,4 @@ def _with_ncu(ev: Evaluation, problem: Problem, cand: Candidate, config: Sandbox
     return ncu.attach(ev, problem, cand, config, ev.seeds[0] - 1 if ev.seeds else 0)
 
 
-__all__ = ["JudgeClient", "JudgeLost", "LocalSandbox"]
+__all__ = ["JudgeClient", "JudgeLost", "JudgeOutOfMemory", "LocalSandbox"]

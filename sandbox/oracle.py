@@ -94,10 +94,14 @@ def _free_device_bytes(device: torch.device) -> int:
     return free
 
 
-def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scratch: Path) -> ProblemState:
+def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scratch: Path,
+            memory_limit: int | None = None) -> ProblemState:
     """Load the problem, draw every input set, compute eager output and float64 truth for each.
 
-    Raises StageError('problem_error') for a problem that is itself broken.
+    Raises StageError('problem_error') for a problem that is itself broken, and one whose reason is
+    `memory_limit: …` for a problem whose data would not fit in `memory_limit` bytes of host memory
+    (checked before anything problem-sized is allocated where the shapes can be had on the meta device,
+    else on the first draw, before its float64 truth). A problem that fits with fewer draws gets fewer.
     """
     t0 = time.perf_counter()
     try:
@@ -112,13 +116,16 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         init_args = list(module.get_init_inputs())
     except Exception as e:  # noqa: BLE001
         raise h.StageError("problem_error", f"get_init_inputs() raised {h.one_line(e)}") from None
+    plan = list(make_draws(seed, n_draws) + fresh_draws())
+    host_kept = device.type == "cpu"  # where a draw's inputs and truth live in host memory from the start
+    if memory_limit and host_kept and (sizes := _meta_sizes(module, init_args)):
+        plan = fit_draws(plan, 0, sizes, memory_limit)
     model = h.build_model(module.Model, module, seed, device, "Model")
     f64 = _Float64(model, device)
     draws: dict[str, DrawData] = {}
     unusable: list[DrawReport] = []
     specs: tuple[OutputSpec, ...] = ()
     residency = "device"
-    plan = list(make_draws(seed, n_draws) + fresh_draws())
     while plan:
         d = plan.pop(0)
         x = h.draw_inputs(module, d, device)
@@ -132,6 +139,8 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
             continue
         if not all(isinstance(t, torch.Tensor) for t in y):
             raise h.StageError("problem_error", "Model.forward must return tensors")
+        if memory_limit and host_kept and not draws:  # the real sizes, before the float64 truth
+            plan = fit_draws(plan, 1, (_nbytes(x), _nbytes(y), _param_bytes(model)), memory_limit)
         finite = all(bool(torch.isfinite(t).all()) for t in y if t.is_floating_point())
         if not finite and d.transform != "identity":
             unusable.append(DrawReport(key=d.key, finite=False))  # the reference itself breaks here
@@ -163,6 +172,49 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
                         {"reference_outputs": time.perf_counter() - t0})
 
 
+_FEW = ("d0", "d1", "negate", "f0")  # the draws kept when all of them do not fit: two plain, one shifted, one fresh
+
+
+def _param_bytes(model: Any) -> int:
+    return _nbytes(list(model.parameters()) + list(model.buffers())) if isinstance(model, torch.nn.Module) else 0
+
+
+def _meta_sizes(module: ModuleType, init_args: list[Any]) -> tuple[int, int, int] | None:
+    """(input, output, parameter) bytes of one draw, from get_inputs() and Model on the meta device:
+    shapes without memory. None where the problem does not run there (then the first draw tells)."""
+    try:
+        with torch.device("meta"), torch.no_grad():
+            x = list(module.get_inputs())
+            model = module.Model(*init_args)
+            y = h.flatten_outputs(model(*x))
+        return _nbytes(x), _nbytes([t for t in y if isinstance(t, torch.Tensor)]), _param_bytes(model)
+    except Exception:  # noqa: BLE001 - any failure here only means no early estimate
+        return None
+
+
+def judge_bytes(kept: int, inputs: int, outputs: int, params: int) -> int:
+    """Host memory the judge needs for a problem: `kept` draws of inputs and truth, the model and its
+    float64 copy, and while a draw is prepared, its float64 inputs and outputs and the comparisons'
+    copies (an estimate for float32 data: float64 doubles it)."""
+    return kept * (inputs + outputs) + 3 * params + 2 * inputs + 6 * outputs
+
+
+def fit_draws(plan: list[Draw], done: int, sizes: tuple[int, int, int], limit: int) -> list[Draw]:
+    """The draws still to make: all of `plan`, else the few (_FEW), else StageError memory_limit."""
+    from kevolve.sandbox.memory import available_bytes, gib
+
+    few = [d for d in plan if d.key in _FEW]
+    for keep in (plan, few):
+        if judge_bytes(done + len(keep), *sizes) <= limit:
+            return keep
+    need = judge_bytes(done + len(few), *sizes)
+    raise h.StageError("problem_error", (
+        f"memory_limit: checking candidates needs about {gib(need)} of host memory in the judge "
+        f"({done + len(few)} input draws of {gib(sizes[0])} with outputs of {gib(sizes[1])}, float64 truth, "
+        f"parameters {gib(sizes[2])}), over the limit of {gib(limit)} per process (--memory-limit-gb; "
+        f"{gib(available_bytes())} available on this machine)"))
+
+
 def _residency(x: list[Any], y: list[torch.Tensor], n: int, device: torch.device) -> str:
     """'device' when every draw's inputs and truth (plus a runner's copies) fit in the share."""
     if device.type != "cuda":
@@ -171,4 +223,4 @@ def _residency(x: list[Any], y: list[torch.Tensor], n: int, device: torch.device
     return "device" if n * per <= _DEVICE_SHARE * _free_device_bytes(device) else "host"
 
 
-__all__ = ["DrawData", "FRESH", "ProblemState", "fresh_draws", "make_draws", "prepare"]
+__all__ = ["DrawData", "FRESH", "ProblemState", "fit_draws", "fresh_draws", "judge_bytes", "make_draws", "prepare"]

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kevolve.sandbox.channel import Channel, ChannelClosed, Garbled, make_fifos
-from kevolve.sandbox.isolation import WorkerProcess, _dir_bytes, _group_stats, _over_memory, _tail
+from kevolve.sandbox.isolation import WorkerProcess, _dir_bytes, _group_stats, _over_memory, _rss_bytes, _tail
+from kevolve.sandbox.memory import gib, oom_killed, oom_kills, oom_reason
 
 log = logging.getLogger(__name__)
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -32,6 +33,7 @@ class Gone:
     disk_exceeded: bool = False
     garbled: str = ""
     log_tail: str = ""
+    memory_note: str = ""  # with memory_exceeded: what it reached, and who ended it (kevolve or the kernel)
 
 
 class RunnerProcess(WorkerProcess):
@@ -47,6 +49,7 @@ class RunnerProcess(WorkerProcess):
         self._over_disk = threading.Event()
         self._stop_watch = threading.Event()
         self.warm = False
+        self._peak, self._limit_gb, self._oom_before = 0, 0.0, oom_kills()
         return self
 
     def alive(self) -> bool:
@@ -67,11 +70,14 @@ class RunnerProcess(WorkerProcess):
         limit = int(memory_limit_gb * 2**30)
         assert self.proc is not None
         pgid = self.proc.pid
+        self._limit_gb, self._oom_before = memory_limit_gb, oom_kills()
 
         def run() -> None:
             tick = 0
             while not self._stop_watch.wait(0.1):
-                if _over_memory(pgid, limit):
+                rss = _rss_bytes(pgid)
+                self._peak = max(self._peak, rss)
+                if rss > limit and _over_memory(pgid, limit):
                     self._over_memory.set()
                     self.kill()
                     return
@@ -112,9 +118,16 @@ class RunnerProcess(WorkerProcess):
         code = self.proc.returncode if self.proc is not None else None
         if self.launcher is not None and self.launcher.shell_exit_codes and code is not None and code > 128:
             code = 128 - code
-        return Gone(returncode=code, timed_out=timed_out, memory_exceeded=self._over_memory.is_set(),
-                    disk_exceeded=self._over_disk.is_set(), garbled=garbled,
-                    log_tail=_tail(self.scratch / "worker.log"))
+        tail = _tail(self.scratch / "worker.log")
+        over, note = self._over_memory.is_set(), ""
+        if over:
+            note = f"(kevolve ended it at {gib(self._peak)} resident)"
+        elif not timed_out and not self._over_disk.is_set() and oom_killed(code, self._oom_before):
+            over = True  # the machine ran out before kevolve's own limit was reached
+            note = f"(the kernel's out-of-memory killer ended it at {gib(self._peak)} resident or more)"
+            tail += f"\nkevolve: {oom_reason('the runner', self._peak or None, self._limit_gb)}"
+        return Gone(returncode=code, timed_out=timed_out, memory_exceeded=over, disk_exceeded=self._over_disk.is_set(),
+                    garbled=garbled, log_tail=tail, memory_note=note)
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the runner's process group so far (live processes only)."""
