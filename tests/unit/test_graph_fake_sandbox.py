@@ -229,3 +229,24 @@ def test_each_new_proposal_is_handed_to_the_prebuilder_before_it_is_evaluated(tm
     assert sorted(handed) == sorted(sandbox.seen), "every evaluated candidate, and only those (no duplicates)"
     for tag, seen_before in pre.handed:
         assert seen_before.count(tag) < sandbox.seen.count(tag), f"{tag} was handed over after its evaluation"
+
+
+def test_a_generation_of_llm_errors_stops_the_run_and_the_cli_exits_nonzero_naming_the_url(tmp_path) -> None:
+    from kevolve.agent.llm.base import LLMError
+    from kevolve.cli_optimize import nothing_because_of_environment
+
+    class Down:
+        name = "openai:gpt-4o"
+
+        def complete(self, messages, **opts):  # noqa: ANN001, ANN201
+            raise LLMError("openai:gpt-4o: gave up after 6 attempts: HTTP 503: overloaded")
+
+    sandbox = FakeSandbox()
+    r = run_optimize(PROBLEM, config(tmp_path), llm=Down(), sandbox=sandbox)
+    assert sandbox.seen == [] and r.outcomes == {"llm_error": 2} and r.generations == 1
+    assert r.stop_reason.startswith("llm_error: every proposal of generation 0 failed at the LLM")
+    why = nothing_because_of_environment(r, "http://127.0.0.1:8000/v1")
+    assert why is not None and "http://127.0.0.1:8000/v1" in why and f"--resume {r.run_id}" in why
+    assert "\n" not in why
+    ok = run_optimize(PROBLEM, config(tmp_path), llm=ScriptedLLM(SCRIPT), sandbox=FakeSandbox())
+    assert nothing_because_of_environment(ok, "http://127.0.0.1:8000/v1") is None
