@@ -38,6 +38,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+BENCH_PROPOSER = "bench"
+
+
+def bench_candidate(source: str, problem_id: str) -> Candidate:
+    """A solution file a bench run evaluated, as the archive records it: imported, proposed by `bench`
+    (not by a user). Live bench ingest and `kevolve archive import BENCH_FOLDER` both build it here."""
+    from kevolve.records import Origin
+
+    return Candidate.from_source(source, problem_id, origin=Origin.IMPORTED, proposer=BENCH_PROPOSER)
+
+
 class IngestMode(StrEnum):
     """Which evaluated candidates of a run go into the archive."""
 

@@ -33,13 +33,16 @@ _RULES: dict[str, tuple[str, ...]] = {
     "streams": (r"cudaStream_t", r"getCurrentCUDAStream"),
     "triton": (r"@triton\.jit", r"import\s+triton"),
     "cupy": (r"cupy\.RawKernel|cp\.RawKernel|RawModule",),
-    "inline_cuda": (r"load_inline\s*\(",),
+    "inline_cuda": (r"load_inline\s*\(",),  # CUDA only with CUDA sources: see techniques()
 }
 _COMPILED = {tag: re.compile("|".join(f"(?:{p})" for p in pats)) for tag, pats in _RULES.items()}
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
-TAGS: tuple[str, ...] = tuple(_RULES)
+TAGS: tuple[str, ...] = (*_RULES, "inline_cpp")
 """Every tag this module can give, in a stable order."""
+# load_inline builds CUDA only when given CUDA sources (the keyword, or kernels in the source); a
+# C++-only extension (the CPU path) is inline_cpp, not inline_cuda.
+_CUDA_SOURCES = re.compile(r"\bcuda_sources\s*=|__global__")
 
 
 def _fused_ops(source: str) -> bool:
@@ -55,4 +58,7 @@ def techniques(source: str) -> tuple[str, ...]:
     found = {tag for tag, rx in _COMPILED.items() if rx.search(code)}
     if "fusion" not in found and _fused_ops(code):
         found.add("fusion")
+    if "inline_cuda" in found and not _CUDA_SOURCES.search(code):
+        found.discard("inline_cuda")
+        found.add("inline_cpp")
     return tuple(t for t in TAGS if t in found)

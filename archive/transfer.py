@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from kevolve.archive.ingest import bench_candidate
 from kevolve.archive.records import KernelFilter
 from kevolve.archive.sakana import FileFormatError, read_rows, to_entry, to_row, write_rows
 from kevolve.archive.store import Archive, Entry
@@ -134,7 +135,7 @@ def import_bench_folder(archive: Archive, folder: Path) -> ImportReport:
         try:
             prob_path, sol_path = _bench_sources(folder, meta, row)
             problem = Problem.from_source(prob_path.read_text(), str(prob_path), prob_path.stem, level=int(row["level"]))
-            cand = Candidate.from_source(sol_path.read_text(), problem.id, origin=Origin.IMPORTED, proposer="bench")
+            cand = bench_candidate(sol_path.read_text(), problem.id)
             ev = Evaluation.model_validate(row["evaluation"]).model_copy(
                 update={"candidate_id": cand.id, "problem_id": problem.id})
             batch.append(Entry(problem=problem, candidate=cand, evaluation=ev, run_id=folder.name[:128],

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kevolve.archive.ingest import bench_candidate
 from kevolve.kernelbench.runner import ProblemJob
 from kevolve.kernelbench.store import ResultRow
 from kevolve.kernelbench.suite import SuiteProblem
@@ -37,8 +38,10 @@ def open_ingestor(mode: str, archive_url: str | None) -> Ingestor | None:
         from kevolve.archive import open_archive
 
         archive = open_archive(archive_url)
-    except ImportError as e:
-        log.warning("archive ingest skipped: %s (pip install 'kevolve[archive]')", e)
+    except ImportError as e:  # a partial install: the run goes on, its folder keeps every verdict
+        from kevolve.extras import install_hint
+
+        log.warning("archive ingest skipped: %s", install_hint(e.name or ""))
         return None
     return Ingestor(archive, mode, run_kind="bench")
 
@@ -59,7 +62,7 @@ def row_ingest(ingestor: Ingestor, problems: list[SuiteProblem], jobs: list[Prob
         if ev is None or ev.problem_id not in by_id:
             return  # a problem verdict, or a harness error with no evaluation: nothing to archive
         source = sources.get((ev.problem_id, ev.candidate_id)) or _read(row.solution)
-        cand = Candidate.from_source(source or "", ev.problem_id)
+        cand = bench_candidate(source or "", ev.problem_id)
         if cand.id != ev.candidate_id:
             log.warning("archive: %s changed since it was evaluated; not stored", row.solution)
             return

@@ -59,3 +59,12 @@ def test_triton_and_cupy_paths_are_tagged() -> None:
 def test_tags_come_in_stable_order() -> None:
     tags = techniques(MATMUL + REDUCE)
     assert list(tags) == [t for t in TAGS if t in tags]
+
+
+def test_a_cpp_only_load_inline_extension_is_inline_cpp_not_inline_cuda(fixtures) -> None:
+    cpp = (fixtures / "solutions" / "relu_cpp.py").read_text()  # the CPU path: cpp_sources only
+    assert "inline_cpp" in techniques(cpp) and "inline_cuda" not in techniques(cpp)
+    cuda = 'mod = load_inline(name="k", cpp_sources=decl, cuda_sources=src, functions=["f"])'
+    assert "inline_cuda" in techniques(cuda) and "inline_cpp" not in techniques(cuda)
+    positional = 'src = "__global__ void k(float* x) {}"\nmod = load_inline("k", decl, src)'
+    assert "inline_cuda" in techniques(positional)

@@ -49,3 +49,5 @@ def test_bench_rows_go_in_as_written_and_winners_keeps_the_improving_ones(fixtur
     assert len(stored["all"]) == len(plan)
     d = dbs["winners"].get(dbs["winners"].kernels(limit=1)[0][0].id)
     assert d is not None and {e.run_id for e in d.evaluations} == {"bench-run"}
+    # what bench evaluated is labelled as bench's, as `kevolve archive import BENCH_FOLDER` labels it
+    assert (d.kernel.origin, d.kernel.proposer) == ("imported", "bench")
