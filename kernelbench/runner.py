@@ -158,8 +158,7 @@ def run_problem(job: ProblemJob, sandbox: BenchSandbox, config: SandboxConfig, r
                             worker=worker)
             continue
         yield ResultRow.from_evaluation(ev, level=sp.level, number=sp.number, file=sp.file, label=cf.label,
-                                        solution=cf.path, baseline=sandbox.baseline_source.get(sp.problem.id, ""),
-                                        attempts=attempts, worker=worker)
+                                        solution=cf.path, attempts=attempts, worker=worker)
 
 
 class LocalExecutor:

@@ -61,7 +61,8 @@ class ResultRow(Record):
     runtime_ms: float | None = None
     ref_ms: float | None = None
     compile_ref_ms: float | None = None
-    baseline: str = Field(default="", description="'cached' or 'measured': where ref timings came from")
+    baseline: str = Field(default="", description="where the reference timings came from (Evaluation.baseline), "
+                          "e.g. 'eager interleaved, compile cached': speedups are always against the interleaved eager")
     attempts: int = 1
     wall_s: float = 0.0
     worker: str = Field(default="", description="which lane or Ray node evaluated it")
@@ -85,7 +86,7 @@ class ResultRow(Record):
         return cls(candidate_id=ev.candidate_id, problem_id=ev.problem_id, status=ev.outcome.value,
                    reason=ev.reason, speedup=ev.speedup, speedup_vs_compile=ev.speedup_vs_compile,
                    runtime_ms=ms(ev.timing), ref_ms=ms(ev.ref_timing), compile_ref_ms=ms(ev.compile_ref_timing),
-                   wall_s=ev.wall_s, evaluation=ev, **kw)  # type: ignore[arg-type]
+                   wall_s=ev.wall_s, evaluation=ev, **{"baseline": ev.baseline, **kw})  # type: ignore[arg-type]
 
 
 class RunStore:

@@ -183,6 +183,24 @@ class Evaluation(Record):
         return self.ref_timing.median_ms / self.timing.median_ms
 
     @property
+    def baseline(self) -> str:
+        """Where the reference timings came from, e.g. 'eager interleaved, compile cached'.
+
+        'interleaved': timed alternately with the candidate's calls in the same judge session (what
+        the speedup is against); 'session': timed alone in the judge session when the problem was
+        prepared; 'cached': from bench's baseline cache (reports only, never a speedup's denominator).
+        """
+        parts = []
+        if self.ref_timing is not None:
+            m = self.ref_timing.method
+            parts.append("eager " + ("cached" if "(cached baseline)" in m else
+                                     "interleaved" if "interleaved" in m else "session"))
+        if self.compile_ref_timing is not None:
+            parts.append("compile " + ("cached" if "(cached baseline)" in self.compile_ref_timing.method
+                                       else "session"))
+        return ", ".join(parts)
+
+    @property
     def speedup_vs_compile(self) -> float | None:
         if not self.ok or self.timing is None or self.compile_ref_timing is None:
             return None
@@ -215,6 +233,7 @@ class Evaluation(Record):
             "seeds": list(self.seeds),
             "wall_s": self.wall_s,
             "audit": None if self.audit is None else self.audit.model_dump(),
+            "baseline": self.baseline,
             "candidate_id": self.candidate_id,
             "problem_id": self.problem_id,
         }

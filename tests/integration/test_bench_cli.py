@@ -51,6 +51,8 @@ def test_full_mini_suite_gives_every_verdict_and_the_reports(fixtures: Path, cpu
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     # every evaluated candidate went into the archive with its verdict, under this bench run
     evaluated = {x["candidate_id"]: x["status"] for x in rows(run_dir) if x["candidate_id"]}
+    # every speedup is against eager timed interleaved with the candidate; the row says so
+    assert {x["baseline"] for x in rows(run_dir) if x["status"] == "ok"} == {"eager interleaved"}
     assert {cid: outcome for cid, (outcome, _) in archived(db).items()} == evaluated
     assert {run for _, run in archived(db).values()} == {"bench-run"}
     data = json.loads((run_dir / "results.json").read_text())

@@ -86,6 +86,7 @@ def test_json_is_one_contract_object_and_a_rejection_exits_0(fixtures: Path, tmp
     assert out["speedup"] is None
     assert out["runtime_ms"] > 0 and out["ref_runtime_ms"] > 0
     assert out["compile_ref_runtime_ms"] is None  # torch.compile baseline is off on the CPU by default
+    assert out["baseline"] == "eager interleaved"  # timed alternately with the candidate, same judge session
     assert out["device"].startswith("cpu")
     assert out["kernels"] == []  # it launched no custom kernel
     names = {c["name"] for c in out["checks"]}
