@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 
-# top-level module -> (extra to install, what needs it)
+# top-level module -> (extra to install, what needs it, as the start of a sentence)
 EXTRAS: dict[str, tuple[str, str]] = {
-    "pyarrow": ("kevolve[archive]", "Parquet files"),
-    "psycopg": ("kevolve[archive]", "a PostgreSQL archive"),
-    "ray": ("kevolve[bench]", "--executor ray"),
-    "cupy": ("kevolve[cuda]", "CuPy kernels"),
-    "cupy_backends": ("kevolve[cuda]", "CuPy kernels"),
+    "pyarrow": ("kevolve[archive]", "Parquet files need"),
+    "psycopg": ("kevolve[archive]", "a PostgreSQL archive needs"),
+    "ray": ("kevolve[bench]", "--executor ray needs"),
+    "cupy": ("kevolve[cuda]", "CuPy kernels need"),
+    "cupy_backends": ("kevolve[cuda]", "CuPy kernels need"),
 }
 
 
@@ -24,7 +24,7 @@ def install_hint(module: str) -> str:
     top = (module or "?").split(".")[0]
     if top in EXTRAS:
         extra, what = EXTRAS[top]
-        return f"{what} need the Python package {top!r}, which is not installed: pip install '{extra}'"
+        return f"{what} the Python package {top!r}, which is not installed: pip install '{extra}'"
     return (f"the Python package {top!r} is missing from this install (a partial or old install of kevolve?): "
             f"pip install --upgrade kevolve, or pip install {top}")
 
