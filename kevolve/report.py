@@ -18,9 +18,10 @@ def print_evaluation(ev: Evaluation) -> None:
     con.print(f"[bold {style}]{ev.outcome.value}[/]  {ev.reason}")
     table = Table(show_header=False, box=None)
     table.add_row("candidate", _ms(ev.timing))
-    how = dict(part.split(" ", 1) for part in ev.baseline.split(", ") if part)
-    table.add_row("eager", _ms(ev.ref_timing) + (f"  [dim]{how['eager']}[/]" if "eager" in how else ""))
-    table.add_row("torch.compile", _ms(ev.compile_ref_timing) + (f"  [dim]{how['compile']}[/]" if "compile" in how else ""))
+    how = dict(part.split(" ", 1) for part in ev.baseline.split(", ") if part)  # {'eager': 'interleaved', …}
+    note = lambda k: f"  [dim]{how[k]}[/]" if k in how else ""  # noqa: E731
+    table.add_row("eager", _ms(ev.ref_timing) + note("eager"))
+    table.add_row("torch.compile", _ms(ev.compile_ref_timing) + note("compile"))
     if ev.speedup is not None:
         vs_c = f", {ev.speedup_vs_compile:.2f}x vs torch.compile" if ev.speedup_vs_compile else ""
         table.add_row("speedup", f"{ev.speedup:.2f}x vs eager{vs_c}")

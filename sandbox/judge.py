@@ -189,7 +189,8 @@ class Judge:
         t0 = time.monotonic()
         torch.set_num_threads(len(os.sched_getaffinity(0)))  # get_inputs draws on the CPU: use the lane's cores
         try:
-            state = prepare(problem, seed, config.n_draws, self.device, self.scratch, int(config.memory_limit_gb * 2**30))
+            state = prepare(problem, seed, config.n_draws, self.device, self.scratch,
+                            memory_limit=int(config.memory_limit_gb * 2**30))
         finally:
             torch.set_num_threads(1)
         eager = ReferenceRunner(self, state, config, "eager")
