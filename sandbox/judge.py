@@ -74,11 +74,13 @@ class ReferenceRunner:
         for i in range(max(1, config.warmup)):
             flush()
             self.call(pool[i % len(pool)], first_deadline if i == 0 else time.monotonic() + config.timeout_s)
-        times, walls, t0, pad = [], [], time.monotonic(), 0.05
+        from kevolve.sandbox.session import Pad
+
+        times, walls, t0, pad = [], [], time.monotonic(), Pad()
         while not enough(times, [], config.trials, time.monotonic() - t0, config.max_timing_s):
             flush()
-            r = self.call(pool[len(times) % len(pool)], time.monotonic() + config.timeout_s, pad_ms=pad)
-            pad = min(max(2 * r.host_ms + 0.02, 0.05), 20.0)
+            r = self.call(pool[len(times) % len(pool)], time.monotonic() + config.timeout_s, pad_ms=pad())
+            pad.saw(r.host_ms)
             times.append(r.ms)
             walls.append(r.wall_ms)
         return stats(times, _method(config), walls if config.is_cuda else None)

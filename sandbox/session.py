@@ -42,9 +42,19 @@ def cpu_flush_bytes() -> int:
     return max(64 * 2**20, 2 * max(sizes, default=0))
 
 
-def _pad_for(host_ms: float) -> float:
-    """The GPU sleep queued before the next call: twice the last call's host time, within bounds."""
-    return min(max(2 * host_ms + 0.02, 0.05), 20.0)
+class Pad:
+    """The GPU sleep queued before a call, sized by the judge: twice the longest host time of the
+    last 16 calls (+0.05 ms), within bounds. One slow host call (a GC pause) then does not leave the
+    next call's launch uncovered; a pad longer than needed costs wall time, never accuracy."""
+
+    def __init__(self) -> None:
+        self.recent: list[float] = []
+
+    def __call__(self) -> float:
+        return min(max(2 * max(self.recent, default=0.0) + 0.05, 0.05), 20.0)
+
+    def saw(self, host_ms: float) -> None:
+        self.recent = (self.recent + [host_ms])[-16:]
 
 
 class Flusher:
@@ -105,7 +115,7 @@ class Session:
                                                  device="meta"), folder, device) for s in state.specs]
         self.deadline = 0.0
         self.n = 0
-        self.pad_ms = self.eager_pad = 0.05
+        self.pad, self.eager_pad = Pad(), Pad()
 
     # ------------------------------------------------------------------ one call
 
@@ -130,12 +140,12 @@ class Session:
         i = self.slots.slot_for(key) if slot is None else slot
         self.flush()
         nonce = secrets.randbits(62) + 1
-        pad = self.pad_ms if pad_ms is None else pad_ms
+        pad = self.pad() if pad_ms is None else pad_ms
         t_send = time.perf_counter()
         res = self._answer(self.runner.request({"op": op, "slot": i, "nonce": nonce, "pad_ms": pad,
                                                 "noflush": noflush}, self.deadline), nonce)
         judge_ms = (time.perf_counter() - t_send) * 1e3
-        self.pad_ms = _pad_for(res.host_ms)
+        self.pad.saw(res.host_ms)
         t0 = time.perf_counter()
         draw = self.state.draws[key]
         truth = self._truth(key)
@@ -170,8 +180,8 @@ class Session:
         if self.eager is None:
             return
         self.flush()
-        r = self.eager.call(key, self.deadline, pad_ms=self.eager_pad)
-        self.eager_pad = _pad_for(r.host_ms)
+        r = self.eager.call(key, self.deadline, pad_ms=self.eager_pad())
+        self.eager_pad.saw(r.host_ms)
         self.facts.ref_ms.append(r.ms)
 
     # ------------------------------------------------------------------ phases

@@ -113,7 +113,7 @@ def test_ray_executor_runs_problems_as_tasks(fixtures: Path, cpu_config, tmp_pat
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     got = {(x["file"], x["label"]): (x["status"], x["worker"].split(":")[0]) for x in rows(run_dir)}
     assert got == {("1_Linear_ReLU.py", "1_Linear_ReLU"): ("ok", "ray"),
-                   ("2_Add_Mul.py", "2_Add_Mul"): ("crashed", "ray"),
+                   ("2_Add_Mul.py", "2_Add_Mul"): ("rejected", "ray"),  # policy_exit
                    ("2_Add_Mul.py", "sample_1"): ("compile_error", "ray")}
     assert (run_dir / "report.html").exists()
 

@@ -1,0 +1,92 @@
+"""Why does a timing spread? The eager reference and a candidate timed several ways, per input slot.
+
+    python3 -P scripts/diagnose_timing.py --problem tests/fixtures/problems/relu_big.py \
+        --candidate tests/gpu/solutions/relu_cupy.py --out $OUT/diagnose.json
+
+Runs a judge in this process (no parent, no subprocess judge) on the GPU and prints, for the eager
+reference and the candidate: median, IQR and minimum per input slot, and over all calls, for
+  A. eager alone (the problem's session baseline: its runner, judge flush before every call),
+  B. a normal evaluation (candidate and eager interleaved),
+  C. eager alone with a fixed 1 ms GPU pad (is the pad too short for the host side?),
+so a bimodal eager (seen on the H100, 2026-11-23: 0.048 vs 0.065 ms) can be pinned on the slot,
+the interleaving, or the pad. Prints a table last; writes every call's numbers to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+
+def summary(calls: list[tuple[str, float]]) -> dict:
+    by: dict[str, list[float]] = {}
+    for k, ms in calls:
+        by.setdefault(k, []).append(ms)
+    allv = [ms for _k, ms in calls]
+
+    def s(v: list[float]) -> dict:
+        q = statistics.quantiles(v, n=4) if len(v) >= 2 else [v[0]] * 3
+        return {"n": len(v), "median": statistics.median(v), "iqr": q[2] - q[0], "min": min(v)}
+
+    return {"all": s(allv), **{k: s(v) for k, v in sorted(by.items())}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--problem", type=Path, required=True)
+    ap.add_argument("--candidate", type=Path, required=True)
+    ap.add_argument("--calls", type=int, default=120)
+    ap.add_argument("--out", type=Path, default=Path("runs/diagnose.json"))
+    a = ap.parse_args()
+    import os
+
+    os.chdir(tempfile.mkdtemp(prefix="kevolve-diagnose-"))
+    from kevolve.kernelbench.problem import load_problem
+    from kevolve.records import Candidate
+    from kevolve.sandbox.config import SandboxConfig
+    from kevolve.sandbox.judge import Judge
+
+    prob = load_problem(a.problem)
+    cand = Candidate.from_source(a.candidate.read_text(), prob.id)
+    cfg = SandboxConfig(device="cuda", seed=3, trials=a.calls, max_timing_s=30.0, compile_baseline="off",
+                        policy_allow=("all",), cache_dir=Path(tempfile.mkdtemp()))
+    judge = Judge("cuda")
+    state, eager, _summary = judge._problem(prob, cfg)
+    out: dict = {}
+
+    def alone(pad: float | None) -> list[tuple[str, float]]:
+        calls, deadline = [], time.monotonic() + 300
+        for i in range(a.calls):
+            key = state.pool[i % len(state.pool)]
+            judge.flush()
+            r = eager.call(key, deadline, pad_ms=pad if pad is not None else 0.05)
+            calls.append((key, r.ms))
+        return calls
+
+    out["A_eager_alone"] = summary(alone(None))
+    ev = judge.evaluate(prob, cand, cfg)
+    out["B_evaluation"] = {"outcome": ev.outcome.value, "speedup": ev.speedup,
+                           "candidate": ev.timing.model_dump() if ev.timing else None,
+                           "eager_interleaved": ev.ref_timing.model_dump() if ev.ref_timing else None}
+    out["C_eager_alone_pad_1ms"] = summary(alone(1.0))
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(out, indent=1))
+    print("| run | slot | n | median ms | IQR ms | min ms |\n|---|---|---|---|---|---|")
+    for run in ("A_eager_alone", "C_eager_alone_pad_1ms"):
+        for slot, v in out[run].items():
+            print(f"| {run} | {slot} | {v['n']} | {v['median']:.4f} | {v['iqr']:.4f} | {v['min']:.4f} |")
+    b = out["B_evaluation"]
+    for who in ("candidate", "eager_interleaved"):
+        t = b[who]
+        if t:
+            print(f"| B {who} | all | {t['trials']} | {t['median_ms']:.4f} | {t['iqr_ms']:.4f} | {t['min_ms']:.4f} |")
+    print(f"speedup (B): {b['speedup']}")
+    judge.forget()
+
+
+if __name__ == "__main__":
+    main()
