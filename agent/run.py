@@ -126,9 +126,9 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
     except NonRetryableLLMError as e:
         raise OptimizeError(str(e)) from None
     if sandbox is None:
-        from kevolve.sandbox.local import LocalSandbox
+        from kevolve.sandbox.make import make_sandbox
 
-        sandbox = LocalSandbox()
+        sandbox = make_sandbox(config.sandbox)
     retriever = (archive_retriever(archive_url) if retriever == "archive" else retriever) if config.archive else None
     storer = (archive_storer(config.ingest, archive_url) if storer == "archive" else storer) \
         if config.ingest is not IngestMode.NONE else None

@@ -99,15 +99,11 @@ def make_plan(problems: list[SuiteProblem], solutions: dict[tuple[int, int], lis
 
 def evaluate_with_retries(sandbox: BenchSandbox, job: ProblemJob, cand: Candidate, config: SandboxConfig,
                           retries: int) -> tuple[Evaluation, int]:
-    """Infrastructure failures (worker lost, driver error) are retried; candidate failures are not."""
+    """The sandbox's one retry rule (sandbox/make.py) for one of the job's candidates."""
+    from kevolve.sandbox.make import evaluate_with_retries as retried
+
     assert job.problem.problem is not None
-    attempt = 0
-    while True:
-        attempt += 1
-        ev = sandbox.evaluate(job.problem.problem, cand, config)
-        if ev.outcome is not Outcome.INFRA_ERROR or attempt > retries:
-            return ev, attempt
-        log.warning("%s: infrastructure failure, retrying (%s)", job.problem.key, ev.reason)
+    return retried(sandbox, job.problem.problem, cand, config, retries)
 
 
 def run_problem(job: ProblemJob, sandbox: BenchSandbox, config: SandboxConfig, retries: int, worker: str,
@@ -208,9 +204,11 @@ class LocalExecutor:
         sandbox = None
         try:
             # The lane's judge times on `cores` and starts its spare runners on the compile cores.
-            sandbox = BenchSandbox(cache=self.cache, reuse=self.reuse, fingerprint=self.fingerprint,
-                                   lane_cores=cores, spare_cores=self.compile_cores or None,
-                                   spares=max(1, self.warm_workers))
+            from kevolve.sandbox.make import make_sandbox
+
+            sandbox = make_sandbox(self.config, lane_cores=cores, spare_cores=self.compile_cores or None,
+                                   spares=max(1, self.warm_workers), baselines=self.cache, reuse_baselines=self.reuse,
+                                   fingerprint=self.fingerprint)
             config = self.config.model_copy(update={"device": device})
             while True:
                 try:

@@ -63,8 +63,6 @@ def eval_cmd(
     from kevolve.kernelbench.problem import ProblemError, load_problem
     from kevolve.records import Candidate
     from kevolve.sandbox.config import Backend, CompileBaseline, Isolation, SandboxConfig
-    from kevolve.sandbox.local import LocalSandbox
-
     if compile_baseline not in {c.value for c in CompileBaseline}:
         _fail(f"--compile-baseline must be auto, on or off, not {compile_baseline!r}")
     if sandbox not in {b.value for b in Backend} or isolation not in {i.value for i in Isolation}:
@@ -97,9 +95,10 @@ def eval_cmd(
     box = None
     try:
         from kevolve.sandbox.bwrap import IsolationUnavailable
-        from kevolve.sandbox.docker_backend import DockerUnavailable, docker_sandbox
+        from kevolve.sandbox.docker_backend import DockerUnavailable
+        from kevolve.sandbox.make import make_sandbox
 
-        box = docker_sandbox(config) if config.backend is Backend.DOCKER else LocalSandbox(keep_scratch=keep_scratch)
+        box = make_sandbox(config, keep_scratch=keep_scratch)
         ev = box.evaluate(prob, cand, config)
     except (ProblemError, IsolationUnavailable, DockerUnavailable) as e:
         _fail(str(e))

@@ -21,7 +21,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -75,44 +74,19 @@ def orchestrate(args: argparse.Namespace, start: int, out: Path) -> None:
     from kevolve.kernelbench.problem import load_problem
     from kevolve.records import Candidate
     from kevolve.sandbox.config import Backend, SandboxConfig
-    from kevolve.sandbox.local import LocalSandbox
+    from kevolve.sandbox.make import make_sandbox
 
     cache = Path(tempfile.gettempdir()) / "kevolve-soak-cache"
     config = SandboxConfig(device="cpu", timeout_s=120, trials=5, max_timing_s=0.5, warmup=1, seed=1234,
                            allow_torch_only=True, profile=False, memory_limit_gb=4.0, scratch_limit_gb=1.0,
                            cache_dir=cache, backend=Backend(args.backend), isolation=args.isolation,
-                           image=args.image)
-    restarts: list[float] = []
+                           image=args.image, policy_allow=("all",))  # the soak tests containment, not the policy
     if config.backend is Backend.DOCKER:
-        from kevolve.sandbox.docker_backend import DockerPool, docker_client
+        from kevolve.sandbox.docker_backend import docker_client
         from kevolve.sandbox.docker_image import ensure_local
 
-        client = docker_client()
-        ensure_local(args.image, client)
-        inner = DockerPool(size=1, client=client)
-    else:
-        box = LocalSandbox()
-        inner = box._worker  # the default local factory (bubblewrap per config.isolation)
-
-    def factory(cfg: SandboxConfig):  # noqa: ANN202
-        asked = time.monotonic()
-        w = inner(cfg)
-        since = getattr(w, "started_at", 0.0) or asked
-
-        def wait_warm() -> None:
-            while time.monotonic() - asked < 300:
-                try:
-                    if (w.scratch / "phase").read_text().strip() != "":
-                        restarts.append(time.monotonic() - since)
-                        return
-                except OSError:
-                    pass
-                time.sleep(0.02)
-
-        threading.Thread(target=wait_warm, daemon=True).start()
-        return w
-
-    sandbox = LocalSandbox(workers=factory)
+        ensure_local(args.image, docker_client())
+    sandbox = make_sandbox(config)  # the judge keeps a spare runner (or container) warm ahead of need
     prob = load_problem(PROBLEM)
     kinds = plan(args.n, args.seed)
     with out.open("a") as f:
@@ -120,13 +94,16 @@ def orchestrate(args: argparse.Namespace, start: int, out: Path) -> None:
             kind = kinds[i]
             cfg = config.model_copy(update=KINDS[kind][3])
             t0 = time.monotonic()
+            ev = None
             try:
                 ev = sandbox.evaluate(prob, Candidate.from_source(candidate_source(kind), prob.id), cfg)
                 row = {"i": i, "kind": kind, "outcome": str(ev.outcome), "code": ev.reason_code,
                        "reason": ev.reason[:200]}
             except Exception as e:  # noqa: BLE001 - evaluate() must never raise for a candidate
                 row = {"i": i, "kind": kind, "raised": f"{type(e).__name__}: {e}"[:300]}
-            row.update(wall_s=round(time.monotonic() - t0, 3), restart_s=restarts[-1] if restarts else None)
+            # time spent waiting for a warm runner: what a restart costs once hidden behind the last evaluation
+            row.update(wall_s=round(time.monotonic() - t0, 3),
+                       restart_s=ev.phase_s.get("start") if ev is not None else None)
             f.write(json.dumps(row) + "\n")
             f.flush()
     if config.backend is Backend.DOCKER:

@@ -11,9 +11,9 @@ from langgraph.runtime import Runtime
 from kevolve.agent.context import Context
 from kevolve.agent.state import Trial
 from kevolve.records import Evaluation, Outcome, Problem
+from kevolve.sandbox.make import evaluate_with_retries
 
 log = logging.getLogger(__name__)
-INFRA_RETRIES = 2  # "the machine broke" is retried, never scored
 
 
 def _evaluate(ctx: Context, problem: Problem, trial: Trial) -> tuple[Evaluation, bool]:
@@ -24,12 +24,8 @@ def _evaluate(ctx: Context, problem: Problem, trial: Trial) -> tuple[Evaluation,
         return prior, True
     ctx.run.save_source(trial.candidate.id, trial.candidate.source)
     log.info("%s evaluating %s (%s)", trial.job.id, trial.candidate.id, trial.job.operator.value)
-    for attempt in range(INFRA_RETRIES + 1):
-        with ctx.eval_slots:
-            ev = ctx.sandbox.evaluate(problem, trial.candidate, ctx.config.sandbox)
-        if ev.outcome is not Outcome.INFRA_ERROR:
-            break
-        log.warning("%s: infrastructure error (attempt %d): %s", trial.job.id, attempt + 1, ev.reason)
+    with ctx.eval_slots:  # the sandbox's one retry rule: infra_error is retried, never scored
+        ev, _attempts = evaluate_with_retries(ctx.sandbox, problem, trial.candidate, ctx.config.sandbox)
     ctx.run.save_evaluation(ev)
     return ev, False
 
