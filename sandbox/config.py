@@ -54,8 +54,16 @@ class SandboxConfig(Record):
                                     "cgroup | subreaper | process_group; None = the best this machine offers")
     audit: bool = Field(default=False, description="measure every ok verdict again (fresh runner, fresh inputs, "
                         "the judge's own clock); a disagreement overturns it (audit_mismatch)")
-    audit_tolerance: float = Field(default=0.10, description="an audit's speedup may differ from the evaluation's by "
-                                   "this fraction before it overturns the verdict (GPU timing: spread <= 2%)")
+    audit_tolerance: float | None = Field(
+        default=None, description="an audit's speedup may differ from the evaluation's by this fraction before it "
+        "overturns the verdict; None = 0.10 on a GPU (timing spread <= 2 %), 0.50 on the CPU (a shared machine's "
+        "timings move by more than 10 % between two processes)")
+
+    @property
+    def audit_agree(self) -> float:
+        if self.audit_tolerance is not None:
+            return self.audit_tolerance
+        return 0.10 if self.is_cuda else 0.50
     policy_allow: tuple[str, ...] = Field(
         default=(), description="candidate-policy categories to permit before anything runs (sandbox/policy.py); "
                                 "'all' turns the policy off")

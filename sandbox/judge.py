@@ -254,7 +254,7 @@ class Judge:
             if key in self.problems:
                 self._drop(key)
         return audit.decide(original, again, audit.judge_clock_speedup(clock), again.seeds, time.monotonic() - t0,
-                            config.audit_tolerance)
+                            config.audit_agree)
 
     def evaluate(self, problem: Problem, cand: Candidate, config: SandboxConfig) -> Evaluation:
         return self._evaluate(problem, cand, config)[0]
