@@ -40,6 +40,7 @@ class BenchArgs(Record):
     retries: int = 2
     seed_given: bool = False
     archive_ingest: str = Field(default="none", description="winners, all or none: what goes into the archive")
+    timings: bool = Field(default=False, description="print where the time went (phases over every evaluation)")
 
 
 def open_run(args: BenchArgs, config: SandboxConfig, fingerprint: str) -> tuple[RunStore, SandboxConfig]:
@@ -114,6 +115,10 @@ def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConf
             return 130
     elapsed = time.monotonic() - t0
     print_summary(store, write_reports(store), elapsed=elapsed, evaluated=plan.total)
+    if args.timings:
+        from kevolve.report import print_phase_summary
+
+        print_phase_summary([r.evaluation for r in store.rows() if r.evaluation is not None])
     lost = getattr(executor, "lost_tasks", 0)
     return 0 if infra == 0 and lost == 0 else 1
 

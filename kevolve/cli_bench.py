@@ -148,6 +148,8 @@ def bench(
     allow_torch_only: Annotated[bool, typer.Option(help="accept candidates that launch no custom kernel")] = False,
     audit: Annotated[bool, typer.Option("--audit", help="measure every ok row again: fresh runner, fresh inputs, "
                                         "the judge's own clock (audit_mismatch overturns it)")] = False,
+    timings: Annotated[bool, typer.Option("--timings", help="at the end, where the time went: every phase's median "
+                                          "and total over the evaluations")] = False,
     optimize: Annotated[bool, typer.Option("--optimize", help="let the agent write a solution per problem, "
                                                               "then evaluate those (instead of --solutions)")] = False,
     llm: Annotated[str, typer.Option(help="with --optimize: PROVIDER:MODEL, as for kevolve optimize")] = "openai:gpt-4o",
@@ -199,7 +201,7 @@ def bench(
                      compile_workers=compile_workers, run_dir=str(rd),
                      warm_workers=warm_workers if warm_workers is not None else (0 if base == "cpu" else 2),
                      reuse_baselines=baselines == "reuse",
-                     retries=retries, seed_given=seed is not None, archive_ingest=ingest.value)
+                     retries=retries, seed_given=seed is not None, archive_ingest=ingest.value, timings=timings)
     code = run_bench(args, found, config, agent_config, archive_url=db_url)
     raise typer.Exit(code)
 
