@@ -9,7 +9,8 @@ reference and the candidate: median, IQR and minimum per input slot, and over al
   B. a normal evaluation (candidate and eager interleaved),
   C. eager alone with a fixed 1 ms GPU pad (is the pad too short for the host side?),
 so a bimodal eager (seen on the H100, 2026-11-23: 0.048 vs 0.065 ms) can be pinned on the slot,
-the interleaving, or the pad. Prints a table last; writes every call's numbers to --out.
+the interleaving, or the pad; run it with --spares 0 and --spares 1 to see whether a spare runner
+warming up (CUDA context, profiler) during the timing is the disturbance. Prints a table last; writes every call's numbers to --out.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def main() -> None:
     ap.add_argument("--problem", type=Path, required=True)
     ap.add_argument("--candidate", type=Path, required=True)
     ap.add_argument("--calls", type=int, default=120)
+    ap.add_argument("--spares", type=int, default=1, help="runners the judge warms ahead (0: none warms while timing)")
     ap.add_argument("--out", type=Path, default=Path("runs/diagnose.json"))
     a = ap.parse_args()
     import os
@@ -54,7 +56,7 @@ def main() -> None:
     cand = Candidate.from_source(a.candidate.read_text(), prob.id)
     cfg = SandboxConfig(device="cuda", seed=3, trials=a.calls, max_timing_s=30.0, compile_baseline="off",
                         policy_allow=("all",), cache_dir=Path(tempfile.mkdtemp()))
-    judge = Judge("cuda")
+    judge = Judge("cuda", spares=a.spares)
     state, eager, _summary = judge._problem(prob, cfg)
     out: dict = {}
 
