@@ -11,7 +11,6 @@ cores, so no evaluation is timed on a core that is compiling.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 from collections.abc import Callable, Iterator

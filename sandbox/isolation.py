@@ -162,7 +162,7 @@ def default_scratch_root() -> Path | None:
 class WorkerProcess:
     """One single-use worker: start() spawns it warm, run() gives it its job and waits."""
 
-    module = "kevolve.sandbox.worker"  # what `python -m` runs in the worker
+    module = "kevolve.sandbox.runner"  # what `python -m` runs in the worker
 
     def __init__(self, device: str, root: Path | None = None, launcher: Launcher | None = None,
                  scratch_limit_gb: float | None = None, containment: ContainmentKind | None = None) -> None:

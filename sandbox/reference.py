@@ -1,7 +1,6 @@
-"""Worker task: the trusted reference (outputs, float64 truth, eager and torch.compile timings).
-
-It runs in its own process, apart from any candidate: candidates never share memory, allocator
-state or Python objects with the reference, and the reference's outputs are compared in the parent.
+"""The reference's arithmetic: float64 truth, eager's own error against it, the work it does, and
+the in-process baseline timing `kevolve bench baselines` uses (the judge, sandbox/oracle.py, uses the
+rest; it runs in a trusted process apart from any candidate).
 """
 
 from __future__ import annotations
@@ -16,8 +15,7 @@ import torch
 from kevolve.records import TimingStats
 from kevolve.sandbox import harness as h
 from kevolve.sandbox.correctness import rel_errors
-from kevolve.sandbox.profile import profile_call
-from kevolve.sandbox.protocol import DrawReport, OutputSpec, WorkerReport, WorkerRequest
+from kevolve.sandbox.protocol import WorkerRequest
 from kevolve.sandbox.timing import Timer
 
 
@@ -115,56 +113,3 @@ def time_baselines(req: WorkerRequest, model: Any, pool: list[list[Any]], keys: 
             log = f"torch.compile baseline unavailable: {h.one_line(e)}"
         phases["compile_baseline"] = time.perf_counter() - t0
     return timing, compile_timing, log
-
-
-def run(req: WorkerRequest, scratch: Path) -> tuple[WorkerReport, dict[str, list[torch.Tensor]]]:
-    device = h.device_of(req.device)
-    phases: dict[str, float] = {}
-    t0 = time.perf_counter()
-    try:
-        problem = h.load_module(req.problem_source, "kevolve_problem", scratch)
-    except Exception as e:  # noqa: BLE001
-        raise h.StageError("problem_error", f"problem file failed to import: {h.one_line(e)}") from None
-    model = h.build_model(problem.Model, problem, req.init_seed, device, "Model")
-    f64 = _Float64(model, device)
-    outs: dict[str, list[torch.Tensor]] = {}
-    reports, pool, keys = [], [], []
-    specs: tuple[OutputSpec, ...] = ()
-    for d in req.draws:
-        x = h.draw_inputs(problem, d, device)
-        try:
-            with torch.no_grad():
-                y = [t.detach().cpu() for t in h.flatten_outputs(model(*x))]
-        except Exception as e:  # noqa: BLE001
-            if d.transform == "identity":
-                raise h.StageError("problem_error", f"Model.forward raised {h.one_line(e)}") from None
-            reports.append(DrawReport(key=d.key, finite=False))
-            continue
-        if not all(isinstance(t, torch.Tensor) for t in y):
-            raise h.StageError("problem_error", "Model.forward must return tensors")
-        finite = all(torch.isfinite(t).all().item() for t in y if t.is_floating_point())
-        if not finite and d.transform != "identity":
-            reports.append(DrawReport(key=d.key, finite=False))  # the reference itself breaks here
-            continue
-        y64 = f64(x)
-        if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
-            y64 = None
-        outs[d.key] = truth_of(y, y64)
-        errs = eager_errors(y, y64)
-        reports.append(DrawReport(key=d.key, finite=finite, eager_err=errs,
-                                  eager_vs_f64=None if y64 is None else max(e[0] for e in errs) if errs else 0.0))
-        if not specs:
-            specs = tuple(OutputSpec(shape=tuple(t.shape), dtype=str(t.dtype)) for t in y)
-        if d.transform == "identity" and len(pool) < 4:
-            pool.append(x)
-            keys.append(d.key)
-    phases["reference_outputs"] = time.perf_counter() - t0
-    timing, compile_timing, log = time_baselines(req, model, pool, keys, phases)
-    with torch.no_grad():
-        prof = profile_call(model, pool[0], device, (), set()).profile if req.profile else None
-        min_bytes, flops = _work(model, pool[0])
-    report = WorkerReport(status="done", device_name=h.device_name(device), versions=h.versions(),
-                          timing=timing, compile_timing=compile_timing, profile=prof,
-                          draws=tuple(reports), outputs=specs, phase_s=phases, log_tail=log,
-                          min_bytes=min_bytes, flops=flops)
-    return report, outs
