@@ -259,6 +259,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--out", type=Path, default=None, help="JSONL of every verdict (default: a temp file)")
     ap.add_argument("--max-minutes", type=float, default=None, help="stop starting new candidates after this")
     ap.add_argument("--markdown", action="store_true", help="also print the summary as a markdown table")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue the run whose verdicts --out holds (machines that cap each command's time "
+                         "run a long soak in slices); the summary covers every verdict in --out")
     ap.add_argument("--_orchestrate", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--_stop_at", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -277,7 +280,8 @@ def main() -> None:
     if args._orchestrate is not None:
         orchestrate(args, args._orchestrate, out)
         return
-    out.write_text("")
+    if not (args.resume and out.exists()):
+        out.write_text("")
     mark = uuid.uuid4().hex[:12]
     env = {**os.environ, MARK_VAR: mark, "OPENAI_API_KEY": SECRET}
     deaths, t0 = 0, time.monotonic()
