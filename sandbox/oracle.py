@@ -161,7 +161,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         errs = eager_errors(y, y64)
         truth = truth_of(y, y64)
         if residency == "host":
-            x, truth = h.to_device(x, torch.device("cpu")), [t.cpu() for t in truth]
+            x, truth = _pinned(x), _pinned(truth)
         report = DrawReport(key=d.key, finite=finite, eager_err=errs,
                             eager_vs_f64=None if y64 is None else max((e[0] for e in errs), default=0.0))
         draws[d.key] = DrawData(d, x, truth, report)
@@ -220,6 +220,22 @@ def fit_draws(plan: list[Draw], done: int, sizes: tuple[int, int, int], limit: i
         f"({done + len(few)} input draws of {gib(sizes[0])} with outputs of {gib(sizes[1])}, float64 truth, "
         f"parameters {gib(sizes[2])}), over the limit of {gib(limit)} per process (--memory-limit-gb; "
         f"{gib(available_bytes())} available on this machine)"))
+
+
+def _pinned(obj: Any) -> Any:
+    """Host copies in page-locked memory where it can be had: a draw that is not in a device slot is
+    copied in again whenever calls move to it, and from pageable memory that is slow (6.4 GB per draw
+    of KernelBench level 1 #19). Pageable where pinning fails, and for non-contiguous tensors."""
+    if isinstance(obj, torch.Tensor):
+        if obj.device.type != "cuda" or not obj.is_contiguous():
+            return obj.cpu()  # keeps a non-contiguous input's strides, which the runner's slots copy
+        try:
+            return torch.empty(obj.shape, dtype=obj.dtype, pin_memory=True).copy_(obj)
+        except RuntimeError:
+            return obj.cpu()
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_pinned(o) for o in obj)
+    return obj
 
 
 def _residency(x: list[Any], y: list[torch.Tensor], n: int, device: torch.device) -> str:

@@ -79,6 +79,9 @@ class Stepper:
                flush: bool = True) -> tuple[list[Any], float, float, float, bool]:
         """(outputs, event-or-host ms, ms until every stream was done, host ms of the call, covered).
 
+        "Every stream done" = the event time plus how long a device-wide sync still waited once the
+        timed stream had ended.
+
         `covered`: the GPU was still in the pad when the host had queued the whole call, so the
         events saw device time only, not launch gaps."""
         if flush:
@@ -88,7 +91,7 @@ class Stepper:
             out = fn()
             ms = (_perf() - h0) * 1e3
             return out, ms, ms, ms, True
-        pre, start, end, done = (_Event(enable_timing=True) for _ in range(4))
+        pre, start, end = (_Event(enable_timing=True) for _ in range(3))
         # Keep the GPU busy while the host enqueues the call, so the events measure device time
         # rather than launch jitter; a call whose host side outlasts the pad still shows it. The
         # judge sizes the pad (from the last calls' host times) and knows it: its own clock can then
@@ -102,20 +105,18 @@ class Stepper:
         host_ms = (_perf() - h0) * 1e3
         covered = not _query(start)
         _record(end)
+        # Work left on another stream: spin until the timed stream's end is done (seen within
+        # microseconds, whatever the CUDA sync mode), then sync the whole device. What that sync still
+        # waits for ran beyond the timed stream. Timing a device-wide sync from the timed stream's
+        # end instead counted the host's wake-up from it (0.07-0.16 ms in bubblewrap runners on a
+        # loaded H100, more than a few-us kernel): honest kernels were read as side-stream work.
+        while not _query(end):
+            pass
+        t = _perf()
         _cuda_sync()  # type: ignore[misc]  # device-wide: side-stream work is waited for here
-        _record(done)
-        _cuda_sync()  # type: ignore[misc]
-        # `done` also holds the host's way from the sync back to recording it (the sync's wake-up,
-        # Python, this process's hooks): 0.02-0.2 ms, more in some processes than others. The
-        # same steps once more with nothing queued measure that here and now; it comes off the wall.
-        s2, e2, d2 = (_Event(enable_timing=True) for _ in range(3))
-        _record(s2)
-        _record(e2)
-        _cuda_sync()  # type: ignore[misc]
-        _record(d2)
-        _cuda_sync()  # type: ignore[misc]
+        residual = (_perf() - t) * 1e3
         ms = _elapsed(start, end)
-        wall = max(_elapsed(start, done) - max(_elapsed(e2, d2), 0.0), ms)
+        wall = ms + residual
         # The sleep counts SM cycles, and the clock rises under load (an idle H100 sits at 345 MHz,
         # busy at ~1,980): calibrated at start-up only, a 1 ms pad lasted a fraction of that and
         # eager's launch gaps were timed (2x its device time). Keep the fastest clock seen.

@@ -134,11 +134,11 @@ def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> st
                 "forward returned (timing would miss it)")
     walls = facts.ledger.walls("timed")
     if config.is_cuda and walls:
-        # "wall" ends at an event recorded after a device-wide sync; the runner takes its own
-        # sync-to-record overhead off. Medians, because the speedup is one: a lower decile of the
-        # excess let work left on a side stream on every other call through (the event median
-        # halved, the least excess stayed at the floor). The reference, timed alike between the
-        # candidate's calls, gives this machine's floor (bubblewrap's wake-up: 0.09 ms).
+        # "wall": the event time plus what a device-wide sync still waited for once the timed stream
+        # had ended (step.py). Medians, because the speedup is one: a lower decile of the excess let
+        # work left on a side stream on every other call through (the event median halved, the least
+        # excess stayed at the floor). The reference, timed alike between the candidate's calls,
+        # gives this machine's floor (the sync's own cost).
         wmed = statistics.median(walls)
         base = statistics.median(facts.ref_walls) - statistics.median(facts.ref_ms) if facts.ref_walls else 0.0
         if wmed > max(base, 0.0) + _WALL_SLACK_RATIO * med + _WALL_SLACK_MS:
