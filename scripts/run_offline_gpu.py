@@ -39,7 +39,7 @@ def sample_numbers(numbers: list[int], n: int) -> list[int]:
 
 
 def run_problem(sp, args, sandbox, config) -> dict:
-    from kevolve.agent.offline.generate import plan
+    from kevolve.agent.offline.generate import plans
     from kevolve.agent.offline.search import search
     from kevolve.agent.offline.trace import TraceError
     from kevolve.contract import ProblemError
@@ -51,7 +51,7 @@ def run_problem(sp, args, sandbox, config) -> dict:
     if sp.problem is None:
         return row | {"status": "unavailable", "reason": sp.unavailable, "wall_s": 0.0}
     try:
-        p = plan(sp.problem)
+        ps = plans(sp.problem)
     except TraceError as e:
         return row | {"status": "no_candidate", "reason": str(e), "wall_s": time.monotonic() - t0}
 
@@ -60,21 +60,25 @@ def run_problem(sp, args, sandbox, config) -> dict:
         return sandbox.evaluate(sp.problem, cand, config)
 
     try:
-        res = search(p, evaluate, budget=args.budget, time_limit_s=args.problem_time, seed=args.seed)
+        res = search(ps, evaluate, budget=args.budget, time_limit_s=args.problem_time, seed=args.seed,
+                     gpu_seconds=args.gpu_seconds)
     except ProblemError as e:  # the reference itself could not run here (memory, …): not the proposer's fault
         return row | {"status": "unavailable", "reason": f"reference_failed: {e}", "wall_s": time.monotonic() - t0}
     best = res.best
     trials = [{"outcome": t.evaluation.outcome.value, "reason": t.evaluation.reason[:300],
                "speedup": t.evaluation.speedup, "speedup_vs_compile": t.evaluation.speedup_vs_compile,
+               "technique": t.technique, "roofline": t.roofline, "wall_s": t.evaluation.wall_s,
                "params": [vars(x) for x in t.params]} for t in res.trials]
-    row |= {"groups": [f.group.describe() for f in p.fused], "trials": trials, "wall_s": time.monotonic() - t0}
+    row |= {"groups": {v.technique: [f.group.describe() for f in v.fused] for v in ps}, "trials": trials,
+            "stopped": res.stopped, "gpu_s": res.gpu_seconds, "wall_s": time.monotonic() - t0}
     if best is None:
         first = res.trials[0].evaluation if res.trials else None
         return row | {"status": "failed", "reason": first.reason if first else "no trial ran"}
     ev = best.evaluation
     ms = lambda t: None if t is None else t.median_ms
     (Path(args.out) / f"L{sp.level}_{sp.number}.best.py").write_text(best.source)
-    return row | {"status": "solved", "reason": ev.reason, "speedup": ev.speedup,
+    return row | {"status": "solved", "reason": ev.reason, "speedup": ev.speedup, "technique": best.technique,
+                  "roofline": best.roofline,
                   "speedup_vs_compile": ev.speedup_vs_compile, "runtime_ms": ms(ev.timing),
                   "eager_ms": ms(ev.ref_timing), "compile_ms": ms(ev.compile_ref_timing), "device": ev.device}
 
@@ -105,7 +109,20 @@ def summarize(out: Path, levels: list[int]) -> str:
             code = r["status"] + ": " + r.get("reason", "").split(":", 1)[0]
             fails[code] = fails.get(code, 0) + 1
     lines += ["", "Not solved, by reason: " + (", ".join(f"{k} ({v})" for k, v in sorted(fails.items())) or "none")]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + ["", *per_problem(rows)]) + "\n"
+
+
+def per_problem(rows: list[dict]) -> list[str]:
+    """One line per problem: the winner's technique (where its lineage started), speedups, roofline fraction."""
+    fmt = lambda v, f="{:.2f}x": "-" if v is None else f.format(v)  # noqa: E731
+    out = ["| problem | status | technique | vs eager | vs torch.compile | roofline | trials | stopped |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["level"], r.get("number", 0))):
+        name = f"L{r['level']}_{r.get('number', '?')} {Path(r.get('file', '')).stem[:40]}".strip()
+        out.append(f"| {name} | {r['status']} | {r.get('technique', '-')} | {fmt(r.get('speedup'))} | "
+                   f"{fmt(r.get('speedup_vs_compile'))} | {fmt(r.get('roofline'), '{:.0%}')} | "
+                   f"{len(r.get('trials', []))} | {r.get('stopped', '-')} |")
+    return out
 
 
 def pack(out: Path, bundle: Path) -> None:
@@ -132,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="runs/offline_bench", help="result folder (reused: finished problems are skipped)")
     ap.add_argument("--budget", type=int, default=5, help="candidates evaluated per problem")
     ap.add_argument("--problem-time", type=float, default=300.0, help="seconds of search per problem")
+    ap.add_argument("--gpu-seconds", type=float, default=None,
+                    help="evaluation seconds (GPU time held) per problem's search; none by default")
     ap.add_argument("--time-limit", type=float, default=3 * 3600.0, help="seconds for the whole run")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per sandbox job")
     ap.add_argument("--memory-gb", type=float, default=100.0, help="host memory limit per sandbox worker")

@@ -92,6 +92,10 @@ def leaf_prologue(g: Group) -> list[str]:
 def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     """Python launcher of group `k`: contiguous inputs, output allocation, grid, launch."""
     g = fz.group
+    if g.kind == "mm":
+        from kevolve.agent.offline import triton_mm
+
+        return triton_mm.launcher_source(fz, k, name, p)
     if g.kind == "gemm":
         from kevolve.agent.offline.gemm import gemm_launcher
 
@@ -197,11 +201,26 @@ def _globals_block(glb: dict[str, Any], launchers: dict[str, str]) -> list[str]:
     return lines
 
 
+def _kernel_name(fz: Fused, k: int) -> str:
+    return f"kv_mm_{k}" if fz.group.kind == "mm" else f"kv_fused_{k}"
+
+
+def _kernel_parts(fused: list[Fused], names: list[str], params: list[KernelParams]) -> list[str]:
+    """Module-level parts holding the kernels: CuPy's CUDA text and runtime, then Triton kernels."""
+    from kevolve.agent.offline import triton_mm
+
+    cuda = [s for fz, n, p in zip(fused, names, params, strict=True) if fz.group.kind != "mm"
+            for s in kernel_source(fz, n, p)]
+    tri = [triton_mm.kernel_source(n, fz.group, p) for fz, n, p in zip(fused, names, params, strict=True)
+           if fz.group.kind == "mm"]
+    parts = ["_KV_SRC = r'''" + "\n".join([PRELUDE, *cuda]) + "'''", _RUNTIME] if cuda else []
+    return parts + tri
+
+
 def render(problem_source: str, traced: Traced, fused: list[Fused], params: list[KernelParams],
-           problem_id: str = "") -> str:
+           problem_id: str = "", technique: str = "cuda") -> str:
     """The whole candidate source."""
-    names = [f"kv_fused_{k}" for k in range(len(fused))]
-    kernels = [PRELUDE] + [s for fz, n, p in zip(fused, names, params, strict=True) for s in kernel_source(fz, n, p)]
+    names = [_kernel_name(fz, k) for k, fz in enumerate(fused)]
     launchers = [launcher_source(fz, k, n, p) for k, (fz, n, p) in enumerate(zip(fused, names, params, strict=True))]
     fwd, glb = forward_source(traced, fused)
     fwd_lines = [ln for ln in fwd.strip("\n").splitlines()]
@@ -211,10 +230,13 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
     cls = ["class ModelNew(Model):", doc, "", *_constants_init(traced), "    " + header, *("    " + g for g in guards),
            *("    " + ln for ln in body)]
     desc = "; ".join(fz.group.describe() for fz in fused)
-    parts = [f'"""kevolve offline candidate: {len(fused)} fused kernel(s) ({desc})."""', encode(params, problem_id),
-             "import cupy as cp", "import torch", _strip_problem(problem_source),
-             "_KV_SRC = r'''" + "\n".join(kernels) + "'''", _RUNTIME, *launchers,
-             "\n".join(_globals_block(glb, {})), "\n".join(cls)]
+    uses_cuda = any(fz.group.kind != "mm" for fz in fused)
+    uses_triton = any(fz.group.kind == "mm" for fz in fused)
+    imports = (["import cupy as cp"] if uses_cuda else []) + ["import torch"] + (
+        ["import triton\nimport triton.language as tl"] if uses_triton else [])
+    parts = [f'"""kevolve offline candidate: {len(fused)} fused kernel(s) ({desc})."""',
+             encode(params, problem_id, technique), *imports, _strip_problem(problem_source),
+             *_kernel_parts(fused, names, params), *launchers, "\n".join(_globals_block(glb, {})), "\n".join(cls)]
     return "\n\n".join(p for p in parts if p) + "\n"
 
 

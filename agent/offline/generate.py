@@ -30,6 +30,9 @@ class Plan:
     problem: Problem
     traced: Traced
     fused: list[Fused]
+    technique: str = "cuda"
+    """how its products are done: 'cuda' (library calls, CUDA kernels for the rest) or 'triton_mm'
+    (products with their element-wise epilogue as fused Triton kernels)"""
 
     def defaults(self) -> list[KernelParams]:
         return [default_params(f.group) for f in self.fused]
@@ -40,7 +43,7 @@ class Plan:
     def source(self, params: list[KernelParams] | None = None) -> str:
         """A candidate source for these parameters (the defaults when None)."""
         ps = self.legalize(params if params is not None else self.defaults())
-        return render(self.problem.source, self.traced, self.fused, ps, self.problem.id)
+        return render(self.problem.source, self.traced, self.fused, ps, self.problem.id, self.technique)
 
 
 def plan(problem: Problem) -> Plan:
@@ -62,3 +65,17 @@ def plan(problem: Problem) -> Plan:
                             "the offline proposer keeps those in PyTorch and needs at least one op to fuse")
     log.info("%s: %s", problem.name, "; ".join(f.group.describe() for f in fused))
     return Plan(problem=problem, traced=traced, fused=fused)
+
+
+def plans(problem: Problem) -> list[Plan]:
+    """Every plan variant of a problem, the CUDA one first: each is another kind of candidate, and the
+    evaluator decides which is faster. Raises like `plan` when there is none."""
+    from kevolve.agent.offline.triton_mm import triton_groups
+
+    base = plan(problem)
+    out = [base]
+    tri = triton_groups(base.traced.gm, base.fused)
+    if tri is not None:
+        log.info("%s (triton_mm): %s", problem.name, "; ".join(f.group.describe() for f in tri))
+        out.append(Plan(problem=problem, traced=base.traced, fused=tri, technique="triton_mm"))
+    return out

@@ -36,6 +36,8 @@ def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
         a = leaves[0].reshape(s.batch if s.a_batched else 1, s.m, s.k)  # type: ignore[union-attr]
         b = leaves[1].reshape(s.batch if s.b_batched else 1, s.k, s.n)  # type: ignore[union-attr]
         return torch.matmul(a, b).reshape(group.out_shape)
+    if group.kind == "mm":
+        return _run_mm(group, leaves)
     if group.kind != "fused":
         from kevolve.agent.offline.direct import registry
 
@@ -73,15 +75,31 @@ def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
     return out.contiguous().reshape(group.out_shape)
 
 
-def run_plan(plan: Plan, model: torch.nn.Module, inputs: list[torch.Tensor]) -> torch.Tensor:
-    """The rewritten forward on the CPU, each group evaluated by `run_group` (what ModelNew computes)."""
+def _run_mm(group: Group, args: list[torch.Tensor]) -> torch.Tensor:
+    """An `mm` group: the product (its operands first), then the epilogue with the product as its leaf."""
+    from dataclasses import replace
+
+    from kevolve.agent.offline.triton_mm import product
+
+    spec = group.spec
+    prod = product(group, args[:spec.operands])
+    rest = list(args[spec.operands:])
+    leaves = rest[:spec.mm_leaf] + [prod] + rest[spec.mm_leaf:]
+    return run_group(replace(group, kind="fused", gemm=None, spec=None), leaves)
+
+
+def run_plan(plan: Plan, model: torch.nn.Module, inputs: list[torch.Tensor],
+             launchers: dict[int, Callable[..., torch.Tensor]] | None = None) -> torch.Tensor:
+    """The rewritten forward on the CPU, each group evaluated by `run_group` (what ModelNew computes), or
+    by `launchers[k]` where given (a generated launcher, e.g. a Triton kernel under TRITON_INTERPRET=1)."""
     from kevolve.agent.offline.emit import rewrite, traced_constants
 
     graph = rewrite(plan.traced, plan.fused)
     for n in graph.nodes:
         k = getattr(n.target, "kv_group", None) if n.op == "call_function" else None
         if k is not None:
-            n.target = _launcher(plan.fused[k].group, k)
+            given = (launchers or {}).get(k)
+            n.target = _launcher(plan.fused[k].group, k) if given is None else _named(given, k)
     consts = traced_constants(plan.traced)
     for name, t in consts.items():  # what ModelNew registers as buffers; removed again below
         model.register_buffer(name, t, persistent=False)
@@ -93,8 +111,13 @@ def run_plan(plan: Plan, model: torch.nn.Module, inputs: list[torch.Tensor]) -> 
 
 
 def _launcher(group: Group, k: int) -> Callable[..., torch.Tensor]:
+    return _named(lambda *leaves: run_group(group, list(leaves)), k)
+
+
+def _named(fn: Callable[..., torch.Tensor], k: int) -> Callable[..., torch.Tensor]:
+    """`fn` behind a function of this module (fx writes code that imports call targets by module)."""
     def launch(*leaves: torch.Tensor) -> torch.Tensor:
-        return run_group(group, list(leaves))
+        return fn(*leaves)
 
     launch.__name__ = launch.__qualname__ = f"kv_cpu_launch_{k}"
     return launch

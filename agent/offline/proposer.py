@@ -1,9 +1,10 @@
 """The offline proposer behind the agent's Proposer seam (agent/proposer.py), so the same LangGraph loop drives it.
 
 `OfflineProposer` answers each job from its parents' records: a translate job gets a generated
-candidate (the defaults first, then fresh parameter draws); a mutate, crossover or repair job's
-parents are offline candidates whose `# kevolve-offline:` line gives their parameters, which are
-mutated or crossed. `SeededProposer` puts offline candidates into an LLM run's first generation.
+candidate (each plan variant's defaults first — CUDA beside library calls, then Triton products with
+fused epilogues where the problem has products — then fresh parameter draws); a mutate, crossover or
+repair job's parents are offline candidates whose `# kevolve-offline:` line gives their variant and
+parameters, which are mutated or crossed. `SeededProposer` puts offline candidates into an LLM run's first generation.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kevolve.agent.llm.base import Completion, Message, NonRetryableLLMError
-from kevolve.agent.offline.generate import Plan, plan
-from kevolve.agent.offline.space import KernelParams, crossover, decode, mutate
+from kevolve.agent.offline.generate import Plan, plans
+from kevolve.agent.offline.space import KernelParams, crossover, decode, decode_technique, mutate
 from kevolve.agent.offline.trace import TraceError
 from kevolve.agent.state import Job, Trial
 from kevolve.records import Origin, Problem
@@ -27,12 +28,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def parent_params(sources: Sequence[str], problem_id: str, n_groups: int) -> list[list[KernelParams]]:
-    """Parameters of the parents that are offline candidates of this problem (their `# kevolve-offline:` line)."""
+def parent_params(sources: Sequence[str], problem_id: str, n_groups: int, technique: str = "cuda") -> list[list[KernelParams]]:
+    """Parameters of the parents that are offline candidates of this problem and technique (their
+    `# kevolve-offline:` line)."""
     out = []
     for src in sources:
         got = decode(src, problem_id)
-        if got is not None and len(got) == n_groups:
+        if got is not None and len(got) == n_groups and decode_technique(src) == technique:
             out.append(got)
     return out
 
@@ -44,44 +46,61 @@ class OfflineProposer:
 
     def __init__(self, problem: Problem, seed: int = 0) -> None:
         self.problem = problem
-        self._plan: Plan | None = None
+        self._plans: list[Plan] | None = None
         self._error: str | None = None
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._translations = 0
 
-    def plan(self) -> Plan:
-        """The traced problem (traced once); raises NonRetryableLLMError with the trace verdict."""
+    def plans(self) -> list[Plan]:
+        """Every plan variant of the traced problem (traced once), the CUDA one first; raises
+        NonRetryableLLMError with the trace verdict."""
         with self._lock:
-            if self._plan is None and self._error is None:
+            if self._plans is None and self._error is None:
                 try:
-                    self._plan = plan(self.problem)
+                    self._plans = plans(self.problem)
                 except TraceError as e:
                     self._error = str(e)
-            if self._plan is None:
+            if self._plans is None:
                 raise NonRetryableLLMError(f"offline proposer: {self._error}")
-            return self._plan
+            return self._plans
 
-    def params_for(self, parent_sources: Sequence[str]) -> list[KernelParams]:
-        """The next parameter choice: crossed (two offline parents), mutated (one), else a translation."""
-        p = self.plan()
-        parents = parent_params(parent_sources, self.problem.id, len(p.fused))
+    def plan(self) -> Plan:
+        """The CUDA plan (the first variant)."""
+        return self.plans()[0]
+
+    def choose(self, parent_sources: Sequence[str]) -> tuple[Plan, list[KernelParams]]:
+        """The next candidate: the parents' variant crossed (two offline parents) or mutated (one), else a
+        translation: each variant's defaults in turn, then fresh draws around them."""
+        variants = self.plans()
+        techniques = [decode_technique(s) for s in parent_sources]
+        p = next((v for t in techniques for v in variants if v.technique == t), variants[0])
+        parents = parent_params(parent_sources, self.problem.id, len(p.fused), p.technique)
         with self._lock:
             rng = self._rng
             if len(parents) >= 2:
-                return [crossover(a, b, f.group, rng) for a, b, f in zip(parents[0], parents[1], p.fused, strict=True)]
+                return p, [crossover(a, b, f.group, rng) for a, b, f in zip(parents[0], parents[1], p.fused, strict=True)]
             if parents:
                 k = rng.randrange(len(p.fused))
-                return [mutate(x, f.group, rng) if i == k else x for i, (x, f) in enumerate(zip(parents[0], p.fused, strict=True))]
+                return p, [mutate(x, f.group, rng) if i == k else x
+                           for i, (x, f) in enumerate(zip(parents[0], p.fused, strict=True))]
             self._translations += 1
-            if self._translations == 1:
-                return p.legalize(p.defaults())
-            return [mutate(x, f.group, rng) for x, f in zip(p.defaults(), p.fused, strict=True)]
+            n = self._translations
+        if n <= len(variants):
+            v = variants[n - 1]
+            return v, v.legalize(v.defaults())
+        v = variants[n % len(variants)]
+        with self._lock:
+            return v, [mutate(x, f.group, self._rng) for x, f in zip(v.defaults(), v.fused, strict=True)]
+
+    def params_for(self, parent_sources: Sequence[str]) -> list[KernelParams]:
+        """The parameters `choose` picks (of whichever variant it picks)."""
+        return self.choose(parent_sources)[1]
 
     def propose(self, job: Job, parents: Sequence[Trial], messages: list[Message], sample: str) -> Completion:
         sources = [t.candidate.source for t in parents if t.candidate is not None]
-        source = self.plan().source(self.params_for(sources))
-        return Completion(text=f"```python\n{source}```\n", model=self.name)
+        plan_, params = self.choose(sources)
+        return Completion(text=f"```python\n{plan_.source(params)}```\n", model=self.name)
 
 
 class SeededProposer:

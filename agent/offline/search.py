@@ -1,7 +1,10 @@
 """Evolutionary parameter search for one problem's offline candidates, measured by an evaluator.
 
-A small (mu + lambda) loop: the defaults first, then children made by mutating or crossing the
-fastest verified parents' parameters. Used directly by batch scripts; inside `kevolve optimize`
+A small (mu + lambda) loop: the defaults of every plan variant first (CUDA kernels beside library
+calls; Triton products with fused epilogues), then children made by mutating or crossing the fastest
+verified parents' parameters within the winning variant. It stops at a candidate count, at a time
+limit, at a budget of evaluation seconds (the GPU time the trials held), or once the best candidate
+is near its roofline, where more tuning has little left to find. Used directly by batch scripts; inside `kevolve optimize`
 the agent's own loop drives the same operators through `proposer.OfflineProposer`.
 """
 
@@ -10,7 +13,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kevolve.agent.offline.generate import Plan
@@ -28,10 +31,18 @@ class Trial:
     params: list[KernelParams]
     source: str
     evaluation: Evaluation
+    technique: str = "cuda"
+    """the plan variant that made it (where its lineage started)"""
 
     @property
     def fitness(self) -> float:
         return self.evaluation.speedup or 0.0
+
+    @property
+    def roofline(self) -> float | None:
+        """The evaluator's fraction of the nearer roof (memory or compute), where it measured one."""
+        prof = self.evaluation.profile
+        return None if prof is None else prof.roofline_fraction
 
 
 @dataclass
@@ -39,11 +50,18 @@ class SearchResult:
     """Every trial, best first."""
 
     trials: list[Trial] = field(default_factory=list)
+    stopped: str = ""
+    """why the search ended: 'budget', 'time', 'gpu_seconds', 'roofline', 'exhausted', 'defaults_failed'"""
 
     @property
     def best(self) -> Trial | None:
         ok = [t for t in self.trials if t.evaluation.ok]
         return max(ok, key=lambda t: t.fitness) if ok else None
+
+    @property
+    def gpu_seconds(self) -> float:
+        """Seconds the evaluations took (each holds the GPU for its whole wall time)."""
+        return sum(t.evaluation.wall_s for t in self.trials)
 
 
 def children(plan: Plan, parents: list[list[KernelParams]], n: int, rng: random.Random,
@@ -60,11 +78,15 @@ def children(plan: Plan, parents: list[list[KernelParams]], n: int, rng: random.
         else:
             k = rng.randrange(len(plan.fused))  # one kernel changed at a time keeps credit assignment clear
             child = [mutate(x, f.group, rng) if i == k else x for i, (x, f) in enumerate(zip(a, plan.fused, strict=True))]
-        key = repr(child)
+        key = _key(plan, child)
         if key not in seen:
             seen.add(key)
             out.append(child)
     return out
+
+
+def _key(plan: Plan, params: list[KernelParams]) -> str:
+    return plan.technique + repr(params)
 
 
 def _split_first(plan: Plan, best: list[KernelParams], seen: set[str]) -> list[list[KernelParams]]:
@@ -75,38 +97,72 @@ def _split_first(plan: Plan, best: list[KernelParams], seen: set[str]) -> list[l
 
     child = [replace(p, strategy="split") if not f.group.is_pointwise and f.group.kind == "fused" and
              f.group.rows < SMS and f.group.row_len >= 4 * p.block else p for p, f in zip(best, plan.fused, strict=True)]
-    if child == best or repr(child) in seen:
+    if child == best or _key(plan, child) in seen:
         return []
-    seen.add(repr(child))
+    seen.add(_key(plan, child))
     return [child]
 
 
-def search(plan: Plan, evaluate: Callable[[str], Evaluation], budget: int = 6, population: int = 3,
-           time_limit_s: float | None = None, seed: int = 0) -> SearchResult:
-    """Evaluate the defaults, then evolve until `budget` candidates or `time_limit_s` are spent."""
+@dataclass(frozen=True)
+class Limits:
+    """When the search stops (whichever comes first)."""
+
+    budget: int = 6
+    """candidates evaluated"""
+    time_limit_s: float | None = None
+    """wall seconds after the first evaluation (which also prepares the reference and baselines)"""
+    gpu_seconds: float | None = None
+    """summed evaluation seconds (the GPU time the trials held)"""
+    roofline: float = 0.9
+    """stop once the best candidate reaches this fraction of its roofline"""
+
+
+def _stop(result: SearchResult, limits: Limits, t0: float) -> str:
+    best = result.best
+    if len(result.trials) >= limits.budget:
+        return "budget"
+    if limits.time_limit_s is not None and len(result.trials) > 1 and time.monotonic() - t0 > limits.time_limit_s:
+        return "time"
+    if limits.gpu_seconds is not None and result.gpu_seconds >= limits.gpu_seconds:
+        return "gpu_seconds"
+    if best is not None and best.roofline is not None and best.roofline >= limits.roofline:
+        return "roofline"
+    return ""
+
+
+def search(plans: Plan | Sequence[Plan], evaluate: Callable[[str], Evaluation], budget: int = 6, population: int = 3,
+           time_limit_s: float | None = None, seed: int = 0, gpu_seconds: float | None = None,
+           roofline: float = 0.9) -> SearchResult:
+    """Evaluate every variant's defaults, then evolve the best variant until a limit is reached."""
     rng = random.Random(seed)
+    variants = [plans] if isinstance(plans, Plan) else list(plans)
+    limits = Limits(budget=budget, time_limit_s=time_limit_s, gpu_seconds=gpu_seconds, roofline=roofline)
     t0 = time.monotonic()
     result = SearchResult()
-    start = plan.legalize(plan.defaults())
-    seen = {repr(start)}
-    queue = [start]
-    while len(result.trials) < budget:
+    queue = [(v, v.legalize(v.defaults())) for v in variants]
+    seen = {_key(v, ps) for v, ps in queue}
+    while not (why := _stop(result, limits, t0)):
         if len(result.trials) == 1:
             t0 = time.monotonic()  # the first evaluation also computes the reference and baselines: not search time
-        if time_limit_s is not None and time.monotonic() - t0 > time_limit_s:
-            log.info("%s: search time limit reached", plan.problem.name)
-            break
         if not queue:
-            ok = sorted((t for t in result.trials if t.evaluation.ok), key=lambda t: t.fitness, reverse=True)
-            if not ok:
-                break  # the defaults failed: mutating parameters rarely fixes a wrong kernel
-            queue = _split_first(plan, ok[0].params, seen) + children(plan, [t.params for t in ok[:population]], 2, rng, seen)
+            best = result.best
+            if best is None:
+                result.stopped = "defaults_failed"  # mutating parameters rarely fixes a wrong kernel
+                return result
+            plan = next(v for v in variants if v.technique == best.technique)
+            ok = sorted((t for t in result.trials if t.evaluation.ok and t.technique == plan.technique),
+                        key=lambda t: t.fitness, reverse=True)
+            queue = [(plan, c) for c in _split_first(plan, ok[0].params, seen) +
+                     children(plan, [t.params for t in ok[:population]], 2, rng, seen)]
             if not queue:
-                break
-        params = queue.pop(0)
+                result.stopped = "exhausted"
+                return result
+        plan, params = queue.pop(0)
         src = plan.source(params)
         ev = evaluate(src)
-        result.trials.append(Trial(params=params, source=src, evaluation=ev))
-        log.info("%s: trial %d %s %s", plan.problem.name, len(result.trials), ev.outcome.value,
+        result.trials.append(Trial(params=params, source=src, evaluation=ev, technique=plan.technique))
+        log.info("%s: trial %d [%s] %s %s", plan.problem.name, len(result.trials), plan.technique, ev.outcome.value,
                  f"{ev.speedup:.2f}x" if ev.speedup else ev.reason[:100])
+    result.stopped = why
+    log.info("%s: search stopped (%s)", variants[0].problem.name, why)
     return result

@@ -20,7 +20,14 @@ ILPS = (1, 2, 4)
 WAVES = (2, 4, 8, 16, 32)
 STRATEGIES = ("block", "warp", "thread", "split")
 UNROLLS = (1, 2, 4)
+TILES = (32, 64, 128, 256)
+TILE_KS = (16, 32, 64)
+WARPS = (4, 8)
+STAGES = (2, 3, 4, 5)
+PRECISIONS = ("tf32x3", "ieee")
+SMEM_BYTES = 200 * 1024  # an H100 block may use up to 227 KB of shared memory; leave room for the epilogue
 MARK = "# kevolve-offline: "
+_MM_FIELDS = ("tile_m", "tile_n", "tile_k", "warps", "stages", "precision")
 _MARK_RE = re.compile(r"^# kevolve-offline: (\{.*\})\s*$", re.MULTILINE)
 
 
@@ -40,12 +47,26 @@ class KernelParams:
     """row kernels: a block, a warp or a thread per row, or several blocks per row ('split')"""
     unroll: int = 1
     """row kernels: unroll factor of the per-row loops"""
+    tile_m: int = 128
+    """Triton product ('mm' groups): rows of the output tile"""
+    tile_n: int = 128
+    """Triton product: columns of the output tile"""
+    tile_k: int = 32
+    """Triton product: depth of each step along K"""
+    warps: int = 8
+    """Triton product: warps per program"""
+    stages: int = 3
+    """Triton product: software-pipeline stages (tiles in flight in shared memory)"""
+    precision: str = "tf32x3"
+    """Triton product: 'tf32x3' (three TF32 tensor-core products, fp32-level error) or 'ieee' (fp32 FMA)"""
 
 
 def default_params(group: Group) -> KernelParams:
     """A sensible starting point: a block per long contiguous row, a thread per strided row."""
     if group.kind == "gemm":
         return KernelParams(block=256, vec=1, unroll=2)
+    if group.kind == "mm":
+        return legal(KernelParams(block=256, vec=1), group)
     if group.kind != "fused":  # direct kernels: a thread per output (per `ilp` output channels for conv)
         return KernelParams(block=256, vec=1, ilp=4 if group.kind == "conv" else 1, waves=8, unroll=1)
     if group.is_pointwise:
@@ -64,6 +85,8 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
     """`p` adjusted to what the group allows (vector width must divide the size, …)."""
     if group.kind == "gemm":  # 256 threads, 4x4 outputs each; the k-step (unroll) is the one knob
         return replace(p, block=256, vec=1, ilp=1, strategy="block", unroll=2 if p.unroll >= 2 else 1)
+    if group.kind == "mm":
+        return _legal_mm(p, group)
     if group.kind != "fused":
         return replace(p, vec=1, ilp=p.ilp if group.kind == "conv" else 1, strategy="block", block=max(p.block, 64))
     if group.is_pointwise:
@@ -74,11 +97,34 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
     return replace(p, vec=1, ilp=1)
 
 
+def _legal_mm(p: KernelParams, group: Group) -> KernelParams:
+    """Tiles no larger than the product needs, at most 128 accumulators per thread, pipeline within smem."""
+    s = group.gemm
+    cap = lambda t, size: max(32, min(t, 1 << max(5, (size - 1).bit_length())))  # noqa: E731
+    tm, tn = cap(p.tile_m, s.m), cap(p.tile_n, s.n)
+    tk = p.tile_k if p.tile_k in TILE_KS else 32
+    warps = p.warps if p.warps in WARPS else 8
+    while tm * tn // (32 * warps) > 128:
+        if warps < 8:
+            warps = 8
+        elif tn >= tm:
+            tn //= 2
+        else:
+            tm //= 2
+    stages = max(2, min(p.stages, SMEM_BYTES // (4 * tk * (tm + tn))))
+    prec = p.precision if p.precision in PRECISIONS else PRECISIONS[0]
+    return replace(p, tile_m=tm, tile_n=tn, tile_k=tk, warps=warps, stages=stages, precision=prec,
+                   block=256, vec=1, ilp=1, strategy="block", unroll=1)
+
+
 def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
     """Change one or two settings to a neighbouring value."""
-    choices = {"block": BLOCKS, "waves": WAVES}
+    choices: dict[str, tuple] = {"block": BLOCKS, "waves": WAVES}
     if group.kind == "gemm":
         choices = {"unroll": UNROLLS}
+    elif group.kind == "mm":
+        choices = {"tile_m": TILES, "tile_n": TILES, "tile_k": TILE_KS, "warps": WARPS, "stages": STAGES,
+                   "precision": PRECISIONS}
     elif group.kind != "fused":
         choices |= {"unroll": UNROLLS} | ({"ilp": ILPS} if group.kind == "conv" else {})
     elif group.is_pointwise:
@@ -89,7 +135,7 @@ def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
     for name in rng.sample(sorted(choices), k=min(len(choices), rng.choice((1, 1, 2)))):
         values = choices[name]
         cur = getattr(out, name)
-        if name == "strategy" or cur not in values:
+        if name in ("strategy", "precision") or cur not in values:
             new = rng.choice([v for v in values if v != cur] or list(values))
         else:
             i = values.index(cur) + rng.choice((-1, 1))
@@ -100,25 +146,51 @@ def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
 
 def crossover(a: KernelParams, b: KernelParams, group: Group, rng: random.Random) -> KernelParams:
     """Each setting from one parent or the other."""
-    vals = {f.name: getattr(a if rng.random() < 0.5 else b, f.name) for f in fields(KernelParams)}
-    return legal(KernelParams(**vals), group)
+    names = [f.name for f in fields(KernelParams) if (f.name in _MM_FIELDS) == (group.kind == "mm")]
+    vals = {n: getattr(a if rng.random() < 0.5 else b, n) for n in names}
+    return legal(replace(a, **vals), group)
 
 
-def encode(params: list[KernelParams], problem_id: str = "") -> str:
-    """The marker line carried in a generated source."""
-    return MARK + json.dumps({"problem": problem_id, "groups": [asdict(p) for p in params]}, separators=(",", ":"))
+def _compact(p: KernelParams) -> dict:
+    """The settings of `p`; the Triton product's only where they differ from the defaults."""
+    d, base = asdict(p), KernelParams()
+    return {k: v for k, v in d.items() if k not in _MM_FIELDS or v != getattr(base, k)}
 
 
-def decode(source: str, problem_id: str | None = None) -> list[KernelParams] | None:
-    """The parameters a generated source was made with (for `problem_id`, when given), or None if it is
-    not an offline candidate (of that problem)."""
+def encode(params: list[KernelParams], problem_id: str = "", technique: str = "cuda") -> str:
+    """The marker line carried in a generated source (`technique`: which plan variant made it)."""
+    data: dict = {"problem": problem_id, "groups": [_compact(p) for p in params]}
+    if technique != "cuda":
+        data["technique"] = technique
+    return MARK + json.dumps(data, separators=(",", ":"))
+
+
+def _marker(source: str, problem_id: str | None) -> dict | None:
     m = _MARK_RE.search(source)
     if m is None:
         return None
     try:
         data = json.loads(m.group(1))
-        if problem_id is not None and data.get("problem") != problem_id:
-            return None
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or (problem_id is not None and data.get("problem") != problem_id):
+        return None
+    return data
+
+
+def decode(source: str, problem_id: str | None = None) -> list[KernelParams] | None:
+    """The parameters a generated source was made with (for `problem_id`, when given), or None if it is
+    not an offline candidate (of that problem)."""
+    data = _marker(source, problem_id)
+    if data is None:
+        return None
+    try:
         return [KernelParams(**g) for g in data["groups"]]
     except (ValueError, TypeError, KeyError):
         return None
+
+
+def decode_technique(source: str) -> str | None:
+    """The technique named in a generated source's marker ('cuda' for markers written before techniques)."""
+    data = _marker(source, None)
+    return None if data is None else str(data.get("technique", "cuda"))

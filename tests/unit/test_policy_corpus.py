@@ -40,7 +40,7 @@ def _offline_problems() -> list[object]:
 
 
 def test_every_source_the_offline_proposer_writes_passes() -> None:
-    from kevolve.agent.offline.generate import plan
+    from kevolve.agent.offline.generate import plans
     from kevolve.agent.offline.space import mutate
     from kevolve.agent.offline.trace import TraceError
 
@@ -48,14 +48,15 @@ def test_every_source_the_offline_proposer_writes_passes() -> None:
     sources = []
     for problem in _offline_problems():
         try:
-            p = plan(problem)  # type: ignore[arg-type]
+            variants = plans(problem)  # type: ignore[arg-type]
         except TraceError:
             continue  # nothing to generate for this one
-        params = p.defaults()
-        for _ in range(3):  # the defaults and three mutations: every strategy and vector width shows up
-            sources.append(p.source(params))
-            params = [mutate(q, f.group, rng) for q, f in zip(params, p.fused)]
-    assert len(sources) >= 100
+        for p in variants:  # CUDA beside library calls, and Triton products where there are products
+            params = p.defaults()
+            for _ in range(3):  # the defaults and three mutations: every strategy and vector width shows up
+                sources.append(p.source(params))
+                params = [mutate(q, f.group, rng) for q, f in zip(params, p.fused)]
+    assert len(sources) >= 100 and sum("@triton.jit" in s for s in sources) >= 12
     rejected = [(s[:200], v) for s in sources if (v := check_policy(s)) is not None]
     assert rejected == []
 

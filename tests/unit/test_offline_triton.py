@@ -1,0 +1,114 @@
+"""Offline proposer, Triton products: the epilogue fused into a Triton matrix product, run on the CPU
+under TRITON_INTERPRET=1 against the module, and the search over both plan variants."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kevolve.agent.offline.generate import plans
+from kevolve.agent.offline.proposer import OfflineProposer
+from kevolve.agent.offline.search import search
+from kevolve.agent.offline.space import decode, decode_technique, legal, mutate
+from kevolve.contract import load_problem
+from kevolve.records import Evaluation, Outcome, Profile, TimingStats
+from kevolve.sandbox.static_checks import custom_kernel_names
+
+if importlib.util.find_spec("triton") is None:  # not imported here: the interpreter needs a fresh process
+    pytest.skip("needs triton", allow_module_level=True)
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
+PRODUCTS = ["gemm_batchnorm", "linear_gelu_softmax", "only_matmul", "bmm"]
+
+
+def _triton_plan(name: str):
+    ps = plans(load_problem(FIXTURES / f"{name}.py"))
+    assert [p.technique for p in ps] == ["cuda", "triton_mm"]
+    return ps[1]
+
+
+def _check(*args: str) -> dict:
+    script = Path(__file__).parent.parent / "triton_interpret_check.py"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_triton_product_kernels_match_the_module_under_the_interpreter():
+    errs = _check(*PRODUCTS)
+    assert sorted(errs) == sorted(PRODUCTS)
+    for name, (default, mutated) in errs.items():
+        assert default < 1e-4 and mutated < 1e-4, (name, default, mutated)
+
+
+def test_triton_product_kernels_compile_for_hopper_with_tensor_cores_in_tf32x3():
+    got = _check("--compile", "gemm_batchnorm", "bmm")
+    assert got == {"gemm_batchnorm": ["wgmma", "fma"], "bmm": ["wgmma", "fma"]}  # tf32x3, then ieee
+
+
+def test_an_elementwise_chain_after_a_linear_layer_becomes_its_epilogue():
+    p = _triton_plan("gemm_batchnorm")
+    (g,) = [f.group for f in p.fused]
+    assert g.kind == "mm" and g.spec.b_layout == "nk" and g.spec.bias
+    src = p.source()
+    assert "self.gemm(" not in src.split("class ModelNew")[1] and "kv_mm_0" in custom_kernel_names(src)
+    assert decode_technique(src) == "triton_mm" and decode(src, p.problem.id) == p.legalize(p.defaults())
+
+
+def test_a_product_before_a_row_kernel_is_a_bare_triton_product():
+    p = _triton_plan("linear_gelu_softmax")
+    assert [f.group.kind for f in p.fused] == ["mm", "fused"]
+    assert p.fused[0].nodes[0].name == "fc" and p.fused[1].group.leaves[0].name == "fc"  # the row kernel reads it
+    src = p.source()
+    assert "import cupy as cp" in src and "import triton.language as tl" in src
+
+
+def test_tiles_stay_within_registers_shared_memory_and_the_product():
+    plan = _triton_plan("bmm")
+    g = plan.fused[0].group  # 70 x 65, K = 33
+    rng = random.Random(0)
+    p = legal(plan.defaults()[0], g)
+    for _ in range(40):
+        p = mutate(p, g, rng)
+        assert p.tile_m <= 128 and p.tile_n <= 128  # no tile beyond the next power of two of the product
+        assert p.tile_m * p.tile_n // (32 * p.warps) <= 128
+        assert 4 * p.stages * p.tile_k * (p.tile_m + p.tile_n) <= 200 * 1024
+        assert p.precision in ("tf32x3", "ieee")
+
+
+def _verdict(src: str, problem_id: str) -> Evaluation:
+    """The Triton variant is faster and reports its roofline; CUDA candidates are slower."""
+    tri = decode_technique(src) == "triton_mm"
+    ms = 0.5 if tri else 0.9
+    t = lambda v: TimingStats(median_ms=v, mean_ms=v, min_ms=v, max_ms=v, iqr_ms=0.0, trials=5, method="fake")  # noqa: E731
+    return Evaluation(candidate_id="c", problem_id=problem_id, outcome=Outcome.OK, reason="ok", timing=t(ms),
+                      ref_timing=t(1.0), wall_s=2.0, profile=Profile(roofline_fraction=0.95 if tri else 0.3))
+
+
+def test_search_tries_every_variant_and_stops_at_the_roofline():
+    ps = plans(load_problem(FIXTURES / "gemm_batchnorm.py"))
+    res = search(ps, lambda src: _verdict(src, ps[0].problem.id), budget=8)
+    assert [t.technique for t in res.trials] == ["cuda", "triton_mm"]
+    assert res.best.technique == "triton_mm" and res.stopped == "roofline"
+
+
+def test_search_stops_at_its_gpu_seconds():
+    ps = plans(load_problem(FIXTURES / "gemm_batchnorm.py"))
+    res = search(ps, lambda src: _verdict(src, ps[0].problem.id), budget=8, gpu_seconds=5.0, roofline=2.0)
+    assert len(res.trials) == 3 and res.stopped == "gpu_seconds" and res.gpu_seconds == 6.0
+
+
+def test_offline_proposer_translates_each_variant_then_mutates_within_the_parents_variant():
+    prop = OfflineProposer(load_problem(FIXTURES / "gemm_batchnorm.py"))
+    first, second = prop.choose([]), prop.choose([])
+    assert (first[0].technique, second[0].technique) == ("cuda", "triton_mm")
+    parent = second[0].source(second[1])
+    child_plan, child = prop.choose([parent])
+    assert child_plan.technique == "triton_mm" and child != second[1]
