@@ -87,7 +87,7 @@ def _libs(paths: list[Path]) -> set[str]:
     return found
 
 
-def assemble_rootfs(root: Path, source_root: Path) -> None:
+def assemble_rootfs(root: Path) -> None:
     """Write the evaluation image's filesystem under `root`."""
     for name in ("bin", "lib", "lib64", "sbin"):
         (root / "usr" / name).mkdir(parents=True, exist_ok=True)
@@ -114,8 +114,8 @@ def assemble_rootfs(root: Path, source_root: Path) -> None:
             if src.is_file() and not str(f).startswith(".."):
                 _copy(src, site / f)
     for pkg, dest in _PACKAGES.items():
-        src = source_root / pkg.split(".")[-1]
-        shutil.copytree(src, site / dest, dirs_exist_ok=True)
+        for f in _package_files(pkg):
+            _copy(f, site / dest / f.relative_to(_package_dir(pkg)))
     elfs = [root / "usr/local/bin" / ver] + [p for p in root.rglob("*.so*") if p.is_file()]
     for lib in _libs(elfs):
         target = root / lib.lstrip("/")
@@ -129,10 +129,24 @@ def assemble_rootfs(root: Path, source_root: Path) -> None:
             _copy(Path(cfg), root / cfg.lstrip("/"))
 
 
-def _source_root() -> Path:
-    import kevolve
+def _package_dir(pkg: str) -> Path:
+    """Where a kevolve package's files are: a checkout's folders (kevolve.sandbox is sandbox/) or an
+    installed wheel's (site-packages/kevolve/sandbox): the import system knows either way. Assuming the
+    checkout's layout broke `sandbox build-image` for every pip-installed kevolve."""
+    import importlib.util
 
-    return Path(kevolve.__file__).resolve().parent.parent
+    spec = importlib.util.find_spec(pkg)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"cannot find the package {pkg}")
+    return Path(list(spec.submodule_search_locations)[0]).resolve()
+
+
+def _package_files(pkg: str) -> list[Path]:
+    """A worker package's files: kevolve's own top level only (in a wheel, kevolve/ also holds every
+    subpackage), the whole tree of kevolve.sandbox and kevolve.kernelbench; no bytecode caches."""
+    src = _package_dir(pkg)
+    found = src.glob("*") if pkg == "kevolve" else src.rglob("*")
+    return sorted(f for f in found if f.is_file() and "__pycache__" not in f.parts)
 
 
 def source_hash() -> str:
@@ -140,10 +154,11 @@ def source_hash() -> str:
     import hashlib
 
     h = hashlib.sha256(f"{sys.version}|{md.version('torch')}|{','.join(worker_dists())}".encode())
-    src = _source_root()
     for pkg in sorted(_PACKAGES):
-        for f in sorted((src / pkg.split(".")[-1]).rglob("*.py")):
-            h.update(str(f.relative_to(src)).encode() + f.read_bytes())
+        src = _package_dir(pkg)
+        for f in _package_files(pkg):
+            if f.suffix == ".py":
+                h.update(f"{_PACKAGES[pkg]}/{f.relative_to(src)}".encode() + f.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -168,7 +183,7 @@ def build_local(tag: str, client: Any = None) -> str:
     with tempfile.TemporaryDirectory(prefix="kevolve-rootfs-") as tmp:
         root = Path(tmp) / "root"
         root.mkdir()
-        assemble_rootfs(root, _source_root())
+        assemble_rootfs(root)
         tar_path = Path(tmp) / "rootfs.tar"
         with tarfile.open(tar_path, "w") as tar:
             for entry in sorted(os.listdir(root)):
@@ -187,12 +202,11 @@ def build_dockerfile(tag: str, client: Any = None) -> str:
     import docker
 
     client = client or docker.from_env()
-    src = _source_root()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         tar.add(DOCKERFILE, arcname="Dockerfile")
-        for pkg in ("kevolve", "sandbox", "kernelbench"):
-            tar.add(src / pkg, arcname=pkg, filter=lambda t: None if "__pycache__" in t.name else t)
+        for pkg in ("kevolve", "kevolve.sandbox", "kevolve.kernelbench"):
+            tar.add(_package_dir(pkg), arcname=pkg.split(".")[-1], filter=lambda t: None if "__pycache__" in t.name else t)
     buf.seek(0)
     image, _ = client.images.build(fileobj=buf, custom_context=True, tag=tag, rm=True)
     return image.id

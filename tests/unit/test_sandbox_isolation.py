@@ -208,3 +208,30 @@ def test_worker_compile_caches_live_in_its_scratch(tmp_path) -> None:  # noqa: A
     env = scrubbed_env("cuda:0", tmp_path)
     for var in ("CUPY_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME"):
         assert Path(env[var]).parent == tmp_path, var
+
+
+def test_the_image_source_is_found_in_an_installed_wheel_as_in_the_checkout(tmp_path) -> None:  # noqa: ANN001
+    """`sandbox build-image` assumed the checkout's folders (sandbox/ beside kevolve/); a pip-installed
+    kevolve has them as kevolve/sandbox, and the build failed there (H100, 2026-11-24). The same sources
+    must give the same image hash from either layout."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from kevolve.sandbox.docker_image import source_hash
+
+    root = Path(__file__).resolve().parents[2]
+    site = tmp_path / "site"
+    # copy the installed layout by hand from the checkout (what the wheel holds), without building one
+    import shutil
+
+    for pkg, folder in (("kevolve", "kevolve"), ("kevolve/sandbox", "sandbox"), ("kevolve/kernelbench", "kernelbench")):
+        shutil.copytree(root / folder, site / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    code = "from kevolve.sandbox.docker_image import source_hash, _package_dir; " \
+           "print(source_hash()); print(_package_dir('kevolve.sandbox'))"
+    out = subprocess.run([sys.executable, "-P", "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    digest, where = out.stdout.split()
+    assert Path(where) == (site / "kevolve" / "sandbox").resolve()
+    assert digest == source_hash()
