@@ -101,11 +101,13 @@ def admissible(need: int | None, held: int, budget: int) -> bool:
 
 
 def default_jobs(cores: int) -> int:
-    """Workers preparing at once: one per two cores left after the timing core, at most 8.
+    """Workers preparing at once: the cores less the timing core and one for this process, at most 12.
 
-    Each worker's Inductor compile is mostly one thread, but importing torch and drawing inputs
-    spread over a few; beyond 8 the host's memory bandwidth, not cores, is the limit."""
-    return max(1, min(8, (cores - 1) // 2 if cores > 2 else 1))
+    A worker's preparation is mostly one thread (importing torch, Inductor's lowering; each gets
+    one compile thread when several run, since a KernelBench problem compiles only a few kernels
+    and Inductor's compile subprocesses would cost more to start than they save). Beyond 12, host
+    memory (2-3 GB a worker) and the shared GPU, not cores, limit it."""
+    return max(1, min(12, cores - 2))
 
 
 def default_budget(device: str, jobs: int) -> int:

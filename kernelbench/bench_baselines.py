@@ -65,6 +65,13 @@ def to_baseline(sp: SuiteProblem, done: object, config: SandboxConfig, fingerpri
                     measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
 
 
+def out_of_memory(b: Baseline) -> bool:
+    """torch.compile failed for want of device memory: with other problems preparing beside it that
+    says little about the problem, so the baseline is shown but not cached (the next run retries)."""
+    note = b.compile_note.lower()
+    return b.compiled is None and ("outofmemory" in note or "out of memory" in note)
+
+
 def _quartiles(xs: list[float]) -> tuple[float, float, float]:
     if len(xs) < 2:
         return xs[0], xs[0], xs[0]
@@ -140,7 +147,7 @@ def run_baselines(problems: list[SuiteProblem], config: SandboxConfig, refresh: 
     log.info("%d cached, %d to measure, %d at once", len(cached), len(todo), settings.jobs)
     for sp, b, when in _measure(todo, config, settings, fingerprint):
         assert sp.problem is not None
-        if isinstance(b, Baseline):
+        if isinstance(b, Baseline) and not out_of_memory(b):
             cache.put(b)
         row = _row(sp, b, *pub, fresh=True) | when
         by_id[sp.problem.id] = row
@@ -234,4 +241,5 @@ def _line(i: int, n: int, r: dict[str, object]) -> str:
             f"{'' if r['measured'] else ' (cached)'}")
 
 
-__all__ = ["baseline_request", "baselines_markdown", "run_baselines", "summary_markdown", "to_baseline"]
+__all__ = ["baseline_request", "baselines_markdown", "out_of_memory", "run_baselines", "summary_markdown",
+           "to_baseline"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kevolve.kernelbench.baselines import Baseline, BaselineCache, device_fingerprint, torch_version
-from kevolve.kernelbench.bench_baselines import run_baselines
+from kevolve.kernelbench.bench_baselines import out_of_memory, run_baselines
 from kevolve.kernelbench.suite import load_suite
 from kevolve.records import TimingStats
 from kevolve.sandbox.config import CompileBaseline, SandboxConfig
@@ -51,3 +51,13 @@ def test_cached_baselines_beside_published_give_quartiles_per_level_in_json_mark
     row = "| level1 | eager | 4 | 1.050 | 0.950 | 1.125 | 0.800 | 1.200 | 1 | 2 | 4 |"
     assert row in (tmp_path / "b.md").read_text()
     assert row in capsys.readouterr().out  # printed last, for the terminal and the GPU script's log
+
+
+@pytest.mark.parametrize(("note", "transient"), [
+    ("torch.compile baseline unavailable: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", True),
+    ("torch.compile baseline unavailable: BackendCompilerFailed: unsupported op aten.foo", False),
+])
+def test_a_compile_baseline_lost_to_memory_is_not_kept_as_the_problems_verdict(note: str, transient: bool) -> None:
+    b = Baseline(problem_id="p", problem_name="p", device="d", torch="t", eager=_timing(1.0), compile_note=note,
+                 trials=30, max_timing_s=1.0, measured_at="2026-01-01T00:00:00+00:00")
+    assert out_of_memory(b) is transient
