@@ -196,8 +196,8 @@ def bench(
                      trials, max_timing_s, compile_baseline, allow_torch_only, audit, policy_allow, memory_limit_gb)
     if compile_workers is None:
         compile_workers = 0 if base == "cpu" else max(0, len(os.sched_getaffinity(0)) - len(lanes))
-    agent_config = _agent_config(llm, base_url, budget, no_archive, ingest, base, rd, cache_dir, timeout,
-                                 policy_allow, language) if optimize else None
+    agent_config = _agent_config(llm, base_url, budget, no_archive, ingest, rd, cache_dir, config,
+                                 language) if optimize else None
     args = BenchArgs(suite=str(suite), levels=tuple(levels), problems=problems, match=match,
                      solutions=str(solutions or rd / "generated"), optimize=optimize, executor=executor, address=address, devices=tuple(lanes),
                      compile_workers=compile_workers, run_dir=str(rd),
@@ -208,19 +208,21 @@ def bench(
     raise typer.Exit(code)
 
 
-def _agent_config(llm: str, base_url: str | None, budget: str | None, no_archive: bool, ingest: object, device: str,
-                  run_dir: Path, cache_dir: Path | None, timeout: float,
-                  policy_allow: tuple[str, ...] = (), language: str | None = None):  # noqa: ANN202
-    """`kevolve optimize`'s configuration for --optimize (read once, here, at the entry point)."""
+def _agent_config(llm: str, base_url: str | None, budget: str | None, no_archive: bool, ingest: object,
+                  run_dir: Path, cache_dir: Path | None, sandbox: object,
+                  language: str | None = None):  # noqa: ANN202
+    """`kevolve optimize`'s configuration for --optimize (read once, here, at the entry point); its sandbox
+    takes the bench's settings (`sandbox`, the bench's SandboxConfig: limits, trials, rules)."""
     from kevolve.agent.settings import SettingsError, build_config, parse_budget
+    from kevolve.kernelbench.optimize_mode import agent_sandbox
 
     try:
-        return build_config(llm=llm, base_url=base_url, env=os.environ, device=device, language=language,
-                            runs_dir=run_dir / "agent",
+        return build_config(llm=llm, base_url=base_url, env=os.environ, device=sandbox.device,  # type: ignore[attr-defined]
+                            language=language, runs_dir=run_dir / "agent",
                             cache_root=cache_dir.resolve() if cache_dir else None, archive=not no_archive,
                             archive_ingest=ingest,
                             stop=parse_budget(budget) if budget else {},
-                            sandbox={"timeout_s": timeout, "policy_allow": policy_allow or None})
+                            sandbox=agent_sandbox(sandbox))  # type: ignore[arg-type]
     except SettingsError as e:
         fail(str(e))
 
