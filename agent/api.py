@@ -21,7 +21,7 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
              sandbox: Sandbox | None = None,
              env: Mapping[str, str] | None = None, evolution: Mapping[str, object] | None = None,
              sandbox_options: Mapping[str, object] | None = None, prompts: str | Path | None = None,
-             offline: bool = False) -> Result:
+             offline: bool = False, language: str | None = None) -> Result:
     """Optimize a module and return the Result (its `load_model_class()` gives the drop-in ModelNew).
 
     `target` is a KernelBench file, 'path.py:ClassName', 'package.module:ClassName' (with `inputs` as
@@ -30,7 +30,9 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
     `complete(messages, **opts)`; keys come from `env` (default: the process environment). `archive_ingest`
     is 'all', 'winners' or 'none' (default: 'all', or 'none' with `archive=False`), as `--archive-ingest`.
     `prompts` is a folder of prompt files replacing the built-in ones, as `--prompts`; `offline` proposes with
-    the offline generator instead of an LLM (CUDA only), as `--offline`.
+    the offline generator instead of an LLM (CUDA only), as `--offline`. `language` is the kernel language
+    the LLM is asked for: 'cuda' (load_inline), 'cupy' or 'triton' (GPU only), as `--language`; None lets
+    the target choose. A bad value raises SettingsError (a ValueError) with the CLI's one-line message.
     """
     from kevolve.agent.inputs import load_target, problem_from_module
     from kevolve.agent.run import run_optimize
@@ -42,7 +44,8 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
     spec = llm if isinstance(llm, str) else LLMConfig(provider="injected", model=getattr(llm, "name", "custom"))
-    config = build_config(llm=spec, offline=offline, base_url=base_url, env=env, device=device, runs_dir=Path(runs_dir),
+    config = build_config(llm=spec, offline=offline, base_url=base_url, env=env, device=device, language=language,
+                          runs_dir=Path(runs_dir),
                           llm_cache=llm_cache, archive=archive, archive_ingest=archive_ingest, sandbox=sandbox_options,
                           stop=dict(max_candidates=max_candidates, budget_usd=budget_usd, time_limit_s=time_limit_s,
                                     target_speedup=target_speedup), evolution=evolution,

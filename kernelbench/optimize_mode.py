@@ -15,8 +15,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kevolve.kernelbench.suite import SuiteProblem
+from kevolve.sandbox.config import SandboxConfig
 
 log = logging.getLogger(__name__)
+
+# The agent's own evaluations take every sandbox setting of the bench (limits, trials, rules,
+# isolation), so that the kernel it keeps was checked the way the bench then checks it: a candidate
+# the bench would reject for memory, policy or torch-only must not win inside the agent. Except these:
+# the device and cache reach the agent through their own arguments, and the agent draws fresh inputs
+# per run (the bench re-evaluates the winner under its own seed).
+BENCH_ONLY_FIELDS = frozenset({"device", "cache_dir", "seed"})
+
+
+def agent_sandbox(bench: SandboxConfig) -> dict[str, object]:
+    """The sandbox options for `build_config(sandbox=…)` that carry the bench's settings into the agent."""
+    return bench.model_dump(exclude=set(BENCH_ONLY_FIELDS))
 
 
 def generated_path(root: Path, sp: SuiteProblem) -> Path:
@@ -73,4 +86,4 @@ def generate_solutions(problems: list[SuiteProblem], run_dir: Path, config: obje
     return out, missing
 
 
-__all__ = ["generate_solutions", "generated_path"]
+__all__ = ["BENCH_ONLY_FIELDS", "agent_sandbox", "generate_solutions", "generated_path"]

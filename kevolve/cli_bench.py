@@ -196,8 +196,8 @@ def bench(
                      trials, max_timing_s, compile_baseline, allow_torch_only, audit, policy_allow, memory_limit_gb)
     if compile_workers is None:
         compile_workers = 0 if base == "cpu" else max(0, len(os.sched_getaffinity(0)) - len(lanes))
-    agent_config = _agent_config(llm, base_url, budget, no_archive, ingest, base, rd, cache_dir, timeout,
-                                 policy_allow, language) if optimize else None
+    agent_config = _agent_config(llm, base_url, budget, no_archive, ingest, rd, cache_dir, config,
+                                 language) if optimize else None
     args = BenchArgs(suite=str(suite), levels=tuple(levels), problems=problems, match=match,
                      solutions=str(solutions or rd / "generated"), optimize=optimize, executor=executor, address=address, devices=tuple(lanes),
                      compile_workers=compile_workers, run_dir=str(rd),
@@ -208,19 +208,21 @@ def bench(
     raise typer.Exit(code)
 
 
-def _agent_config(llm: str, base_url: str | None, budget: str | None, no_archive: bool, ingest: object, device: str,
-                  run_dir: Path, cache_dir: Path | None, timeout: float,
-                  policy_allow: tuple[str, ...] = (), language: str | None = None):  # noqa: ANN202
-    """`kevolve optimize`'s configuration for --optimize (read once, here, at the entry point)."""
+def _agent_config(llm: str, base_url: str | None, budget: str | None, no_archive: bool, ingest: object,
+                  run_dir: Path, cache_dir: Path | None, sandbox: object,
+                  language: str | None = None):  # noqa: ANN202
+    """`kevolve optimize`'s configuration for --optimize (read once, here, at the entry point); its sandbox
+    takes the bench's settings (`sandbox`, the bench's SandboxConfig: limits, trials, rules)."""
     from kevolve.agent.settings import SettingsError, build_config, parse_budget
+    from kevolve.kernelbench.optimize_mode import agent_sandbox
 
     try:
-        return build_config(llm=llm, base_url=base_url, env=os.environ, device=device, language=language,
-                            runs_dir=run_dir / "agent",
+        return build_config(llm=llm, base_url=base_url, env=os.environ, device=sandbox.device,  # type: ignore[attr-defined]
+                            language=language, runs_dir=run_dir / "agent",
                             cache_root=cache_dir.resolve() if cache_dir else None, archive=not no_archive,
                             archive_ingest=ingest,
                             stop=parse_budget(budget) if budget else {},
-                            sandbox={"timeout_s": timeout, "policy_allow": policy_allow or None})
+                            sandbox=agent_sandbox(sandbox))  # type: ignore[arg-type]
     except SettingsError as e:
         fail(str(e))
 
@@ -241,17 +243,31 @@ def baselines_cmd(
     published: Annotated[Optional[Path], typer.Option(help="KernelBench's published timing folder or JSON, to compare")] = None,
     out: Annotated[Optional[Path], typer.Option(help="write the measured table (and comparison) as JSON here")] = None,
     input_draws: Annotated[int, typer.Option(min=1, max=4, help="input sets rotated while timing (a bench run uses 4)")] = 4,
+    jobs: Annotated[Optional[int], typer.Option(min=1, help="problems prepared (started, set up, compiled) at once; "
+                                                "one at a time is timed (default: from the cores)")] = None,
+    pause_prep: Annotated[bool, typer.Option(help="pause the preparing workers while one is timed")] = True,
+    memory_budget_gb: Annotated[Optional[float], typer.Option(min=0, help="memory the prepared problems may hold at "
+                                                              "once: GPU, or host with --device cpu (default: "
+                                                              "the device's, less a margin)")] = None,
+    time_limit_s: Annotated[Optional[float], typer.Option(min=1, help="stop after this long, keeping what was "
+                                                          "measured (exit 3: run again to continue)")] = None,
+    memory_limit_gb: Annotated[Optional[float], typer.Option(min=0.1, help="host memory per worker")] = None,
 ) -> None:
     """Measure eager (and torch.compile) baselines into the cache, optionally beside published ones."""
+    from kevolve.kernelbench.baseline_pool import PoolSettings, default_budget, default_jobs
     from kevolve.kernelbench.bench_baselines import run_baselines
 
     found = _load(suite, level, problems, match)
     base, _ = _devices(device, None)
     if published is not None and not published.exists():
         fail(f"--published {published}: no such file or folder")
-    config = _config(base, 0, cache_dir, timeout, trials, max_timing_s, compile_baseline)
+    config = _config(base, 0, cache_dir, timeout, trials, max_timing_s, compile_baseline,
+                     memory_limit_gb=memory_limit_gb)
     config = config.model_copy(update={"n_draws": input_draws})
-    raise typer.Exit(run_baselines(found, config, refresh, published, out))
+    n = jobs or default_jobs(len(os.sched_getaffinity(0)))
+    budget = int(memory_budget_gb * 2**30) if memory_budget_gb is not None else default_budget(config.device, n)
+    settings = PoolSettings(jobs=n, memory_budget=budget, pause_prep=pause_prep, time_limit_s=time_limit_s)
+    raise typer.Exit(run_baselines(found, config, refresh, published, out, settings))
 
 
 @app.command("compare")

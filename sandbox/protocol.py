@@ -159,6 +159,9 @@ class WorkerReport(Record):
     flops: int | None = None
     phase_s: dict[str, float] = Field(default_factory=dict)
     log_tail: str = ""
+    timed_window: tuple[float, float] | None = Field(default=None, description=(
+        "wall clock (Unix seconds) when the worker's timing began and ended: `kevolve bench baselines` "
+        "runs several workers and shows from these that no two were timed at once"))
 
 
 __all__ = ["CheckResult", "Draw", "DrawReport", "JudgeReply", "OutputSpec", "ReferenceSummary", "RunnerFinal",

@@ -107,13 +107,31 @@ def _work(model: Any, x: list[Any]) -> tuple[int | None, int | None]:
     return nbytes or None, flops or None
 
 
-def time_baselines(req: WorkerRequest, model: Any, pool: list[list[Any]], keys: list[str],
+def compile_reference(model: Any, pool: list[list[Any]], device: torch.device) -> tuple[Any | None, str]:
+    """torch.compile (inductor, default) of the model and its first call, where Inductor compiles.
+
+    Returns (the compiled callable, '') or (None, why not): torch.compile failing is data, not a
+    problem error. Kept apart from timing so that `kevolve bench baselines` compiles while another
+    problem is timed.
+    """
+    try:
+        compiled = torch.compile(model)
+        with torch.no_grad():
+            compiled(*pool[0])
+        h.sync(device)
+    except Exception as e:  # noqa: BLE001
+        return None, f"torch.compile baseline unavailable: {h.one_line(e)}"
+    return compiled, ""
+
+
+def time_baselines(req: WorkerRequest, model: Any, compiled: Any | None, pool: list[list[Any]], keys: list[str],
                    phases: dict[str, float], scratch: Path | None = None,
                    ) -> tuple[TimingStats, TimingStats | None, str]:
-    """Eager, and torch.compile when asked, timed exactly as candidates are.
+    """Eager, then the already compiled model (from `compile_reference`) when given, timed exactly
+    as candidates are.
 
-    Returns (eager, compile or None, log line); fills `phases`. torch.compile failing is data (the
-    log says why), not a problem error.
+    Returns (eager, compile or None, log line); fills `phases`. The compiled model failing while
+    timed is data (the log says why), not a problem error.
     """
     device = h.device_of(req.device)
     timer = Timer(device)
@@ -124,14 +142,12 @@ def time_baselines(req: WorkerRequest, model: Any, pool: list[list[Any]], keys: 
         timing = timer.run(model, pool, keys, req.trials, req.max_timing_s, req.warmup)
     phases["reference_timing"] = time.perf_counter() - t0
     compile_timing, log = None, ""
-    if req.time_compile:
+    if compiled is not None:
         if scratch is not None:
             h.set_phase(scratch, "compile_baseline")
         t0 = time.perf_counter()
         try:
-            compiled = torch.compile(model)
             with torch.no_grad():
-                compiled(*pool[0])
                 compile_timing = timer.run(compiled, pool, keys, req.trials, req.max_timing_s, req.warmup)
         except Exception as e:  # noqa: BLE001
             log = f"torch.compile baseline unavailable: {h.one_line(e)}"

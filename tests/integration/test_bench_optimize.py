@@ -70,3 +70,28 @@ def stored_once(db: str, winner: str, run_dir: Path) -> None:
         before = a.stats()
         report = import_path(a, run_dir)
         assert report.rows >= 1 and report.kernels_added == 0 and a.stats() == before
+
+
+def test_optimize_mode_gives_the_agent_the_benchs_sandbox_flags(tmp_path: Path) -> None:
+    """Limits, trials and rules given to `kevolve bench --optimize` are the agent's too (its run's config.json):
+    a kernel the bench would reject must not win inside the agent. No LLM answers (nothing listens on the
+    URL), so the agent stops at its first call, after writing its config."""
+    run_dir = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "KEVOLVE"))}
+    env["KEVOLVE_HOME"] = str(tmp_path / "home")
+    cmd = [sys.executable, "-m", "kevolve.cli", "bench", "--suite", str(FIXTURES / "suite"), "--level", "1",
+           "--problems", "1", "--optimize", "--llm", "vllm:none", "--base-url", "http://127.0.0.1:9/v1",
+           "--budget", "1", "--no-archive", "--archive-ingest", "none", "--device", "cpu", "--run-dir", str(run_dir),
+           "--cache-dir", str(tmp_path / "cache"), "--seed", "3",
+           "--timeout", "77", "--memory-limit-gb", "3.5", "--trials", "4", "--max-timing-s", "0.2",
+           "--compile-baseline", "off", "--allow-torch-only", "--audit", "--allow", "threads"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    configs = list((run_dir / "agent").glob("*/config.json"))
+    assert len(configs) == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    sandbox = json.loads(configs[0].read_text())["sandbox"]
+    assert {k: sandbox[k] for k in ("device", "timeout_s", "memory_limit_gb", "trials", "max_timing_s",
+                                    "compile_baseline", "allow_torch_only", "audit", "policy_allow")} == {
+        "device": "cpu", "timeout_s": 77.0, "memory_limit_gb": 3.5, "trials": 4, "max_timing_s": 0.2,
+        "compile_baseline": "off", "allow_torch_only": True, "audit": True, "policy_allow": ["threads"]}
+    assert Path(sandbox["cache_dir"]) == (tmp_path / "cache").resolve()
+    assert "cannot reach the LLM server" in (run_dir / "results.json").read_text()  # the agent failed as expected

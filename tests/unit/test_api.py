@@ -65,3 +65,31 @@ def test_optimize_by_path_and_class_with_input_specs(fixtures, tmp_path) -> None
     assert result.evaluated == 1 and result.stop_reason.startswith("max_candidates")
     assert "return [1.5]" in sandbox.problems[0].source
     assert (result.run_dir / "problem.py").read_text() == sandbox.problems[0].source
+
+
+def test_optimize_asks_the_llm_for_kernels_in_the_language_given(fixtures, tmp_path) -> None:
+    llm = ScriptedLLM([("Task:", [FAST])])
+    target = f"{fixtures / 'modules' / 'user_layers.py'}:ScaledRelu"
+    # (on CUDA the first candidates are offline seeds: enough candidates for the LLM to be asked too)
+    result = kevolve.optimize(target, init="1.5", inputs=["float32[2,3]"], llm=llm, device="cuda", language="triton",
+                              max_candidates=6, runs_dir=tmp_path, archive=False, sandbox=OkSandbox(), env={},
+                              llm_cache=False)
+    assert llm.calls, result.stop_reason
+    prompt = "\n".join(m.content for m in llm.calls[0])
+    assert "Write Triton kernels" in prompt and "CuPy" not in prompt.split("Write Triton kernels")[0][-200:]
+    assert '"language": "triton"' in (result.run_dir / "config.json").read_text()
+
+
+@pytest.mark.parametrize(("device", "language", "message"), [
+    ("cpu", "fortran", "--language must be cuda, cupy or triton, not 'fortran'"),
+    ("cpu", "triton", "--language triton writes GPU kernels: it needs --device cuda"),
+])
+def test_optimize_refuses_a_language_the_cli_would_refuse_with_the_same_message(
+        fixtures, tmp_path, device: str, language: str, message: str) -> None:
+    from kevolve.agent.settings import SettingsError
+
+    target = f"{fixtures / 'modules' / 'user_layers.py'}:ScaledRelu"
+    with pytest.raises(SettingsError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        kevolve.optimize(target, init="1.5", inputs=["float32[2,3]"], llm=ScriptedLLM([]), device=device,
+                         language=language, runs_dir=tmp_path, archive=False, sandbox=OkSandbox(), env={},
+                         llm_cache=False)
