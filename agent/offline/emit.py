@@ -20,7 +20,7 @@ import torch
 import torch.fx
 from kevolve.agent.offline.canon import ParamRef
 from kevolve.agent.offline.cuda import PRELUDE, pointwise_kernel
-from kevolve.agent.offline.cuda_row import row_grid, row_kernel
+from kevolve.agent.offline.cuda_row import row_grid, row_kernel, row_vectorizes
 from kevolve.agent.offline.ir import Group
 from kevolve.agent.offline.partition import Fused
 from kevolve.agent.offline.space import KernelParams, encode
@@ -67,16 +67,32 @@ def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
         from kevolve.agent.offline.direct import registry
 
         return [registry()[g.kind].kernel(name, g, p)]
-    if p.strategy == "split" and not g.is_pointwise:
-        from kevolve.agent.offline.cuda_split import split_kernels
-
-        return split_kernels(name, g, p)
     if g.is_pointwise:
         out = [pointwise_kernel(name, g, p)]
         if p.vec > 1:
             out.append(pointwise_kernel(name + "_v1", g, replace(p, vec=1)))
         return out
-    return [row_kernel(name, g, p)]
+    if p.strategy == "split":
+        from kevolve.agent.offline.cuda_split import split_kernels as make
+    else:
+        make = lambda n, g, p: [row_kernel(n, g, p)]  # noqa: E731
+    twin = make(name + "_v1", g, replace(p, vec=1)) if has_scalar_twin(g, p) else []
+    return make(name, g, p) + twin
+
+
+def has_scalar_twin(g: Group, p: KernelParams) -> bool:
+    """Whether a row group's kernel reads or writes vectors, so that it needs a scalar twin for
+    pointers that are not 16-byte aligned (a contiguous view into the middle of a tensor)."""
+    return p.vec > 1 and row_vectorizes(g, p.vec)
+
+
+def vector_choice(g: Group, name: str, p: KernelParams, tensors: list[str]) -> str:
+    """A launcher line choosing the kernel name `kn`: the vectorized kernel only where every pointer
+    is aligned to its vector width, else its scalar twin (never a misaligned vector access)."""
+    if not has_scalar_twin(g, p):
+        return f"    kn = {name!r}"
+    return (f"    kn = {name!r} if all(t.data_ptr() % {4 * p.vec} == 0 for t in ({', '.join(tensors)},)) "
+            f"else {name + '_v1'!r}")
 
 
 def leaf_prologue(g: Group) -> list[str]:
@@ -119,9 +135,11 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
                       f"        grid1 = max(1, min({-(-g.numel // (p.block * p.ilp))}, _kv_sms(dev) * {p.waves}))",
                       f"        _kv_launch({name + '_v1'!r}, grid1, {p.block}, ({', '.join(args)}, out))",
                       "        return out"]
+        lines += [f"    _kv_launch({name!r}, grid, {p.block}, ({', '.join(args)}, out))", "    return out"]
     else:
-        lines.append(f"    grid = max(1, min({row_grid(g, p)}, _kv_sms(dev) * {p.waves}))")
-    lines += [f"    _kv_launch({name!r}, grid, {p.block}, ({', '.join(args)}, out))", "    return out"]
+        lines += [f"    grid = max(1, min({row_grid(g, p)}, _kv_sms(dev) * {p.waves}))",
+                  vector_choice(g, name, p, [*args, "out"]),
+                  f"    _kv_launch(kn, grid, {p.block}, ({', '.join(args)}, out))", "    return out"]
     return "\n".join(lines) + "\n"
 
 
