@@ -243,10 +243,16 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
     fwd, glb = forward_source(traced, fused)
     fwd_lines = [ln for ln in fwd.strip("\n").splitlines()]
     header, body = fwd_lines[0], fwd_lines[1:]
-    guards = _guards(traced, fused, header)
+    guards, call = _guards(traced, fused, header)
     doc = '    """The traced forward with fused CUDA kernels in place of element-wise and row ops."""'
-    cls = ["class ModelNew(Model):", doc, "", *_constants_init(traced), "    " + header, *("    " + g for g in guards),
-           *("    " + ln for ln in body)]
+    graph = bool(params) and params[0].graph
+    if graph:
+        from kevolve.agent.offline import cudagraph
+
+        methods = cudagraph.wrap_forward(header, guards, body, call)
+    else:
+        methods = ["    " + header, *("    " + g for g in guards), *("    " + ln for ln in body)]
+    cls = ["class ModelNew(Model):", doc, "", *_constants_init(traced), *methods]
     desc = "; ".join(fz.group.describe() for fz in fused)
     uses_cuda = any(fz.group.kind != "mm" for fz in fused)
     uses_triton = any(fz.group.kind == "mm" for fz in fused)
@@ -254,7 +260,8 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
         ["import triton\nimport triton.language as tl"] if uses_triton else [])
     parts = [f'"""kevolve offline candidate: {len(fused)} fused kernel(s) ({desc})."""',
              encode(params, problem_id, technique), *imports, _strip_problem(problem_source),
-             *_kernel_parts(fused, names, params), *launchers, "\n".join(_globals_block(glb, {})), "\n".join(cls)]
+             *_kernel_parts(fused, names, params), *launchers, _graph_runtime(graph),
+             "\n".join(_globals_block(glb, {})), "\n".join(cls)]
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
@@ -281,8 +288,17 @@ def _constants_init(traced: Traced) -> list[str]:
     return [*lines, ""]
 
 
-def _guards(traced: Traced, fused: list[Fused], header: str) -> list[str]:
-    """Fall back to the reference forward for shapes or modes the kernels were not generated for."""
+def _graph_runtime(graph: bool) -> str:
+    if not graph:
+        return ""
+    from kevolve.agent.offline.cudagraph import RUNTIME
+
+    return RUNTIME.strip("\n")
+
+
+def _guards(traced: Traced, fused: list[Fused], header: str) -> tuple[list[str], str]:
+    """Fall back to the reference forward for shapes or modes the kernels were not generated for; the
+    guard lines and the forward's arguments as a call expression."""
     params = [n for n in traced.gm.graph.nodes if n.op == "placeholder"]
     if len(params) == 1 and str(params[0].target).startswith("*"):  # forward(self, *args): read the tuple
         var = str(params[0].target).lstrip("*")
@@ -295,7 +311,7 @@ def _guards(traced: Traced, fused: list[Fused], header: str) -> list[str]:
         if shape is not None:
             conds.append(f"tuple({name}.shape) != {tuple(shape)!r}")
             conds.append(f"not {name}.is_cuda")
-    return [f"    if {' or '.join(conds)}:", f"        return super().forward({call})"]
+    return [f"    if {' or '.join(conds)}:", f"        return super().forward({call})"], call
 
 
 _ = ParamRef  # leaves that are module parameters are read through get_attr nodes

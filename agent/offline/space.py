@@ -203,3 +203,20 @@ def decode_technique(source: str) -> str | None:
     """The technique named in a generated source's marker ('cuda' for markers written before techniques)."""
     data = _marker(source, None)
     return None if data is None else str(data.get("technique", "cuda"))
+
+
+def describe(p: KernelParams, group: Group) -> str:
+    """The settings that matter for this group's kind, in a few words (for reports: 'rows split vec4 u2 1-pass')."""
+    if group.kind == "mm":
+        return f"mm {p.tile_m}x{p.tile_n}x{p.tile_k} {p.precision}"
+    if group.kind != "fused":
+        return f"{group.kind} b{p.block}"
+    if group.is_pointwise:
+        return f"pw vec{p.vec} ilp{p.ilp}"
+    return f"rows {p.strategy} vec{p.vec} u{p.unroll} {'1-pass' if p.onepass else '2-pass'}"
+
+
+def describe_all(params: list[KernelParams], groups: list[Group]) -> str:
+    """Every group's settings, and 'graph' when the forward is replayed as a CUDA graph."""
+    parts = [describe(p, g) for p, g in zip(params, groups, strict=True)]
+    return "; ".join(parts) + ("; graph" if params and params[0].graph else "")
