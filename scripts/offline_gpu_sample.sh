@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call (≤ ~500 s): the offline proposer on a KernelBench sample, eager and torch.compile timed
 # in the same evaluations; prints the per-level summary and then a per-problem table (problem, technique
-# the winner started from, speedup vs eager, vs torch.compile, roofline fraction, trials, stop reason).
+# the winner started from, its settings (vector width, unroll, one-pass or two-pass rows, split, graph …),
+# speedup vs eager, vs torch.compile, roofline fraction, trials, stop reason).
 #
 #   device tool, carry [".whl", "runs/kernelbench-upstream"] (plus BUNDLE_IN from an earlier call):
 #   bash scripts/offline_gpu_sample.sh

@@ -41,6 +41,7 @@ def sample_numbers(numbers: list[int], n: int) -> list[int]:
 def run_problem(sp, args, sandbox, config) -> dict:
     from kevolve.agent.offline.generate import plans
     from kevolve.agent.offline.search import search
+    from kevolve.agent.offline.space import describe_all
     from kevolve.agent.offline.trace import TraceError
     from kevolve.contract import ProblemError
 
@@ -77,8 +78,9 @@ def run_problem(sp, args, sandbox, config) -> dict:
     ev = best.evaluation
     ms = lambda t: None if t is None else t.median_ms
     (Path(args.out) / f"L{sp.level}_{sp.number}.best.py").write_text(best.source)
+    win = next(v for v in ps if v.technique == best.technique)
     return row | {"status": "solved", "reason": ev.reason, "speedup": ev.speedup, "technique": best.technique,
-                  "roofline": best.roofline,
+                  "roofline": best.roofline, "settings": describe_all(best.params, [f.group for f in win.fused]),
                   "speedup_vs_compile": ev.speedup_vs_compile, "runtime_ms": ms(ev.timing),
                   "eager_ms": ms(ev.ref_timing), "compile_ms": ms(ev.compile_ref_timing), "device": ev.device}
 
@@ -115,11 +117,11 @@ def summarize(out: Path, levels: list[int]) -> str:
 def per_problem(rows: list[dict]) -> list[str]:
     """One line per problem: the winner's technique (where its lineage started), speedups, roofline fraction."""
     fmt = lambda v, f="{:.2f}x": "-" if v is None else f.format(v)  # noqa: E731
-    out = ["| problem | status | technique | vs eager | vs torch.compile | roofline | trials | stopped |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| problem | status | technique | settings | vs eager | vs torch.compile | roofline | trials | stopped |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["level"], r.get("number", 0))):
         name = f"L{r['level']}_{r.get('number', '?')} {Path(r.get('file', '')).stem[:40]}".strip()
-        out.append(f"| {name} | {r['status']} | {r.get('technique', '-')} | {fmt(r.get('speedup'))} | "
+        out.append(f"| {name} | {r['status']} | {r.get('technique', '-')} | {r.get('settings', '-')} | {fmt(r.get('speedup'))} | "
                    f"{fmt(r.get('speedup_vs_compile'))} | {fmt(r.get('roofline'), '{:.0%}')} | "
                    f"{len(r.get('trials', []))} | {r.get('stopped', '-')} |")
     return out

@@ -58,8 +58,9 @@ def _cuda(src: str) -> str:
 
 
 def variants(p: object) -> list[str]:
-    """The candidate sources to compile: defaults, each row strategy for every row group, and a second
-    setting of the direct kernels' knobs (block, output channels per thread, unrolling)."""
+    """The candidate sources to compile: defaults, each row strategy for every row group, two-pass scalar
+    and split float2 walks, and a second setting of the direct kernels' knobs (block, output channels
+    per thread, unrolling)."""
     from kevolve.agent.offline.generate import Plan
 
     assert isinstance(p, Plan)
@@ -69,6 +70,9 @@ def variants(p: object) -> list[str]:
         for s in STRATEGIES:
             ps = [replace(x, strategy=s) if r else x for x, r in zip(p.defaults(), rows, strict=True)]
             out.append(p.source(ps))
+        for change in ({"onepass": False, "vec": 1, "unroll": 1}, {"strategy": "split", "vec": 2, "unroll": 4}):
+            ps = [replace(x, **change) if r else x for x, r in zip(p.defaults(), rows, strict=True)]
+            out.append(p.source(ps))  # two walks with scalar loads; vectors and loads in flight across split rows
     direct = [f.group.kind not in ("fused", "gemm") for f in p.fused]
     if any(direct):
         ps = [replace(x, block=128, ilp=2, unroll=4) if d else x for x, d in zip(p.defaults(), direct, strict=True)]

@@ -34,6 +34,15 @@ __device__ __forceinline__ float kv_min(float a, float b) { return fminf(a, b); 
 __device__ __forceinline__ float kv_prod(float a, float b) { return a * b; }
 #define KV_WARP_REDUCE(F, v) \
   for (int o_ = 16; o_ > 0; o_ >>= 1) v = F(v, __shfl_xor_sync(0xffffffffu, v, o_));
+// one-pass pairs (cuda_pair.py): Chan's merge of (count, mean, M2); online softmax's merge of (max, sum)
+__device__ __forceinline__ void kv_welford_merge(float& n, float& mean, float& m2, float nb, float meanb, float m2b) {
+  float nn = n + nb, d = meanb - mean, w = nb / fmaxf(nn, 1.0f);
+  mean += d * w; m2 += m2b + d * d * n * w; n = nn;
+}
+__device__ __forceinline__ void kv_softmax_merge(float& m, float& s, float mb, float sb) {
+  float mm = fmaxf(m, mb);
+  s = (m == mm ? s : s * expf(m - mm)) + (mb == mm ? sb : sb * expf(mb - mm)); m = mm;
+}
 """
 
 

@@ -20,7 +20,7 @@ import torch
 import torch.fx
 from kevolve.agent.offline.canon import ParamRef
 from kevolve.agent.offline.cuda import PRELUDE, pointwise_kernel
-from kevolve.agent.offline.cuda_row import row_grid, row_kernel
+from kevolve.agent.offline.cuda_row import row_grid, row_kernel, row_vectorizes
 from kevolve.agent.offline.ir import Group
 from kevolve.agent.offline.partition import Fused
 from kevolve.agent.offline.space import KernelParams, encode
@@ -67,16 +67,32 @@ def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
         from kevolve.agent.offline.direct import registry
 
         return [registry()[g.kind].kernel(name, g, p)]
-    if p.strategy == "split" and not g.is_pointwise:
-        from kevolve.agent.offline.cuda_split import split_kernels
-
-        return split_kernels(name, g, p)
     if g.is_pointwise:
         out = [pointwise_kernel(name, g, p)]
         if p.vec > 1:
             out.append(pointwise_kernel(name + "_v1", g, replace(p, vec=1)))
         return out
-    return [row_kernel(name, g, p)]
+    if p.strategy == "split":
+        from kevolve.agent.offline.cuda_split import split_kernels as make
+    else:
+        make = lambda n, g, p: [row_kernel(n, g, p)]  # noqa: E731
+    twin = make(name + "_v1", g, replace(p, vec=1)) if has_scalar_twin(g, p) else []
+    return make(name, g, p) + twin
+
+
+def has_scalar_twin(g: Group, p: KernelParams) -> bool:
+    """Whether a row group's kernel reads or writes vectors, so that it needs a scalar twin for
+    pointers that are not 16-byte aligned (a contiguous view into the middle of a tensor)."""
+    return p.vec > 1 and row_vectorizes(g, p.vec)
+
+
+def vector_choice(g: Group, name: str, p: KernelParams, tensors: list[str]) -> str:
+    """A launcher line choosing the kernel name `kn`: the vectorized kernel only where every pointer
+    is aligned to its vector width, else its scalar twin (never a misaligned vector access)."""
+    if not has_scalar_twin(g, p):
+        return f"    kn = {name!r}"
+    return (f"    kn = {name!r} if all(t.data_ptr() % {4 * p.vec} == 0 for t in ({', '.join(tensors)},)) "
+            f"else {name + '_v1'!r}")
 
 
 def leaf_prologue(g: Group) -> list[str]:
@@ -119,9 +135,11 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
                       f"        grid1 = max(1, min({-(-g.numel // (p.block * p.ilp))}, _kv_sms(dev) * {p.waves}))",
                       f"        _kv_launch({name + '_v1'!r}, grid1, {p.block}, ({', '.join(args)}, out))",
                       "        return out"]
+        lines += [f"    _kv_launch({name!r}, grid, {p.block}, ({', '.join(args)}, out))", "    return out"]
     else:
-        lines.append(f"    grid = max(1, min({row_grid(g, p)}, _kv_sms(dev) * {p.waves}))")
-    lines += [f"    _kv_launch({name!r}, grid, {p.block}, ({', '.join(args)}, out))", "    return out"]
+        lines += [f"    grid = max(1, min({row_grid(g, p)}, _kv_sms(dev) * {p.waves}))",
+                  vector_choice(g, name, p, [*args, "out"]),
+                  f"    _kv_launch(kn, grid, {p.block}, ({', '.join(args)}, out))", "    return out"]
     return "\n".join(lines) + "\n"
 
 
@@ -225,10 +243,16 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
     fwd, glb = forward_source(traced, fused)
     fwd_lines = [ln for ln in fwd.strip("\n").splitlines()]
     header, body = fwd_lines[0], fwd_lines[1:]
-    guards = _guards(traced, fused, header)
+    guards, call = _guards(traced, fused, header)
     doc = '    """The traced forward with fused CUDA kernels in place of element-wise and row ops."""'
-    cls = ["class ModelNew(Model):", doc, "", *_constants_init(traced), "    " + header, *("    " + g for g in guards),
-           *("    " + ln for ln in body)]
+    graph = bool(params) and params[0].graph
+    if graph:
+        from kevolve.agent.offline import cudagraph
+
+        methods = cudagraph.wrap_forward(header, guards, body, call)
+    else:
+        methods = ["    " + header, *("    " + g for g in guards), *("    " + ln for ln in body)]
+    cls = ["class ModelNew(Model):", doc, "", *_constants_init(traced), *methods]
     desc = "; ".join(fz.group.describe() for fz in fused)
     uses_cuda = any(fz.group.kind != "mm" for fz in fused)
     uses_triton = any(fz.group.kind == "mm" for fz in fused)
@@ -236,7 +260,8 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
         ["import triton\nimport triton.language as tl"] if uses_triton else [])
     parts = [f'"""kevolve offline candidate: {len(fused)} fused kernel(s) ({desc})."""',
              encode(params, problem_id, technique), *imports, _strip_problem(problem_source),
-             *_kernel_parts(fused, names, params), *launchers, "\n".join(_globals_block(glb, {})), "\n".join(cls)]
+             *_kernel_parts(fused, names, params), *launchers, _graph_runtime(graph),
+             "\n".join(_globals_block(glb, {})), "\n".join(cls)]
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
@@ -263,8 +288,17 @@ def _constants_init(traced: Traced) -> list[str]:
     return [*lines, ""]
 
 
-def _guards(traced: Traced, fused: list[Fused], header: str) -> list[str]:
-    """Fall back to the reference forward for shapes or modes the kernels were not generated for."""
+def _graph_runtime(graph: bool) -> str:
+    if not graph:
+        return ""
+    from kevolve.agent.offline.cudagraph import RUNTIME
+
+    return RUNTIME.strip("\n")
+
+
+def _guards(traced: Traced, fused: list[Fused], header: str) -> tuple[list[str], str]:
+    """Fall back to the reference forward for shapes or modes the kernels were not generated for; the
+    guard lines and the forward's arguments as a call expression."""
     params = [n for n in traced.gm.graph.nodes if n.op == "placeholder"]
     if len(params) == 1 and str(params[0].target).startswith("*"):  # forward(self, *args): read the tuple
         var = str(params[0].target).lstrip("*")
@@ -277,7 +311,7 @@ def _guards(traced: Traced, fused: list[Fused], header: str) -> list[str]:
         if shape is not None:
             conds.append(f"tuple({name}.shape) != {tuple(shape)!r}")
             conds.append(f"not {name}.is_cuda")
-    return [f"    if {' or '.join(conds)}:", f"        return super().forward({call})"]
+    return [f"    if {' or '.join(conds)}:", f"        return super().forward({call})"], call
 
 
 _ = ParamRef  # leaves that are module parameters are read through get_attr nodes

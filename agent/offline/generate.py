@@ -38,7 +38,11 @@ class Plan:
         return [default_params(f.group) for f in self.fused]
 
     def legalize(self, params: list[KernelParams]) -> list[KernelParams]:
-        return [legal(p, f.group) for p, f in zip(params, self.fused, strict=True)]
+        """Each group's parameters made legal; the whole-forward graph setting is the first group's."""
+        from dataclasses import replace
+
+        out = [legal(p, f.group) for p, f in zip(params, self.fused, strict=True)]
+        return [replace(p, graph=out[0].graph) for p in out] if out else out
 
     def source(self, params: list[KernelParams] | None = None) -> str:
         """A candidate source for these parameters (the defaults when None)."""

@@ -97,9 +97,25 @@ class OfflineProposer:
         """The parameters `choose` picks (of whichever variant it picks)."""
         return self.choose(parent_sources)[1]
 
+    def repair(self, parent_sources: Sequence[str]) -> tuple[Plan, list[KernelParams]] | None:
+        """A failed parent whose Triton products ran in tf32x3, again with ieee fp32 products (the repair
+        that most often fixes an `incorrect` product); None when there is no such parent."""
+        from dataclasses import replace
+
+        for src in parent_sources:
+            v = next((v for v in self.plans() if v.technique == decode_technique(src)), None)
+            got = None if v is None else parent_params([src], self.problem.id, len(v.fused), v.technique)
+            if v is None or not got:
+                continue
+            fixed = [replace(p, precision="ieee") if f.group.kind == "mm" else p for p, f in zip(got[0], v.fused)]
+            if fixed != got[0]:
+                return v, v.legalize(fixed)
+        return None
+
     def propose(self, job: Job, parents: Sequence[Trial], messages: list[Message], sample: str) -> Completion:
         sources = [t.candidate.source for t in parents if t.candidate is not None]
-        plan_, params = self.choose(sources)
+        fixed = self.repair(sources) if job.operator is Origin.REPAIR else None
+        plan_, params = fixed if fixed is not None else self.choose(sources)
         return Completion(text=f"```python\n{plan_.source(params)}```\n", model=self.name)
 
 

@@ -14,12 +14,12 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kevolve.agent.offline.generate import Plan
 from kevolve.agent.offline.space import KernelParams, crossover, mutate
 
-from kevolve.records import Evaluation
+from kevolve.records import Evaluation, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -89,18 +89,38 @@ def _key(plan: Plan, params: list[KernelParams]) -> str:
     return plan.technique + repr(params)
 
 
-def _split_first(plan: Plan, best: list[KernelParams], seen: set[str]) -> list[list[KernelParams]]:
-    """Row groups with fewer rows than SMs leave most of the GPU idle: try splitting their rows first."""
-    from dataclasses import replace
-
-    from kevolve.agent.offline.cuda_split import SMS
-
-    child = [replace(p, strategy="split") if not f.group.is_pointwise and f.group.kind == "fused" and
-             f.group.rows < SMS and f.group.row_len >= 4 * p.block else p for p, f in zip(best, plan.fused, strict=True)]
+def _new(plan: Plan, best: list[KernelParams], child: list[KernelParams], seen: set[str]) -> list[list[KernelParams]]:
+    child = plan.legalize(child)
     if child == best or _key(plan, child) in seen:
         return []
     seen.add(_key(plan, child))
     return [child]
+
+
+def _split_first(plan: Plan, best: list[KernelParams], seen: set[str]) -> list[list[KernelParams]]:
+    """Row groups with fewer rows than SMs leave most of the GPU idle: try splitting their rows first."""
+    from kevolve.agent.offline.cuda_split import SMS
+
+    child = [replace(p, strategy="split") if not f.group.is_pointwise and f.group.kind == "fused" and
+             f.group.rows < SMS and f.group.row_len >= 4 * p.block else p for p, f in zip(best, plan.fused, strict=True)]
+    return _new(plan, best, child, seen)
+
+
+def _graph_once(plan: Plan, best: list[KernelParams], seen: set[str]) -> list[list[KernelParams]]:
+    """The best candidate replayed as a CUDA graph (once per search; it helps forwards of several kernels)."""
+    if len(plan.fused) < 2 or best[0].graph:
+        return []  # one kernel has no gaps between kernels to save, only the graph's copies to pay
+    return _new(plan, best, [replace(p, graph=True) for p in best], seen)
+
+
+def _precision_fallback(plan: Plan, trial: Trial, seen: set[str]) -> list[list[KernelParams]]:
+    """A candidate judged incorrect whose Triton products ran in tf32x3 is tried again in ieee fp32 (only
+    the winning variant evolves, so a variant whose default fails would otherwise never get it)."""
+    if trial.evaluation.outcome is not Outcome.INCORRECT:
+        return []
+    child = [replace(p, precision="ieee") if f.group.kind == "mm" else p
+             for p, f in zip(trial.params, plan.fused, strict=True)]
+    return _new(plan, trial.params, child, seen)
 
 
 @dataclass(frozen=True)
@@ -152,7 +172,7 @@ def search(plans: Plan | Sequence[Plan], evaluate: Callable[[str], Evaluation], 
             plan = next(v for v in variants if v.technique == best.technique)
             ok = sorted((t for t in result.trials if t.evaluation.ok and t.technique == plan.technique),
                         key=lambda t: t.fitness, reverse=True)
-            queue = [(plan, c) for c in _split_first(plan, ok[0].params, seen) +
+            queue = [(plan, c) for c in _split_first(plan, ok[0].params, seen) + _graph_once(plan, ok[0].params, seen) +
                      children(plan, [t.params for t in ok[:population]], 2, rng, seen)]
             if not queue:
                 result.stopped = "exhausted"
@@ -161,6 +181,7 @@ def search(plans: Plan | Sequence[Plan], evaluate: Callable[[str], Evaluation], 
         src = plan.source(params)
         ev = evaluate(src)
         result.trials.append(Trial(params=params, source=src, evaluation=ev, technique=plan.technique))
+        queue[:0] = [(plan, c) for c in _precision_fallback(plan, result.trials[-1], seen)]
         log.info("%s: trial %d [%s] %s %s", plan.problem.name, len(result.trials), plan.technique, ev.outcome.value,
                  f"{ev.speedup:.2f}x" if ev.speedup else ev.reason[:100])
     result.stopped = why

@@ -38,7 +38,8 @@ class KernelParams:
     block: int = 256
     """threads per block"""
     vec: int = 4
-    """pointwise: elements per vector load/store (float4 = 4); falls back to 1 when misaligned"""
+    """pointwise and row kernels: elements per vector load/store (float4 = 4) where the layout is contiguous;
+    a scalar twin runs when a pointer is not 16-byte aligned"""
     ilp: int = 1
     """pointwise: vector slots per thread per loop iteration (independent loads in flight)"""
     waves: int = 8
@@ -46,7 +47,12 @@ class KernelParams:
     strategy: str = "block"
     """row kernels: a block, a warp or a thread per row, or several blocks per row ('split')"""
     unroll: int = 1
-    """row kernels: unroll factor of the per-row loops"""
+    """row kernels: vector loads in flight per thread in each walk over a row"""
+    onepass: bool = True
+    """row kernels: mean+variance (Welford) and max+sum-of-exp (online softmax) in one walk, not two"""
+    graph: bool = False
+    """the whole forward captured once and replayed as a CUDA graph (read from the first group; the search
+    tries it on its best candidate, it is never a default)"""
     tile_m: int = 128
     """Triton product ('mm' groups): rows of the output tile"""
     tile_n: int = 128
@@ -74,11 +80,13 @@ def default_params(group: Group) -> KernelParams:
         return KernelParams(block=256, vec=vec, ilp=2 if group.numel >= 1 << 22 else 1, waves=8)
     inner = len(group.shape) - 1 in group.reduce_dims or group.row_len == 1
     if not inner and group.rows >= 4096:
-        return KernelParams(block=128, strategy="thread", waves=8)
+        return KernelParams(block=128, vec=1, strategy="thread", waves=8)
+    vec = 4 if group.row_len % 4 == 0 else 1
     if group.row_len <= 256 and group.rows >= 1024:
-        return KernelParams(block=256, strategy="warp", waves=8)
+        return KernelParams(block=256, vec=vec, strategy="warp", waves=8)
     block = 1024 if group.row_len >= 8192 else 512 if group.row_len >= 2048 else 256
-    return KernelParams(block=block, strategy="block", waves=8)
+    unroll = 2 if group.row_len >= 4 * block * vec else 1
+    return KernelParams(block=block, vec=vec, strategy="block", waves=8, unroll=unroll)
 
 
 def legal(p: KernelParams, group: Group) -> KernelParams:
@@ -94,7 +102,8 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
         return replace(p, vec=vec, strategy="block", unroll=1)
     if p.strategy in ("warp", "split") and p.block < 64:
         p = replace(p, block=64)
-    return replace(p, vec=1, ilp=1)
+    return replace(p, vec=p.vec if p.vec in VECS and group.row_len % p.vec == 0 else 1, ilp=1,
+                   unroll=p.unroll if p.unroll in UNROLLS else 1)
 
 
 def _legal_mm(p: KernelParams, group: Group) -> KernelParams:
@@ -130,12 +139,12 @@ def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
     elif group.is_pointwise:
         choices |= {"vec": VECS, "ilp": ILPS}
     else:
-        choices |= {"strategy": STRATEGIES, "unroll": UNROLLS}
+        choices |= {"strategy": STRATEGIES, "unroll": UNROLLS, "vec": VECS, "onepass": (True, False)}
     out = p
     for name in rng.sample(sorted(choices), k=min(len(choices), rng.choice((1, 1, 2)))):
         values = choices[name]
         cur = getattr(out, name)
-        if name in ("strategy", "precision") or cur not in values:
+        if name in ("strategy", "precision", "onepass") or cur not in values:
             new = rng.choice([v for v in values if v != cur] or list(values))
         else:
             i = values.index(cur) + rng.choice((-1, 1))
@@ -194,3 +203,20 @@ def decode_technique(source: str) -> str | None:
     """The technique named in a generated source's marker ('cuda' for markers written before techniques)."""
     data = _marker(source, None)
     return None if data is None else str(data.get("technique", "cuda"))
+
+
+def describe(p: KernelParams, group: Group) -> str:
+    """The settings that matter for this group's kind, in a few words (for reports: 'rows split vec4 u2 1-pass')."""
+    if group.kind == "mm":
+        return f"mm {p.tile_m}x{p.tile_n}x{p.tile_k} {p.precision}"
+    if group.kind != "fused":
+        return f"{group.kind} b{p.block}"
+    if group.is_pointwise:
+        return f"pw vec{p.vec} ilp{p.ilp}"
+    return f"rows {p.strategy} vec{p.vec} u{p.unroll} {'1-pass' if p.onepass else '2-pass'}"
+
+
+def describe_all(params: list[KernelParams], groups: list[Group]) -> str:
+    """Every group's settings, and 'graph' when the forward is replayed as a CUDA graph."""
+    parts = [describe(p, g) for p, g in zip(params, groups, strict=True)]
+    return "; ".join(parts) + ("; graph" if params and params[0].graph else "")

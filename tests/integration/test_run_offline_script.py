@@ -40,7 +40,7 @@ def test_summary_counts_solved_share_and_geomeans(tmp_path):
     out = s.summarize(tmp_path, [2])
     assert "| 2 | 4 | 2 | 50% | 1 | 1.00x | 0.50x | H100 |" in out
     assert "failed: incorrect (1)" in out and "no_candidate: nothing_to_fuse (1)" in out
-    assert out.splitlines()[-4].startswith("| L2_? | solved | - | 2.00x | 1.00x | - |")  # the per-problem table last
+    assert out.splitlines()[-4].startswith("| L2_? | solved | - | - | 2.00x | 1.00x | - |")  # per-problem table last; no settings recorded
 
 
 def test_cpu_run_writes_results_and_resumes(tmp_path, capsys):
