@@ -189,7 +189,10 @@ def build_local(tag: str, client: Any = None) -> str:
             for entry in sorted(os.listdir(root)):
                 tar.add(root / entry, arcname=entry)
         repo, _, version = tag.partition(":")
-        changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", "ENV HOME=/scratch", "USER 1000:1000",
+        # Some distributions' site.py (Ubuntu's 3.12, seen on the H100 machine) does not add
+        # lib/pythonX.Y/site-packages under /usr/local: the worker then found no kevolve in the image.
+        site = f"/usr/local/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+        changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", f"ENV PYTHONPATH={site}", "ENV HOME=/scratch", "USER 1000:1000",
                    "WORKDIR /scratch", 'ENTRYPOINT ["python", "-m", "kevolve.sandbox.container_entry"]',
                    f"LABEL org.kevolve.python={sys.version.split()[0]} org.kevolve.source_hash={source_hash()}"]
         client.api.import_image_from_file(str(tar_path), repository=repo, tag=version or "latest",
