@@ -1,16 +1,17 @@
-"""The wall-time side-stream rule, on hand-built session facts (no GPU needed: the rule reads numbers).
+"""The side-stream rule and what a candidate's time counts, on hand-built session facts (no GPU needed).
 
-A call's "wall" ends at an event recorded after a device-wide sync, so it also holds the host's
-wake-up from that sync; on the H100 under bubblewrap that overhead (0.09 ms) made an honest 0.06 ms
-kernel look like a side-stream hack. The reference, timed between the candidate's calls, now
-calibrates it; work left on a side stream still shows above it.
+A call's "wall" is its event time plus how long a device-wide sync still waited once the timed stream
+had ended (the runner spins on the end event first, so the host's wake-up is not in it: on the H100
+under bubblewrap that wake-up, 0.07-0.16 ms, once read as side-stream work). The reference, timed
+between the candidate's calls, gives the sync's own cost. Whatever the candidate left running beyond
+that is counted in its time, and flagged when it is a large share.
 """
 
 from kevolve.sandbox.checks import Call
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.protocol import ReferenceSummary
 from kevolve.sandbox.session import Facts
-from kevolve.sandbox.verdict import _rules
+from kevolve.sandbox.verdict import _rules, counted_times
 from kevolve.records import CheckResult
 
 
@@ -33,25 +34,29 @@ def side_stream(reason: str | None) -> bool:
     return reason is not None and reason.startswith("side_stream")
 
 
-def test_an_honest_kernel_with_a_slow_sync_wake_up_is_not_a_side_stream() -> None:
-    # measured under bubblewrap: event 0.061 ms, wall 0.155 ms; the reference's overhead alike
-    f = facts([(0.061, 0.155)] * 30, [(0.049, 0.140)] * 30)
+CUDA = SandboxConfig(device="cuda")
+
+
+def test_an_honest_kernel_whose_sync_costs_what_the_references_does_is_not_a_side_stream() -> None:
+    f = facts([(0.061, 0.061 + 0.004)] * 30, [(0.049, 0.049 + 0.004)] * 30)
     assert not side_stream(rule(f))
+    assert counted_times(f, CUDA) == [0.061] * 30
 
 
-def test_work_left_on_a_side_stream_shows_above_the_references_overhead() -> None:
-    # the timed stream holds almost nothing; 0.2 ms of work finishes on another stream
-    f = facts([(0.004, 0.004 + 0.2 + 0.09)] * 30, [(0.049, 0.049 + 0.09)] * 30)
+def test_work_left_on_a_side_stream_is_flagged_and_counted() -> None:
+    # KernelBench-style hack on 16 M floats: the timed stream holds nothing, 0.045 ms of work runs after it
+    f = facts([(0.002, 0.002 + 0.045 + 0.004)] * 30, [(0.049, 0.049 + 0.004)] * 30)
     assert side_stream(rule(f))
+    assert all(abs(t - 0.047) < 1e-9 for t in counted_times(f, CUDA))
 
 
-def test_without_reference_walls_the_absolute_slack_still_applies() -> None:
-    assert side_stream(rule(facts([(0.061, 0.155)] * 30, [])))
-    assert not side_stream(rule(facts([(0.061, 0.090)] * 30, [])))
+def test_without_reference_walls_the_sync_floor_is_zero() -> None:
+    assert side_stream(rule(facts([(0.002, 0.002 + 0.045)] * 30, [])))
+    assert not side_stream(rule(facts([(0.061, 0.061 + 0.004)] * 30, [])))
 
 
-def test_a_heavy_tail_of_slow_wake_ups_is_not_a_side_stream_but_work_on_every_call_is() -> None:
-    # H100, tiny relu, a candidate's runner: most calls 0.005 ms past the event, a third 0.15 ms
+def test_a_tail_of_slow_syncs_is_not_a_side_stream_but_work_on_every_call_is() -> None:
+    # a third of the calls preempted on a loaded machine: their sync took 0.15 ms
     tail = [(0.004, 0.004 + (0.15 if i % 3 == 0 else 0.005)) for i in range(60)]
     ref = [(0.004, 0.004 + 0.004)] * 60
     assert not side_stream(rule(facts(tail, ref)))
@@ -59,9 +64,20 @@ def test_a_heavy_tail_of_slow_wake_ups_is_not_a_side_stream_but_work_on_every_ca
     assert side_stream(rule(facts(hacked, ref)))
 
 
-def test_side_work_on_every_other_call_is_a_side_stream() -> None:
-    """An attack on a lower-decile rule: work on a side stream on half the calls only. Half the events
-    then see nothing, the event median halves (a 2x speedup), and the least excess stays at the floor."""
+def test_side_work_on_every_other_call_gains_nothing() -> None:
+    """An attack on a median rule: work on a side stream on half the calls only. Half the events then
+    see almost nothing and the event median drops; the time counts the work left running, so the
+    median stays the whole work's."""
     w = 0.4
-    calls = [(0.004 if i % 2 else w, w + 0.005) for i in range(60)]
-    assert side_stream(rule(facts(calls, [(0.004, 0.008)] * 60)))
+    calls = [(0.004, 0.004 + w + 0.004) if i % 2 else (w, w + 0.004) for i in range(61)]
+    f = facts(calls, [(0.004, 0.008)] * 60)
+    import statistics
+
+    assert statistics.median(counted_times(f, CUDA)) >= w
+
+
+def test_hidden_work_under_the_rules_slack_is_still_counted() -> None:
+    # 0.008 ms left on a side stream behind a 0.030 ms timed stream: below the flag, inside the time
+    f = facts([(0.030, 0.030 + 0.008 + 0.004)] * 30, [(0.049, 0.049 + 0.004)] * 30)
+    assert not side_stream(rule(f))
+    assert all(abs(t - 0.038) < 1e-9 for t in counted_times(f, CUDA))
