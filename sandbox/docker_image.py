@@ -70,6 +70,18 @@ def worker_dists() -> tuple[str, ...]:
     return WORKER_DISTS + (GPU_DISTS if gpu else ())
 
 
+def cuda_home() -> Path | None:
+    """This machine's CUDA toolkit (the folder holding include/cuda.h), as CuPy looks for it."""
+    cands = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        cands.append(str(Path(nvcc).resolve().parent.parent))
+    for c in cands:
+        if c and (Path(c) / "include" / "cuda.h").is_file():
+            return Path(c)
+    return None
+
+
 def _copy(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     if src.is_symlink() and not src.resolve().exists():
@@ -116,6 +128,9 @@ def assemble_rootfs(root: Path) -> None:
     for pkg, dest in _PACKAGES.items():
         for f in _package_files(pkg):
             _copy(f, site / dest / f.relative_to(_package_dir(pkg)))
+    cuda = cuda_home() if worker_dists() != WORKER_DISTS else None
+    if cuda is not None:  # CuPy compiles RawKernels against the toolkit's headers (CUDA_PATH), not its own
+        shutil.copytree(cuda / "include", root / "usr/local/cuda/include", dirs_exist_ok=True)
     elfs = [root / "usr/local/bin" / ver] + [p for p in root.rglob("*.so*") if p.is_file()]
     for lib in _libs(elfs):
         target = root / lib.lstrip("/")
@@ -192,7 +207,8 @@ def build_local(tag: str, client: Any = None) -> str:
         # Some distributions' site.py (Ubuntu's 3.12, seen on the H100 machine) does not add
         # lib/pythonX.Y/site-packages under /usr/local: the worker then found no kevolve in the image.
         site = f"/usr/local/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
-        changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", f"ENV PYTHONPATH={site}", "ENV HOME=/scratch", "USER 1000:1000",
+        changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", f"ENV PYTHONPATH={site}", "ENV CUDA_PATH=/usr/local/cuda",
+                   "ENV HOME=/scratch", "USER 1000:1000",
                    "WORKDIR /scratch", 'ENTRYPOINT ["python", "-m", "kevolve.sandbox.container_entry"]',
                    f"LABEL org.kevolve.python={sys.version.split()[0]} org.kevolve.source_hash={source_hash()}"]
         client.api.import_image_from_file(str(tar_path), repository=repo, tag=version or "latest",

@@ -110,13 +110,17 @@ class Stepper:
         # waits for ran beyond the timed stream. Timing a device-wide sync from the timed stream's
         # end instead counted the host's wake-up from it (0.07-0.16 ms in bubblewrap runners on a
         # loaded H100, more than a few-us kernel): honest kernels were read as side-stream work.
+        # A second sync, with nothing left to wait for, takes off this process's own cost of one (it
+        # differs between runner processes by microseconds: enough to move a 0.06 ms kernel's time).
         while not _query(end):
             pass
         t = _perf()
         _cuda_sync()  # type: ignore[misc]  # device-wide: side-stream work is waited for here
-        residual = (_perf() - t) * 1e3
+        t2 = _perf()
+        _cuda_sync()  # type: ignore[misc]  # nothing queued now: what a sync costs in this process
+        residual = ((t2 - t) - (_perf() - t2)) * 1e3
         ms = _elapsed(start, end)
-        wall = ms + residual
+        wall = ms + max(residual, 0.0)
         # The sleep counts SM cycles, and the clock rises under load (an idle H100 sits at 345 MHz,
         # busy at ~1,980): calibrated at start-up only, a 1 ms pad lasted a fraction of that and
         # eager's launch gaps were timed (2x its device time). Keep the fastest clock seen.

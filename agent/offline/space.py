@@ -81,12 +81,19 @@ def default_params(group: Group) -> KernelParams:
     inner = len(group.shape) - 1 in group.reduce_dims or group.row_len == 1
     if not inner and group.rows >= 4096:
         return KernelParams(block=128, vec=1, strategy="thread", waves=8)
-    vec = 4 if group.row_len % 4 == 0 else 1
+    # Row kernels stay scalar and two-pass: the vector / one-pass (Welford) walks compile but gave wrong
+    # LayerNorm statistics on the H100 (tests/gpu/test_offline_gpu.py, 2026-11-24), so neither is a
+    # default nor a search choice until that is fixed (ROW_VECS, ROW_ONEPASS).
+    vec = ROW_VECS[-1] if group.row_len % ROW_VECS[-1] == 0 else 1
     if group.row_len <= 256 and group.rows >= 1024:
-        return KernelParams(block=256, vec=vec, strategy="warp", waves=8)
+        return KernelParams(block=256, vec=vec, strategy="warp", waves=8, onepass=ROW_ONEPASS[0])
     block = 1024 if group.row_len >= 8192 else 512 if group.row_len >= 2048 else 256
-    unroll = 2 if group.row_len >= 4 * block * vec else 1
-    return KernelParams(block=block, vec=vec, strategy="block", waves=8, unroll=unroll)
+    unroll = 2 if ROW_VECS[-1] > 1 and group.row_len >= 4 * block * vec else 1  # phase-1 default: 1
+    return KernelParams(block=block, vec=vec, strategy="block", waves=8, unroll=unroll, onepass=ROW_ONEPASS[0])
+
+
+ROW_VECS = (1,)  # not (1, 2, 4) and (False, True) until the GPU agrees: see the row defaults below
+ROW_ONEPASS = (False,)
 
 
 def legal(p: KernelParams, group: Group) -> KernelParams:
@@ -102,8 +109,9 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
         return replace(p, vec=vec, strategy="block", unroll=1)
     if p.strategy in ("warp", "split") and p.block < 64:
         p = replace(p, block=64)
-    return replace(p, vec=p.vec if p.vec in VECS and group.row_len % p.vec == 0 else 1, ilp=1,
-                   unroll=p.unroll if p.unroll in UNROLLS else 1)
+    return replace(p, vec=p.vec if p.vec in ROW_VECS and group.row_len % p.vec == 0 else 1, ilp=1,
+                   unroll=p.unroll if p.unroll in UNROLLS else 1,
+                   onepass=p.onepass if p.onepass in ROW_ONEPASS else ROW_ONEPASS[0])
 
 
 def _legal_mm(p: KernelParams, group: Group) -> KernelParams:
@@ -139,7 +147,7 @@ def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
     elif group.is_pointwise:
         choices |= {"vec": VECS, "ilp": ILPS}
     else:
-        choices |= {"strategy": STRATEGIES, "unroll": UNROLLS, "vec": VECS, "onepass": (True, False)}
+        choices |= {"strategy": STRATEGIES, "unroll": UNROLLS, "vec": ROW_VECS, "onepass": ROW_ONEPASS}
     out = p
     for name in rng.sample(sorted(choices), k=min(len(choices), rng.choice((1, 1, 2)))):
         values = choices[name]
