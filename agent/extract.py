@@ -9,12 +9,12 @@ indented inside a list item, labelled python / py / triton / none, with a file n
 
 from __future__ import annotations
 
-import ast
 import re
 import textwrap
 from dataclasses import dataclass
 
 from kevolve.contract import defines_model_new
+from kevolve.contract import parse_python
 
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+.-]*)[^\n]*\n(?P<body>.*?)"
                     r"(?:(?P<close>^[ \t]*(?P=fence)[ \t]*$)|\Z)", re.S | re.M)
@@ -32,7 +32,7 @@ class Extraction:
 
 def _parses(src: str) -> bool:
     try:
-        ast.parse(src)
+        parse_python(src)
     except (SyntaxError, ValueError):
         return False
     return True

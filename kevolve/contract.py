@@ -11,9 +11,21 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from pathlib import Path
 
 from kevolve.records import Problem
+
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_python(source: str, filename: str = "<unknown>", mode: str = "exec") -> ast.AST:
+    """`ast.parse` under one process-wide lock. CPython 3.11 before 3.11.8 (and 3.12 before 3.12.2)
+    corrupts the AST constructor's recursion counter when threads parse at once (gh-106905): seen here
+    as "SystemError: AST constructor recursion depth mismatch" killing a replayed optimize run whose
+    proposals are extracted in parallel threads."""
+    with _PARSE_LOCK:
+        return ast.parse(source, filename=filename, mode=mode)
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 SOLUTION_CLASS = "ModelNew"
@@ -49,7 +61,7 @@ def top_level_names(tree: ast.Module) -> set[str]:
 def parse_source(source: str, label: str) -> ast.Module:
     """Parse Python source, turning a SyntaxError into a one-line message."""
     try:
-        return ast.parse(source, filename=label)
+        return parse_python(source, filename=label)
     except SyntaxError as e:
         raise ProblemError(f"{label}: syntax error at line {e.lineno}: {e.msg}") from None
     except ValueError as e:  # e.g. null bytes
@@ -97,7 +109,7 @@ def defines_model_new(source: str) -> bool:
     Source that does not parse cannot be checked that way; for it (a reply cut off mid-block) a line
     opening `class ModelNew` counts, so the extractor can tell a truncated solution from prose."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return _CLASS_LINE.search(source) is not None
     return _binds_model_new(tree)

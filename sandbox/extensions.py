@@ -13,7 +13,6 @@ same `key` on both sides.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import re
@@ -22,6 +21,7 @@ from typing import Any
 from pydantic import Field
 
 from kevolve.records import Record
+from kevolve.contract import parse_python
 
 # load_inline's parameters, in order (torch 2.x).
 _PARAMS = ("name", "cpp_sources", "cuda_sources", "sycl_sources", "functions", "extra_cflags",
@@ -184,7 +184,7 @@ def _flag(v: Any, default: bool | None) -> Any:
 def extract(source: str) -> Extraction:
     """Every `load_inline` call in `source`, with its arguments evaluated without running anything."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError) as e:
         return Extraction(unknown=(f"syntax: {e}",))
     from kevolve.sandbox.static_eval import Evaluator, extension_calls

@@ -13,9 +13,9 @@ It is the first wall, not the only one (docs/VERIFICATION.md, "Candidate policy"
 
 from __future__ import annotations
 
-import ast
 import logging
 from dataclasses import dataclass
+from kevolve.contract import parse_python
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def find_violations(source: str) -> list[PolicyViolation]:
     from kevolve.sandbox.policy_python import python_findings
 
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return []  # kevolve.contract.check_solution_source reports it
     found = {PolicyViolation(c, line, what) for c, line, what in python_findings(tree, source)}

@@ -19,6 +19,7 @@ from kevolve.sandbox.policy_native import NATIVE_ENTRIES, check_native_call
 from kevolve.sandbox.policy_positions import position_ok, protected_value
 from kevolve.sandbox.policy_scope import Chain, Model
 from kevolve.sandbox.policy_static import NotStatic, Text
+from kevolve.contract import parse_python
 from kevolve.sandbox.policy_tables import (ATTR_BUILTINS, BUILTINS, DUNDER_NAMES, DUNDER_READ, FILE_METHODS,
                                            FRAME_ATTRS, MUTATORS, REGISTER_METHODS, SECRET_ENV,
                                            SECRET_ENV_PREFIXES, THREAD_METHODS)
@@ -110,7 +111,7 @@ class PythonRules(ast.NodeVisitor):
     def code_in_string(self, text: str, line: int, mode: str) -> None:
         """Check a string that something will evaluate as Python (annotation, type comment) as code."""
         try:
-            tree = ast.parse(text.strip(), mode=mode)
+            tree = parse_python(text.strip(), mode=mode)
         except (SyntaxError, ValueError):
             return  # not code: nothing would evaluate it either
         ast.increment_lineno(tree, line - 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from kevolve.contract import parse_python
 
 
 _LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
@@ -29,7 +30,7 @@ def triton_kernel_names(source: str) -> set[str]:
     `from triton import jit`, `import triton as tr`), under autotune / heuristics decorators or not.
     The name is the kernel's name on the device: Triton compiles `def relu_k` to the entry `relu_k`."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return set(_TRITON_KERNEL.findall(source))
     modules, jits = _triton_aliases(tree)

@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import Field
 
 from kevolve.records import Record
+from kevolve.contract import parse_python
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
 def problem_keys(source: str) -> tuple[str, str]:
     """(whole-module key, `Model`-class key): hashes of the AST without docstrings or comments."""
     try:
-        tree = _strip_docstrings(ast.parse(source))
+        tree = _strip_docstrings(parse_python(source))
     except (SyntaxError, ValueError):
         digest = hashlib.sha256(source.strip().encode()).hexdigest()
         return digest, digest

@@ -25,6 +25,7 @@ from kevolve.agent.offline.ir import Group
 from kevolve.agent.offline.partition import Fused
 from kevolve.agent.offline.space import KernelParams, encode
 from kevolve.agent.offline.trace import Traced, TraceError
+from kevolve.contract import parse_python
 
 _RUNTIME = '''
 _KV_MOD = None
@@ -145,7 +146,7 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
 
 def _strip_problem(source: str) -> str:
     """The problem source without get_inputs / get_init_inputs (the candidate needs only Model)."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     drop = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("get_inputs", "get_init_inputs")]
     lines = source.splitlines()
     for n in sorted(drop, key=lambda n: n.lineno, reverse=True):

@@ -16,6 +16,7 @@ import math
 import types
 from dataclasses import dataclass
 from typing import Any
+from kevolve.contract import parse_python
 
 MIN_SIZE = 8
 """sizes are never halved below this (kernel sizes, strides, dims and group counts are smaller and stay)"""
@@ -58,7 +59,7 @@ def _sizes(tree: ast.Module, ns: dict[str, Any]) -> dict[_Size, int]:
 
 def with_sizes(source: str, sizes: dict[_Size, int]) -> str:
     """`source` with each chosen size's assignment replaced by its new value."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     lines = source.splitlines()
     by_stmt: dict[int, dict[_Size, int]] = {}
     for s, v in sizes.items():
@@ -84,7 +85,7 @@ def with_sizes(source: str, sizes: dict[_Size, int]) -> str:
 
 def _fresh(source: str, upto: int) -> dict[str, Any]:
     """The module namespace after its first `upto` top-level statements (to re-evaluate one)."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     ns: dict[str, Any] = {}
     exec(compile(ast.Module(tree.body[:upto], []), "<size>", "exec"), ns)  # noqa: S102
     return ns
@@ -114,7 +115,7 @@ def cost(source: str) -> tuple[int, float]:
 
 def shrink(source: str, budget: Budget = Budget(), max_steps: int = 80) -> str:
     """A version of the problem source with sizes small enough for `budget` (the source itself if it is)."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     ns: dict[str, Any] = {}
     exec(compile(source, "<problem>", "exec"), ns)  # noqa: S102
     sizes = _sizes(tree, ns)

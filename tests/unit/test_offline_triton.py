@@ -99,6 +99,19 @@ def test_search_tries_every_variant_and_stops_at_the_roofline():
     assert res.best.technique == "triton_mm" and res.stopped == "roofline"
 
 
+def test_a_library_call_at_its_roofline_does_not_stop_the_search_before_the_triton_variant():
+    """H100: cuBLAS + epilogue read 99 % of the fp32 roof on every level-2 GEMM and the search stopped
+    there; the TF32x3 variant can be faster than that roof, so it must run once."""
+    ps = plans(load_problem(FIXTURES / "gemm_batchnorm.py"))
+
+    def at_roof(src: str) -> Evaluation:
+        ev = _verdict(src, ps[0].problem.id)
+        return ev.model_copy(update={"profile": Profile(roofline_fraction=0.99)})
+
+    res = search(ps, at_roof, budget=8)
+    assert [t.technique for t in res.trials] == ["cuda", "triton_mm"] and res.stopped == "roofline"
+
+
 def test_search_stops_at_its_gpu_seconds():
     ps = plans(load_problem(FIXTURES / "gemm_batchnorm.py"))
     res = search(ps, lambda src: _verdict(src, ps[0].problem.id), budget=8, gpu_seconds=5.0, roofline=2.0)
