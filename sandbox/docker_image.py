@@ -126,8 +126,9 @@ def assemble_rootfs(root: Path) -> None:
             if src.is_file() and not str(f).startswith(".."):
                 _copy(src, site / f)
     for pkg, dest in _PACKAGES.items():
+        src = _package_dir(pkg)
         for f in _package_files(pkg):
-            _copy(f, site / dest / f.relative_to(_package_dir(pkg)))
+            _copy(f, site / dest / f.relative_to(src))
     cuda = cuda_home() if worker_dists() != WORKER_DISTS else None
     if cuda is not None:  # CuPy compiles RawKernels against the toolkit's headers (CUDA_PATH), not its own
         shutil.copytree(cuda / "include", root / "usr/local/cuda/include", dirs_exist_ok=True)

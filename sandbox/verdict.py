@@ -24,8 +24,8 @@ from kevolve.sandbox.session import Facts, Verdict
 _STATUS = {"compile_error": Outcome.COMPILE_ERROR, "runtime_error": Outcome.RUNTIME_ERROR,
            "crashed": Outcome.CRASHED, "rejected": Outcome.REJECTED, "incorrect": Outcome.INCORRECT,
            "infra_error": Outcome.INFRA_ERROR}
-# Wall time (events around the call + device-wide sync) may exceed event time by this much
-# before we say work ran outside the timed stream.
+# Work still running after the timed stream ended (side_excess) may reach this share of the event
+# time plus this much before we say work ran outside the timed stream; below it, it is only counted.
 _SIDE_RATIO, _SIDE_SLACK_MS = 0.5, 0.01
 # A cache keyed on input content answers the rotated pool from memory; never-seen inputs, timed
 # once each, then cost more than the pool's median by a margin noise does not reach.
