@@ -69,7 +69,8 @@ def harness_version() -> str:
     import importlib.util
 
     h = hashlib.sha256()
-    for mod in ("kevolve.sandbox.timing", "kevolve.sandbox.step", "kevolve.sandbox.runner", "kevolve.sandbox.judge",
+    for mod in ("kevolve.sandbox.timing", "kevolve.sandbox.step", "kevolve.sandbox.pad", "kevolve.sandbox.runner",
+                "kevolve.sandbox.judge",
                 "kevolve.sandbox.session", "kevolve.sandbox.schedule", "kevolve.sandbox.harness"):
         spec = importlib.util.find_spec(mod)
         if spec is not None and spec.origin:

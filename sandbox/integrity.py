@@ -159,7 +159,8 @@ def settle_threads(before: set[int], limit_s: float) -> None:
 
 def runner_modules() -> list[ModuleType]:
     """kevolve's own modules loaded in a runner: their functions and methods are guarded too."""
-    from kevolve.sandbox import channel, compile, cuda_rt, harness, profile, runner, settings, step, timing, transport
+    from kevolve.sandbox import (channel, compile, cuda_rt, harness, pad, profile, runner, settings, step, timing,
+                                 transport)
 
     return [timing, sys.modules[__name__], harness, profile, step, runner, transport, channel, settings, compile,
-            cuda_rt]
+            cuda_rt, pad]

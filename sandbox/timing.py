@@ -25,6 +25,7 @@ _elapsed = torch.cuda.Event.elapsed_time
 _query = torch.cuda.Event.query
 _cuda_sync = getattr(torch._C, "_cuda_synchronize", None)  # absent from CPU builds
 _sleep = torch.cuda._sleep
+_current_stream = torch.cuda.current_stream
 _L2_FLUSH_BYTES = 256 * 2**20  # > 2x the L2 of any current GPU (H100: 50 MB)
 _CPU_FLUSH_BYTES = 64 * 2**20
 _KEEP = 6  # timed-call outputs copied out for checking, chosen by a private RNG

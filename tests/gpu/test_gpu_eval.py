@@ -76,6 +76,15 @@ def test_side_stream_work_is_rejected(sandbox, config) -> None:
     assert ev.reason_code in ("side_stream", "async_output"), ev.reason
 
 
+def test_side_stream_work_during_the_pad_is_rejected_or_counted(sandbox, config) -> None:
+    ev = evaluate(sandbox, config, "relu_side_stream_pad")
+    if ev.outcome is Outcome.OK:  # then its time must hold the work: no faster than an honest kernel of it
+        honest = evaluate(sandbox, config, "relu_cupy")
+        assert ev.speedup <= 1.2 * honest.speedup, (ev.speedup, honest.speedup)
+    else:
+        assert ev.reason_code in ("side_stream", "async_output"), ev.reason
+
+
 def test_allocator_reuse_is_caught_as_stale_memory(sandbox, config) -> None:
     ev = evaluate(sandbox, config, "relu_alloc_reuse")
     assert ev.outcome is Outcome.INCORRECT and ev.reason_code == "stale_memory", ev.reason
