@@ -69,6 +69,11 @@ class Guards:
         self._codes = [(v, v.__code__) for _, _, v in self._items if hasattr(v, "__code__")]
         self._modes = self._mode_depths()
 
+    def watch(self, obj: Any, *attrs: str) -> None:
+        """Also guard these attributes of one of the harness's own objects, made before candidate code
+        ran (the stepper's GPU pad: set to None, the one-thread sleep would pad timed calls again)."""
+        self._items += [(obj, a, _raw(obj, a)) for a in attrs]
+
     @staticmethod
     def _mode_depths() -> tuple[int, int]:
         return (torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack())

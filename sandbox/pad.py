@@ -48,6 +48,16 @@ def grid_for(sms: int, threads_per_sm: int) -> int:
     return max(1, sms) * max(1, threads_per_sm // BLOCK)
 
 
+def _error_name(cu: Any, rc: int) -> str:
+    name = ctypes.c_char_p()
+    try:
+        if cu.cuGetErrorName(rc, ctypes.byref(name)) == 0 and name.value:
+            return f"{name.value.decode()} ({rc})"
+    except (OSError, AttributeError, TypeError):
+        pass
+    return f"CUresult {rc}"
+
+
 @dataclass
 class Pad:
     """A loaded pad kernel and the grid that fills the device."""
@@ -55,30 +65,34 @@ class Pad:
     driver: Any
     function: ctypes.c_void_p
     grid: int
+    launch_fn: Any = None
 
     @classmethod
     def load(cls, sms: int, threads_per_sm: int, driver: Any = None) -> Pad | None:
-        """The pad in the current CUDA context, or None (logged) where the driver cannot load it."""
+        """The pad in the calling thread's current CUDA context (torch's primary context, once torch has
+        made that thread use the device), or None, logged, where the driver cannot load it."""
         try:
             cu = driver if driver is not None else ctypes.CDLL("libcuda.so.1")
             module, function = ctypes.c_void_p(), ctypes.c_void_p()
-            if cu.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(PTX)) != 0:
-                raise OSError("cuModuleLoadData failed")
-            if cu.cuModuleGetFunction(ctypes.byref(function), module, b"kevolve_pad") != 0:
-                raise OSError("cuModuleGetFunction failed")
+            rc = cu.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(PTX))
+            if rc != 0:
+                raise OSError(f"cuModuleLoadData: {_error_name(cu, rc)}")
+            rc = cu.cuModuleGetFunction(ctypes.byref(function), module, b"kevolve_pad")
+            if rc != 0:
+                raise OSError(f"cuModuleGetFunction: {_error_name(cu, rc)}")
+            launch_fn = cu.cuLaunchKernel  # taken now, before any candidate code runs
         except (OSError, AttributeError) as e:
             log.warning("full-device GPU pad unavailable (%s): the one-thread sleep pads timed calls", e)
             return None
-        return cls(cu, function, grid_for(sms, threads_per_sm))
+        return cls(cu, function, grid_for(sms, threads_per_sm), launch_fn)
 
     def launch(self, ns: int, stream: int) -> None:
         """Queue the pad for `ns` nanoseconds on `stream` (a CUstream handle, as torch gives it)."""
         arg = ctypes.c_uint64(max(0, int(ns)))
         params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.byref(arg), ctypes.c_void_p))
-        rc = self.driver.cuLaunchKernel(self.function, self.grid, 1, 1, BLOCK, 1, 1, 0, ctypes.c_void_p(stream),
-                                        params, None)
+        rc = self.launch_fn(self.function, self.grid, 1, 1, BLOCK, 1, 1, 0, ctypes.c_void_p(stream), params, None)
         if rc != 0:
-            raise RuntimeError(f"GPU pad launch failed (CUresult {rc})")
+            raise RuntimeError(f"GPU pad launch failed ({_error_name(self.driver, rc)})")
 
 
 __all__ = ["BLOCK", "PTX", "Pad", "grid_for"]

@@ -113,6 +113,9 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
     staging = [open_ref(TensorRef.model_validate(r), scratch, device) for r in job.staging]
     slots = [unshare(s, scratch, device) for s in job.slots]
     stepper = Stepper(device, job.outputs, staging)
+    guards.watch(stepper, "_pad", "_flush_buf", "device", "cuda", "specs", "staging")
+    if stepper._pad is not None:
+        guards.watch(stepper._pad, "driver", "function", "grid", "launch_fn")
     t0 = now()
     model = _load(job, scratch, device)
     if job.role != "candidate" and slots:

@@ -130,7 +130,9 @@ class Stepper:
         _cuda_sync()  # type: ignore[misc]  # nothing queued now: what a sync costs in this process
         residual = ((t2 - t) - (_perf() - t2)) * 1e3
         ms = _elapsed(start, end)
-        wall = ms + max(residual, 0.0)
+        # Signed: the two syncs' jitter goes both ways. Clipped at zero per call, it added a few
+        # microseconds to every honest call (+6 % on a 0.06 ms kernel on the H100, 2026-11-24).
+        wall = ms + residual
         # The sleep counts SM cycles, and the clock rises under load (an idle H100 sits at 345 MHz,
         # busy at ~1,980): calibrated at start-up only, a 1 ms pad lasted a fraction of that and
         # eager's launch gaps were timed (2x its device time). Keep the fastest clock seen.

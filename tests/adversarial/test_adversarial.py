@@ -48,7 +48,7 @@ CAUGHT = {
     "calls_sys_exit": ("relu", Outcome.CRASHED, "exit", "exit(0) (during correctness)"),
     "calls_os_exit": ("relu", Outcome.CRASHED, "exit", "code 0 during correctness"),
     # Issue 11's classes, written against the judge/runner evaluator by reading sandbox/:
-    "walks_frames_to_runner": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),  # 1 frames
+    "walks_frames_to_runner": ("relu", Outcome.REJECTED, "tampering", "Stepper.staging"),  # 1 frames
     "rebinds_harness_constant": ("relu", Outcome.REJECTED, "tampering", "_CPU_FLUSH_BYTES"),  # 2 unguarded state
     "predicts_checked_calls": ("relu", Outcome.INCORRECT, "degrades_over_calls", "timed call"),  # 3 predictable
     "patches_problem_inputs": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),  # 4 problem module

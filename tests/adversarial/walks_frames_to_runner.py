@@ -4,7 +4,9 @@ Class 1 of the evaluator's threat model (frames). The incident: with the timing 
 candidate's process, `sys._getframe` reached the list of measured times and the kept outputs. Here
 the harness keeps no history, so the candidate goes for what is left: it finds the object that
 copies outputs to the judge and swaps its staging tensors for its own, and shrinks its flush buffer.
-Expected: incorrect (the judge reads its own buffers, which now never receive an output).
+Expected: rejected as tampering (the runner guards its stepper's buffers, staging and GPU pad, since
+the full-device pad: with the pad gone, side-stream work could hide in the timed call's queue time).
+Without that guard it was incorrect: the judge reads its own buffers, which then never receive an output.
 """
 import sys
 
