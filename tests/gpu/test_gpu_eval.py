@@ -119,7 +119,7 @@ def test_ncu_metrics_and_achieved_bandwidth_are_reported(sandbox, tmp_path) -> N
 
 # Issue 11's classes on the GPU (the CPU variants are in tests/adversarial).
 GPU_HACKS = {
-    "frames_rewire_staging": (Outcome.INCORRECT, ("stale_cache", "incorrect")),
+    "frames_rewire_staging": (Outcome.REJECTED, ("tampering",)),
     "rebinds_flush_constant": (Outcome.REJECTED, ("tampering",)),
     "predicts_checked_calls": (Outcome.INCORRECT, ("degrades_over_calls",)),
     "enables_tf32": (Outcome.REJECTED, ("tampering",)),

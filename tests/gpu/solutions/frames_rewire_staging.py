@@ -1,6 +1,7 @@
 """Hack (GPU, class 1 frames): walk from forward into the runner and swap the buffers it stages outputs to.
 
-Expected: incorrect — the judge compares its own IPC buffers, which then never receive an output.
+Expected: rejected as tampering (the runner guards its stepper's staging, buffers and GPU pad); without that
+guard, incorrect: the judge compares its own IPC buffers, which then never receive an output.
 """
 import sys
 
