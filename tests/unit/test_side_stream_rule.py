@@ -47,7 +47,7 @@ def test_work_left_on_a_side_stream_is_flagged_and_counted() -> None:
     # KernelBench-style hack on 16 M floats: the timed stream holds nothing, 0.045 ms of work runs after it
     f = facts([(0.002, 0.002 + 0.045 + 0.004)] * 30, [(0.049, 0.049 + 0.004)] * 30)
     assert side_stream(rule(f))
-    assert all(abs(t - 0.047) < 1e-9 for t in counted_times(f, CUDA))
+    assert all(abs(t - 0.042) < 1e-9 for t in counted_times(f, CUDA))  # 0.047 less the 0.005 margin
 
 
 def test_without_reference_walls_the_sync_floor_is_zero() -> None:
@@ -76,11 +76,31 @@ def test_side_work_on_every_other_call_gains_nothing() -> None:
     assert statistics.median(counted_times(f, CUDA)) >= w
 
 
-def test_hidden_work_under_the_rules_slack_is_still_counted() -> None:
+def test_hidden_work_under_the_rules_slack_is_still_counted_beyond_the_margin() -> None:
     # 0.008 ms left on a side stream behind a 0.030 ms timed stream: below the flag, inside the time
+    # but for the 0.005 ms margin the syncs' own noise is allowed
     f = facts([(0.030, 0.030 + 0.008 + 0.004)] * 30, [(0.049, 0.049 + 0.004)] * 30)
     assert not side_stream(rule(f))
-    assert all(abs(t - 0.038) < 1e-9 for t in counted_times(f, CUDA))
+    assert all(abs(t - 0.033) < 1e-9 for t in counted_times(f, CUDA))
+
+
+def test_side_work_on_most_calls_gains_at_most_the_margin() -> None:
+    import statistics
+
+    w = 0.4
+    calls = [(0.004, 0.004 + w + 0.004) if i % 3 else (w, w + 0.004) for i in range(61)]  # 2/3 off-stream
+    f = facts(calls, [(0.004, 0.008)] * 60)
+    assert statistics.median(counted_times(f, CUDA)) >= w - 0.005
+
+
+def test_a_runner_whose_sync_costs_a_little_more_is_not_slowed() -> None:
+    """H100: a CuPy runner's device-wide sync waited 2-4 us longer than eager's runner's, work or not."""
+    import statistics
+
+    events = [0.0605 + 0.0001 * (i % 7) for i in range(60)]
+    f = facts([(m, m + 0.004 + 0.003 + 0.004 * (-1) ** i) for i, m in enumerate(events)], [(0.049, 0.053)] * 60)
+    assert not side_stream(rule(f))
+    assert statistics.median(counted_times(f, CUDA)) == statistics.median(events)
 
 
 def test_sync_jitter_both_ways_adds_nothing_to_an_honest_time() -> None:
