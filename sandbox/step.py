@@ -87,7 +87,7 @@ class Stepper:
         """(outputs, event-or-host ms, ms until every stream was done, host ms of the call, covered).
 
         "Every stream done" = the event time plus how long a device-wide sync still waited once the
-        timed stream had ended.
+        timed stream had ended, beyond what it waits after an empty window in this runner.
 
         `covered`: the GPU was still in the pad when the host had queued the whole call, so the
         events saw device time only, not launch gaps."""
@@ -132,7 +132,11 @@ class Stepper:
         ms = _elapsed(start, end)
         # Signed: the two syncs' jitter goes both ways. Clipped at zero per call, it added a few
         # microseconds to every honest call (+6 % on a 0.06 ms kernel on the H100, 2026-11-24).
-        wall = ms + residual
+        # Less the same measurement around an empty window, taken straight after in this runner: a
+        # sync right after a spin waits longer when the runner's cores are contended (its time slice
+        # spent spinning, it is preempted there). In a GPU soak (six runners starting beside it)
+        # honest 4 us kernels read 13-48 us of "side work" that way, against the reference's floor.
+        wall = ms + residual - self._empty_window(pad_ms, cycles)
         # The sleep counts SM cycles, and the clock rises under load (an idle H100 sits at 345 MHz,
         # busy at ~1,980): calibrated at start-up only, a 1 ms pad lasted a fraction of that and
         # eager's launch gaps were timed (2x its device time). Keep the fastest clock seen.
@@ -140,6 +144,24 @@ class Stepper:
         if cycles >= 5_000 and slept >= 0.005:
             self._cycles_per_ms = max(self._cycles_per_ms, cycles / slept)
         return out, ms, wall, host_ms, covered
+
+    def _empty_window(self, pad_ms: float, cycles: int) -> float:
+        """`_timed`'s sync residual around a window holding nothing of the candidate's: the pad, then
+        the end at once, a spin on it, a device-wide sync and an idle one. No candidate code runs in
+        between, and the call's own sync waited for everything it had queued."""
+        end = _Event()
+        if self._pad is not None:
+            self._pad.launch(int(pad_ms * 1e6), _current_stream().cuda_stream)
+        else:
+            _sleep(cycles)
+        _record(end)
+        while not _query(end):
+            pass
+        t = _perf()
+        _cuda_sync()  # type: ignore[misc]
+        t2 = _perf()
+        _cuda_sync()  # type: ignore[misc]
+        return ((t2 - t) - (_perf() - t2)) * 1e3
 
     def step(self, model: Any, x: Sequence[Any], stage: bool = True,
              around: Callable[[Callable[[], list[Any]]], Any] | None = None, pad_ms: float = 0.05,
