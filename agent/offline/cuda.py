@@ -39,6 +39,14 @@ __device__ __forceinline__ void kv_welford_merge(float& n, float& mean, float& m
   float nn = n + nb, d = meanb - mean, w = nb / fmaxf(nn, 1.0f);
   mean += d * w; m2 += m2b + d * d * n * w; n = nn;
 }
+// A thread's own walk: the same merge with mean and M2 Kahan-compensated (mean - cm, m2 - cq are the values).
+// Uncompensated, a long walk stalls: once d * nb / n falls below half an ulp of the mean the updates round away.
+__device__ __forceinline__ void kv_welford_add(float& n, float& mean, float& cm, float& m2, float& cq,
+                                               float nb, float meanb, float m2b) {
+  float nn = n + nb, d = (meanb - mean) + cm, w = nb / nn;
+  float y = d * w - cm, t = mean + y; cm = (t - mean) - y; mean = t;
+  y = (m2b + d * d * n * w) - cq; t = m2 + y; cq = (t - m2) - y; m2 = t; n = nn;
+}
 __device__ __forceinline__ void kv_softmax_merge(float& m, float& s, float mb, float sb) {
   float mm = fmaxf(m, mb);
   s = (m == mm ? s : s * expf(m - mm)) + (mb == mm ? sb : sb * expf(mb - mm)); m = mm;

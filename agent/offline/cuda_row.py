@@ -73,9 +73,11 @@ def row_vectorizes(group: Group, vec: int) -> bool:
 
 
 class _RowWriter:
-    def __init__(self, group: Group, p: KernelParams) -> None:
+    def __init__(self, group: Group, p: KernelParams, vec: int | None = None) -> None:
+        """`vec`: the access width, when not `p.vec` (a scalar twin: 1, keeping every other choice of `p`)."""
         self.g, self.p, self.idx = group, p, _idx_type(group)
-        self.vec = p.vec if group.row_len % p.vec == 0 else 1
+        vec = p.vec if vec is None else vec
+        self.vec = vec if group.row_len % vec == 0 else 1
         self.lines: list[str] = []
         self.stats: dict[int, str] = {}
         self.pairs: dict[int, Pair] = find_pairs(group) if p.onepass else {}
@@ -236,9 +238,9 @@ def block_combine(f: str, acc: str, ident: str, block: int) -> list[str]:
             "__syncthreads();", f"{acc} = kv_red[32];", "__syncthreads();"]
 
 
-def row_kernel(name: str, group: Group, p: KernelParams) -> str:
-    """The row kernel's CUDA source."""
-    return _RowWriter(group, p).kernel(name)
+def row_kernel(name: str, group: Group, p: KernelParams, vec: int | None = None) -> str:
+    """The row kernel's CUDA source (`vec`: its access width when not `p.vec`, for a scalar twin)."""
+    return _RowWriter(group, p, vec).kernel(name)
 
 
 def row_grid(group: Group, p: KernelParams) -> int:

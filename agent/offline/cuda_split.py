@@ -61,9 +61,9 @@ def _merge_earlier(w: _RowWriter, stage: int, n_chunks: int, ch: int) -> list[st
     return lines
 
 
-def _kernel(name: str, group: Group, p: KernelParams, stage: int) -> str:
+def _kernel(name: str, group: Group, p: KernelParams, stage: int, vec: int | None) -> str:
     """Stage j < len(steps) writes step j's partials; the last stage writes the output."""
-    w = _RowWriter(group, p)
+    w = _RowWriter(group, p, vec)
     idx, n_chunks, ch = w.idx, chunks(group, p), chunk_len(group, p)
     w.v_end = f"kend / {w.vec}u"
     lines = [f"const {idx} r = blockIdx.y, c = blockIdx.x;",
@@ -96,10 +96,13 @@ def _kernel(name: str, group: Group, p: KernelParams, stage: int) -> str:
 """
 
 
-def split_kernels(name: str, group: Group, p: KernelParams) -> list[str]:
-    """The stage kernels, named NAME_s0, NAME_s1, … (the last writes the output)."""
+def split_kernels(name: str, group: Group, p: KernelParams, vec: int | None = None) -> list[str]:
+    """The stage kernels, named NAME_s0, NAME_s1, … (the last writes the output).
+
+    `vec` is the access width when not `p.vec`: a scalar twin (vec=1) keeps the chunks, the partials'
+    layout and so the grid that `p` gives, because the launcher sizes them from `p` whichever it runs."""
     n = len(_RowWriter(group, p).steps)
-    return [_kernel(f"{name}_s{j}", group, p, j) for j in range(n + 1)]
+    return [_kernel(f"{name}_s{j}", group, p, j, vec) for j in range(n + 1)]
 
 
 def split_launcher(group: Group, k: int, name: str, p: KernelParams) -> str:

@@ -56,7 +56,7 @@ def _kv_launch(name, grid, block, tensors):
 
 
 def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
-    """CUDA text of a group's kernel(s): a vectorized pointwise kernel also gets a scalar twin."""
+    """CUDA text of a group's kernel(s): a vectorized pointwise or row kernel also gets a scalar twin."""
     from dataclasses import replace
 
     g = fz.group
@@ -76,8 +76,10 @@ def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
     if p.strategy == "split":
         from kevolve.agent.offline.cuda_split import split_kernels as make
     else:
-        make = lambda n, g, p: [row_kernel(n, g, p)]  # noqa: E731
-    twin = make(name + "_v1", g, replace(p, vec=1)) if has_scalar_twin(g, p) else []
+        make = lambda n, g, p, vec=None: [row_kernel(n, g, p, vec)]  # noqa: E731
+    # The twin is the same kernel with scalar accesses, not the kernel of `replace(p, vec=1)`: the
+    # launcher sizes the grid and the split partials from `p` for whichever of the two it runs.
+    twin = make(name + "_v1", g, p, 1) if has_scalar_twin(g, p) else []
     return make(name, g, p) + twin
 
 

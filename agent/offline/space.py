@@ -83,7 +83,9 @@ def default_params(group: Group) -> KernelParams:
         return KernelParams(block=128, vec=1, strategy="thread", waves=8)
     # Row kernels stay scalar and two-pass: the vector / one-pass (Welford) walks compile but gave wrong
     # LayerNorm statistics on the H100 (tests/gpu/test_offline_gpu.py, 2026-11-24), so neither is a
-    # default nor a search choice until that is fixed (ROW_VECS, ROW_ONEPASS).
+    # default nor a search choice (ROW_VECS, ROW_ONEPASS) until a GPU confirms the fixes found on the CPU
+    # (tests/unit/test_offline_rows_emulated.py): a split scalar twin cut into other chunks than its
+    # launcher's grid, and an uncompensated Welford mean stalling on long per-thread walks.
     vec = ROW_VECS[-1] if group.row_len % ROW_VECS[-1] == 0 else 1
     if group.row_len <= 256 and group.rows >= 1024:
         return KernelParams(block=256, vec=vec, strategy="warp", waves=8, onepass=ROW_ONEPASS[0])
