@@ -22,13 +22,6 @@ from kevolve.contract import problem_from_source
 pytestmark = pytest.mark.skipif(not cuda_cpu.available(), reason="needs g++ on x86-64 Linux")
 
 
-@pytest.fixture(autouse=True)
-def experimental_row_walks(monkeypatch):  # noqa: ANN001, ANN201
-    """The vector and one-pass row walks are off in the shipped space until a GPU confirms these fixes."""
-    from kevolve.agent.offline import space
-
-    monkeypatch.setattr(space, "ROW_VECS", (1, 2, 4))
-    monkeypatch.setattr(space, "ROW_ONEPASS", (True, False))
 
 
 def _layernorm(shape: tuple[int, ...], rows: int):
