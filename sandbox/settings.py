@@ -8,7 +8,10 @@ runs under the same defaults in its own runner, so both are timed under equal co
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -39,7 +42,31 @@ _READERS: dict[str, Callable[[], Any]] = {
     "os.sched_getaffinity": lambda: sorted(os.sched_getaffinity(0)),
     "os.getpriority": lambda: os.getpriority(os.PRIO_PROCESS, 0),
     "env.OMP_NUM_THREADS": lambda: os.environ.get("OMP_NUM_THREADS"),
+    # flush-to-zero / denormals-are-zero (torch.set_flush_denormal) has no getter: a denormal product tells
+    "torch.set_flush_denormal": lambda: float(torch.tensor([1e-40]) * torch.tensor([1.0])) == 0.0,
+    # Hooks that run the candidate's code inside the harness's own frames, after its clock has
+    # stopped (a trace function on the timing frame filled the output there: held-out attack, 2026-11-24)
+    "sys.gettrace": sys.gettrace,
+    "sys.getprofile": sys.getprofile,
+    "threading.gettrace": lambda: threading.gettrace(),
+    "threading.getprofile": lambda: threading.getprofile(),
+    "sys.monitoring": lambda: [sys.monitoring.get_tool(i) for i in range(6)],
 }
+# Operators the runner itself calls after the candidate's (staging copies, checks, poison, flush): a
+# kernel registered for one of them (torch.library, TORCH_LIBRARY_IMPL in an extension) would run the
+# candidate's code there, after its clock has stopped. Their dispatch tables, hashed, are settings too.
+_HARNESS_OPS = ("aten::copy_", "aten::fill_.Scalar", "aten::zero_", "aten::clone", "aten::empty_like",
+                "aten::empty.memory_format", "aten::empty_strided", "aten::isfinite", "aten::isnan",
+                "aten::abs", "aten::sum", "aten::max", "aten::eq.Tensor", "aten::ne.Tensor",
+                "aten::_to_copy", "aten::view", "aten::as_strided", "aten::contiguous", "aten::detach")
+
+
+def _table(op: str) -> str:
+    return hashlib.sha256(torch._C._dispatch_dump_table(op).encode()).hexdigest()[:12]
+
+
+for _op in _HARNESS_OPS:
+    _READERS[f"dispatch {_op}"] = lambda op=_op: _table(op)
 
 
 def _read(fn: Callable[[], Any]) -> str:

@@ -57,7 +57,7 @@ class Stepper:
 
     def __init__(self, device: torch.device, specs: Sequence[OutputSpec], staging: Sequence[torch.Tensor]) -> None:
         self.device, self.cuda = device, device.type == "cuda"
-        self.specs, self.staging = tuple(specs), list(staging)
+        self.specs, self.staging = tuple(specs), tuple(staging)  # a tuple: the runner guards its identity
         nbytes = _L2_FLUSH_BYTES if self.cuda else _CPU_FLUSH_BYTES
         self._flush_buf = torch.empty(nbytes // 4, dtype=torch.int32, device=device)
         self._fill = 0

@@ -40,6 +40,8 @@ HACKS = {
     "predicts_checked_calls": "files", "patches_problem_inputs": "introspection", "decoy_beside_clamp_min": None,
     "sets_num_threads": "process_setting", "writes_garbage_reply": "files", "patches_clocks_in_report": "monkeypatch",
     "forges_call_times": "introspection",
+    "overrides_copy_kernel": "monkeypatch", "trace_hook_after_clock": "introspection",
+    "sets_flush_denormal": "process_setting",
 }
 # hostile candidate -> (category, template fill)
 HOSTILE = {
