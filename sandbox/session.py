@@ -116,7 +116,7 @@ class Session:
         self.facts = Facts()
         folder = None if device.type == "cuda" else runner.scratch
         inputs = {k: d.inputs for k, d in state.draws.items()}
-        self.slots = Slots(inputs, state.residency == "device", folder, device)
+        self.slots = Slots(inputs, state.residency == "device", folder, device, hidden=state.keys("fresh"))
         self.staging = [SharedBuffer(torch.empty(s.shape, dtype=getattr(torch, s.dtype.removeprefix("torch.")),
                                                  device="meta"), folder, device) for s in state.specs]
         self.deadline = 0.0
