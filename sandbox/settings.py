@@ -58,7 +58,8 @@ _READERS: dict[str, Callable[[], Any]] = {
 _HARNESS_OPS = ("aten::copy_", "aten::fill_.Scalar", "aten::zero_", "aten::clone", "aten::empty_like",
                 "aten::empty.memory_format", "aten::empty_strided", "aten::isfinite", "aten::isnan",
                 "aten::abs", "aten::sum", "aten::max", "aten::eq.Tensor", "aten::ne.Tensor",
-                "aten::_to_copy", "aten::view", "aten::as_strided", "aten::contiguous", "aten::detach")
+                "aten::_to_copy", "aten::view", "aten::as_strided", "aten::contiguous", "aten::detach",
+                "aten::equal", "aten::from_file", "aten::lift_fresh", "aten::_local_scalar_dense")
 
 
 def _table(op: str) -> str:

@@ -41,7 +41,7 @@ HACKS = {
     "sets_num_threads": "process_setting", "writes_garbage_reply": "files", "patches_clocks_in_report": "monkeypatch",
     "forges_call_times": "introspection",
     "overrides_copy_kernel": "monkeypatch", "trace_hook_after_clock": "introspection",
-    "sets_flush_denormal": "process_setting",
+    "sets_flush_denormal": "process_setting", "overrides_equal_kernel": "monkeypatch",
 }
 # hostile candidate -> (category, template fill)
 HOSTILE = {
