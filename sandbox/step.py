@@ -52,6 +52,18 @@ def _load_pad(device: torch.device) -> Pad | None:
     return Pad.load(props.multi_processor_count, props.max_threads_per_multi_processor)
 
 
+def _sync_residual(end: Any) -> float:
+    """Spin until `end` is done, then ms a device-wide sync took beyond a second, idle one: what the
+    first still waited for ran past `end`'s stream (the second is this process's own cost of a sync)."""
+    while not _query(end):
+        pass
+    t = _perf()
+    _cuda_sync()  # type: ignore[misc]  # device-wide: side-stream work is waited for here
+    t2 = _perf()
+    _cuda_sync()  # type: ignore[misc]  # nothing queued now: what a sync costs in this process
+    return ((t2 - t) - (_perf() - t2)) * 1e3
+
+
 class Stepper:
     """Times and vets calls; holds only buffers allocated before the model's code ran."""
 
@@ -105,10 +117,7 @@ class Stepper:
         # tell how long the device really worked.
         cycles = 0 if self._pad is not None else int(self._cycles_per_ms * pad_ms)
         _record(pre)
-        if self._pad is not None:  # every SM full: nothing the call queues elsewhere runs before `start`
-            self._pad.launch(int(pad_ms * 1e6), _current_stream().cuda_stream)
-        else:
-            _sleep(cycles)
+        self._queue_pad(pad_ms, cycles)
         _record(start)
         h0 = _perf()
         out = fn()
@@ -122,13 +131,7 @@ class Stepper:
         # loaded H100, more than a few-us kernel): honest kernels were read as side-stream work.
         # A second sync, with nothing left to wait for, takes off this process's own cost of one (it
         # differs between runner processes by microseconds: enough to move a 0.06 ms kernel's time).
-        while not _query(end):
-            pass
-        t = _perf()
-        _cuda_sync()  # type: ignore[misc]  # device-wide: side-stream work is waited for here
-        t2 = _perf()
-        _cuda_sync()  # type: ignore[misc]  # nothing queued now: what a sync costs in this process
-        residual = ((t2 - t) - (_perf() - t2)) * 1e3
+        residual = _sync_residual(end)
         ms = _elapsed(start, end)
         # Signed: the two syncs' jitter goes both ways. Clipped at zero per call, it added a few
         # microseconds to every honest call (+6 % on a 0.06 ms kernel on the H100, 2026-11-24).
@@ -145,23 +148,20 @@ class Stepper:
             self._cycles_per_ms = max(self._cycles_per_ms, cycles / slept)
         return out, ms, wall, host_ms, covered
 
-    def _empty_window(self, pad_ms: float, cycles: int) -> float:
-        """`_timed`'s sync residual around a window holding nothing of the candidate's: the pad, then
-        the end at once, a spin on it, a device-wide sync and an idle one. No candidate code runs in
-        between, and the call's own sync waited for everything it had queued."""
-        end = _Event()
-        if self._pad is not None:
+    def _queue_pad(self, pad_ms: float, cycles: int) -> None:
+        if self._pad is not None:  # every SM full: nothing queued elsewhere runs before what follows it
             self._pad.launch(int(pad_ms * 1e6), _current_stream().cuda_stream)
         else:
             _sleep(cycles)
+
+    def _empty_window(self, pad_ms: float, cycles: int) -> float:
+        """`_timed`'s sync residual around a window holding nothing of the candidate's: the pad, then
+        the end at once. No candidate code runs in between, and the call's own sync waited for
+        everything it had queued."""
+        end = _Event()
+        self._queue_pad(pad_ms, cycles)
         _record(end)
-        while not _query(end):
-            pass
-        t = _perf()
-        _cuda_sync()  # type: ignore[misc]
-        t2 = _perf()
-        _cuda_sync()  # type: ignore[misc]
-        return ((t2 - t) - (_perf() - t2)) * 1e3
+        return _sync_residual(end)
 
     def step(self, model: Any, x: Sequence[Any], stage: bool = True,
              around: Callable[[Callable[[], list[Any]]], Any] | None = None, pad_ms: float = 0.05,

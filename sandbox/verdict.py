@@ -158,7 +158,7 @@ def side_excess(facts: Facts) -> list[float]:
     # Signed per call, as the runner measures it: the syncs' jitter goes both ways, and clipping each
     # call at zero kept only the upward half (honest 0.06 ms kernels read 6 % slower on the H100). A
     # candidate cannot push it down: the first sync waits for everything it queued, so the second
-    # one has nothing of its to wait for.
+    # one has nothing of its own to wait for.
     return [(w - m) - floor for m, w in zip(times, walls)]
 
 
