@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from kevolve.records import CheckResult
+from kevolve.sandbox import fused_compare
 from kevolve.sandbox.harness import POISON_BITS
 
 FLOORS = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
@@ -53,7 +54,10 @@ def rel_errors(x: torch.Tensor, t: torch.Tensor, mask: torch.Tensor | None = Non
         part = torch.stack([tc.abs().max(), tc.square().sum(), d.abs().max(), d.square().sum()])
         acc = torch.stack([torch.maximum(acc[0], part[0]), acc[1] + part[1],
                            torch.maximum(acc[2], part[2]), acc[3] + part[3]])
-    scale_inf, sq_t, e_inf, sq_d = acc.tolist()
+    return _relative(*acc.tolist())
+
+
+def _relative(scale_inf: float, sq_t: float, e_inf: float, sq_d: float) -> tuple[float, float]:
     scale_2, e_2 = sq_t ** 0.5, sq_d ** 0.5
     return (e_inf / scale_inf if scale_inf else e_inf, e_2 / scale_2 if scale_2 else e_2)
 
@@ -80,19 +84,29 @@ def compare_one(key: str, cand: list[torch.Tensor], truth: list[torch.Tensor],
     for i, (c, t) in enumerate(zip(cand, truth, strict=True)):
         if tuple(c.shape) != tuple(t.shape) or c.dtype != t.dtype:
             return fail("shape", f"output {i} is {c.dtype}{list(c.shape)}, expected {t.dtype}{list(t.shape)}")
-        if has_poison(c):
+        fused = fused_compare.stats(c, t)  # one pass on the GPU: the same decisions as below
+        if fused is not None:
+            poison, nonfinite, scale_inf, sq_t, e_inf, sq_d = fused
+            if poison:
+                return fail("poison", f"output {i} holds the harness's poison pattern: memory never written")
+            if nonfinite:
+                return fail("nonfinite", f"output {i}: NaN/inf where the reference has none, or of another kind or sign")
+            c_inf, c_2 = _relative(scale_inf, sq_t, e_inf, sq_d)
+        elif has_poison(c):
             return fail("poison", f"output {i} holds the harness's poison pattern: memory never written")
-        if not c.is_floating_point():
+        elif not c.is_floating_point():
             if not torch.equal(c, t):
                 return fail("value", f"output {i}: {(c != t).sum().item()} of {c.numel()} elements differ")
             continue
-        finite_t = torch.isfinite(t)
-        # where the reference is not finite the candidate must match it exactly: NaN for NaN, and an
-        # infinity of the same sign (-inf for +inf passed before: the values there are not compared)
-        if not torch.equal(torch.isfinite(c), finite_t) or not torch.equal(c[~finite_t].isnan(), t[~finite_t].isnan()) \
-                or not torch.equal(torch.isposinf(c), torch.isposinf(t)):
-            return fail("nonfinite", f"output {i}: NaN/inf where the reference has none, or of another kind or sign")
-        c_inf, c_2 = rel_errors(c, t, finite_t)
+        else:
+            finite_t = torch.isfinite(t)
+            # where the reference is not finite the candidate must match it exactly: NaN for NaN, and an
+            # infinity of the same sign (-inf for +inf passed before: the values there are not compared)
+            if not torch.equal(torch.isfinite(c), finite_t) or \
+                    not torch.equal(c[~finite_t].isnan(), t[~finite_t].isnan()) or \
+                    not torch.equal(torch.isposinf(c), torch.isposinf(t)):
+                return fail("nonfinite", f"output {i}: NaN/inf where the reference has none, or of another kind or sign")
+            c_inf, c_2 = rel_errors(c, t, finite_t)
         y_inf, y_2 = eager_err[i] if i < len(eager_err) else (0.0, 0.0)
         floor = FLOORS.get(c.dtype, 1e-5)
         allow_inf, allow_2 = factor * y_inf + floor, factor * y_2 + floor

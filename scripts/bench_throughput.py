@@ -35,13 +35,17 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_RE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
 
 
-def samples(solutions: Path) -> list[tuple[int, int, int, Path]]:
+def samples(solutions: Path, only: set[int] | None = None, max_samples: int | None = None) -> list[tuple[int, int, int, Path]]:
     out = []
     for p in sorted(solutions.glob("level_*_problem_*_sample_*_kernel.py")):
         m = SAMPLE_RE.match(p.name)
-        if m:
+        if m and (not only or int(m.group(2)) in only) and (max_samples is None or int(m.group(3)) < max_samples):
             out.append((int(m.group(1)), int(m.group(2)), int(m.group(3)), p))
     return sorted(out)
+
+
+def chosen(args: argparse.Namespace) -> list[tuple[int, int, int, Path]]:
+    return samples(args.solutions, args.only, args.max_samples)
 
 
 def problem_file(kb: Path, level: int, number: int) -> Path:
@@ -59,28 +63,46 @@ def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: boo
     if fresh_cache:
         shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(run_dir, ignore_errors=True)
-    nums = sorted({n for _, n, _, _ in samples(args.solutions)})
+    picked = chosen(args)
+    nums = sorted({n for _, n, _, _ in picked})
+    solutions = args.solutions
+    if args.only or args.max_samples is not None:  # bench reads a folder: the chosen samples only
+        solutions = work / "chosen-solutions"
+        shutil.rmtree(solutions, ignore_errors=True)
+        solutions.mkdir(parents=True)
+        for *_, p in picked:
+            shutil.copy(p, solutions / p.name)
     # -P: the repository root is the working directory, and its kevolve/ folder is not the package
     cmd = [sys.executable, "-P", "-m", "kevolve.cli", "bench", "--suite", str(args.kernelbench), "--level", "1",
-           "--problems", ",".join(map(str, nums)), "--solutions", str(args.solutions), "--device", args.device,
+           "--problems", ",".join(map(str, nums)), "--solutions", str(solutions), "--device", args.device,
            "--run-dir", str(run_dir), "--cache-dir", str(cache), "--compile-baseline", "off", "--seed", "42"]
     if args.gpus:
         cmd += ["--gpus", args.gpus]
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    # its own session: a budget that runs out stops the whole bench (runners, build service) and the
+    # evaluations finished by then are reported, not lost
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        log, _ = proc.communicate(timeout=args.budget_s)
+        rc: int | str = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        log, _ = proc.communicate()
+        rc = f"stopped after --budget-s {args.budget_s:g}"
     wall = time.monotonic() - t0
-    (work / f"kevolve-{tag}.log").write_text(r.stdout + r.stderr)
+    (work / f"kevolve-{tag}.log").write_text(log)
     rows = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()] \
         if (run_dir / "results.jsonl").exists() else []
     evals = [x for x in rows if x.get("candidate_id")]
-    res = {"tag": tag, "wall_s": wall, "returncode": r.returncode, "evaluations": len(evals),
+    res = {"tag": tag, "wall_s": wall, "returncode": rc, "evaluations": len(evals),
+           "fused_compare": os.environ.get("KEVOLVE_FUSED_COMPARE", "1") != "0",
            "gpus": len(args.gpus.split(",")) if args.gpus else 1,
            "per_candidate": {f"{x['level']}/{x['number']}/{x['label'].removeprefix('sample_')}": {
                "status": x["status"], "reason": x["reason"][:160], "runtime_ms": x["runtime_ms"],
                "ref_ms": x["ref_ms"], "speedup": x["speedup"], "wall_s": x["wall_s"],
                "compile_s": (x.get("evaluation") or {}).get("compile_s")} for x in evals}}
     (work / f"kevolve-{tag}.json").write_text(json.dumps(res, indent=1))
-    print(f"kevolve {tag}: {len(evals)} evaluations in {wall:.1f} s (rc {r.returncode})", flush=True)
+    print(f"kevolve {tag}: {len(evals)} evaluations in {wall:.1f} s (rc {rc})", flush=True)
     return res
 
 
@@ -128,7 +150,7 @@ def run_kernelbench(args: argparse.Namespace, work: Path) -> None:
         shutil.rmtree(work / "kb-build", ignore_errors=True)
     kb_src = str((args.kernelbench / "src").resolve())
     ctx = mp.get_context("spawn")
-    todo = [s for s in samples(args.solutions) if f"{s[0]}/{s[1]}/{s[2]}" not in done]
+    todo = [s for s in chosen(args) if f"{s[0]}/{s[1]}/{s[2]}" not in done]
     if args.kb_build_cache and todo and not (work / "kb-precompile.json").exists():
         t0 = time.monotonic()
         with ctx.Pool(os.cpu_count() or 1) as pool:  # batch_compile: one build per CPU worker
@@ -204,22 +226,28 @@ def main() -> None:
                     default="all")
     ap.add_argument("--device", default="cuda", help="cuda, or cpu for a plumbing check of the kevolve phase")
     ap.add_argument("--gpus", default=None, help="kevolve lanes, e.g. 0,1 (default: one GPU)")
+    ap.add_argument("--only", type=lambda v: {int(x) for x in v.split(",") if x}, default=None,
+                    help="problem numbers to keep, e.g. 20,21 (default: every problem with a sample)")
+    ap.add_argument("--max-samples", type=int, default=None, help="samples 0..N-1 of each problem only")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="stop a kevolve phase after this long and report what finished (device calls are capped)")
+    ap.add_argument("--tag", default=None, help="name the kevolve phase's files with this instead of cold/warm")
     ap.add_argument("--kb-timeout", type=float, default=300.0, help="per-sample limit (KernelBench's default 180)")
     ap.add_argument("--kb-budget-s", type=float, default=480.0, help="stop the KernelBench phase after this long")
     ap.add_argument("--kb-build-cache", action="store_true", help="KernelBench's CPU pre-compile pool first")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     if args.phase in ("all", "kevolve", "kevolve-cold"):
-        run_kevolve(args, args.work, "cold", fresh_cache=True)
+        run_kevolve(args, args.work, args.tag or "cold", fresh_cache=True)
     if args.phase in ("all", "kevolve", "kevolve-warm"):
-        run_kevolve(args, args.work, "warm", fresh_cache=False)
+        run_kevolve(args, args.work, args.tag or "warm", fresh_cache=False)
     if args.phase in ("all", "kernelbench") and args.device.startswith("cuda"):
         run_kernelbench(args, args.work)
     report(args, args.work)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        for name in ("throughput.json", "throughput.md", "kernelbench.jsonl", "kevolve-cold.json", "kevolve-warm.json",
-                     "kevolve-cold.log", "kevolve-warm.log", "kb-precompile.json"):
+        for name in ["throughput.json", "throughput.md", "kernelbench.jsonl", "kb-precompile.json"] + \
+                sorted(p.name for p in args.work.glob("kevolve-*.*") if p.suffix in (".json", ".log")):
             if (args.work / name).exists():
                 shutil.copy(args.work / name, args.out / name)
 

@@ -1,0 +1,69 @@
+"""The judge's per-call comparison of an output with its truth, torch path vs the one-pass kernel (GPU).
+
+    python3 -P scripts/bench_compare.py --elements 1610612736     # KernelBench L1 activations: 6.4 GB
+
+Times `correctness.compare_one` (what the judge runs on every call) with KEVOLVE_FUSED_COMPARE off and
+on, on one output of that size and a truth 1e-3 away; also `checks.fingerprint` (also per call) and a
+copy of the truth from pinned host memory (what a host-resident problem pays when its truth is not on
+the device). Prints a markdown table; both paths must reach the same verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import torch
+
+
+def timed(fn, reps: int) -> list[float]:  # noqa: ANN001
+    out = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--elements", type=int, default=4096 * 393216)
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    from kevolve.sandbox import fused_compare
+    from kevolve.sandbox.checks import fingerprint
+    from kevolve.sandbox.correctness import compare_one
+
+    dt = getattr(torch, args.dtype)
+    g = torch.Generator(device="cuda").manual_seed(1)
+    t = torch.randn(args.elements, device="cuda", generator=g, dtype=torch.float32).to(dt)
+    c = (t.float() + 1e-3 * torch.randn(args.elements, device="cuda", generator=g)).to(dt)
+    err = ((1e-3, 1e-3),)
+    rows, verdicts = [], {}
+    for mode in ("0", "1"):
+        os.environ["KEVOLVE_FUSED_COMPARE"] = mode
+        compare_one("k", [c], [t], err, 8.0)  # warm: Triton builds its kernel on the first call
+        verdicts[mode] = compare_one("k", [c], [t], err, 8.0)[0]
+        ms = timed(lambda: compare_one("k", [c], [t], err, 8.0), args.reps)
+        rows.append(("compare_one, " + ("one-pass kernel" if mode == "1" else "torch ops"), ms))
+    assert fused_compare._broken is None, fused_compare._broken
+    rows.append(("fingerprint", timed(lambda: fingerprint([c]), args.reps)))
+    host = t.cpu().pin_memory()
+    rows.append(("truth from pinned host memory", timed(lambda: host.to("cuda", non_blocking=False), args.reps)))
+    gb = args.elements * t.element_size() / 1e9
+    print(f"{args.elements} {args.dtype} elements ({gb:.2f} GB per tensor), {torch.cuda.get_device_name()}")
+    print(f"verdicts: torch ops {verdicts['0'].passed} ({verdicts['0'].detail}); "
+          f"one pass {verdicts['1'].passed} ({verdicts['1'].detail})")
+    print("| step | median ms | min ms | GB/s over output + truth |\n|---|---|---|---|")
+    for name, ms in rows:
+        print(f"| {name} | {statistics.median(ms):.2f} | {min(ms):.2f} | {2 * gb / (statistics.median(ms) / 1e3):.0f} |")
+    assert verdicts["0"].passed == verdicts["1"].passed
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Cases for the judge's one-pass comparison kernel (sandbox/fused_compare.py) against the torch path it
+replaces: the same poison, non-finite and error decisions, case by case. In a subprocess, since Triton
+picks its interpreter (TRITON_INTERPRET) when first imported; CASE_DEVICE=cuda runs the compiled kernel."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import json, os, torch
+    from kevolve.sandbox import fused_compare
+    from kevolve.sandbox.correctness import has_poison, rel_errors
+    from kevolve.sandbox.harness import POISON_BITS
+
+    def torch_path(c, t):
+        fin_t = torch.isfinite(t)
+        bad = not torch.equal(torch.isfinite(c), fin_t) or not torch.equal(c[~fin_t].isnan(), t[~fin_t].isnan()) \\
+            or not torch.equal(torch.isposinf(c), torch.isposinf(t))
+        return has_poison(c), bad, None if bad else rel_errors(c, t, fin_t)
+
+    def fused_path(c, t):
+        p, bad, mt, st, md, sd = fused_compare.run_kernel(c.contiguous(), t.contiguous())
+        rel = (md / mt if mt else md, (sd ** 0.5) / (st ** 0.5) if st else sd ** 0.5)
+        return p > 0, bad > 0, None if bad else rel
+
+    g = torch.Generator().manual_seed(3)
+    out = {}
+    dev = os.environ.get("CASE_DEVICE", "cpu")
+    def case(name, c, t):
+        c, t = c.to(dev), t.to(dev)
+        a, b = torch_path(c, t), fused_path(c, t)
+        out[name] = [a[0], a[1], a[2], b[0], b[1], b[2]]
+
+    n = fused_compare.BLOCK * 2 + 77  # a block and a ragged tail
+    for dt in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        t = torch.randn(n, generator=g).to(dt)
+        c = (t.double() + 1e-3 * torch.randn(n, generator=g, dtype=torch.float64)).to(dt)
+        case(f"close-{dt}", c, t)
+        case(f"exact-{dt}", t.clone(), t)
+        int_dtype, bits = POISON_BITS[dt]
+        w = 8 * t.element_size()
+        pat = bits - (1 << w) if bits >= 1 << (w - 1) else bits
+        p = c.clone()
+        p.view(int_dtype)[n - 3] = pat
+        case(f"poison-{dt}", p, t)
+    t = torch.randn(n, generator=g)
+    t[5], t[9], t[n - 1] = float("nan"), float("inf"), float("-inf")
+    same = t.clone()
+    case("nonfinite-same", same, t)
+    flipped = t.clone(); flipped[9] = float("-inf")
+    case("inf-sign", flipped, t)
+    nan_c = t.clone(); nan_c[100] = float("nan")
+    case("nan-in-candidate", nan_c, t)
+    fin_c = t.clone(); fin_c[5] = 0.0
+    case("number-for-nan", fin_c, t)
+    z = torch.zeros(n)
+    case("zero-truth", z + 1e-7, z)
+    big = torch.randn(n, generator=g) * 1e30
+    case("large", big * (1 + 1e-6), big)
+    print(json.dumps(out))
+""")
+
+
+def cases(env: dict[str, str]) -> dict:
+    r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def check(out: dict) -> None:
+    assert len(out) == 18
+    for name, (p0, b0, e0, p1, b1, e1) in out.items():
+        assert (p0, b0) == (p1, b1), name
+        if e0 is not None:
+            assert e1 == pytest.approx(e0, rel=1e-9, abs=1e-300), name
+    assert out["poison-torch.float32"][0] and out["poison-torch.bfloat16"][0]
+    assert out["inf-sign"][1] and out["nan-in-candidate"][1] and out["number-for-nan"][1]
+    assert not out["nonfinite-same"][1] and out["nonfinite-same"][2] == [0.0, 0.0]
+    assert out["close-torch.float32"][2][0] > 1e-5
