@@ -43,6 +43,10 @@ _WHERE = {"start": "judge (runner warm-up wait)", "compile": "runner: build + im
           "correctness": "runner calls + judge checks", "timing": "runner calls, reference interleaved",
           "profile": "runner (profiler) + judge", "ablation": "runner + judge", "finish": "runner report",
           "compare": "judge, on the device (inside the phases above)",
+          "compare_truth": "judge: the truth at hand (copied in when kept in host memory; inside compare)",
+          "compare_outputs": "judge: outputs against the truth, fingerprints (inside compare)",
+          "compare_inputs": "judge: inputs found untouched (inside compare)",
+          "retime": "runner calls: a second timing pass after a suspect first one",
           "first_launch": "runner: first call beyond a typical one, Triton / NVRTC JIT (inside correctness)"}
 
 

@@ -157,14 +157,20 @@ class Session:
         t0 = time.perf_counter()
         draw = self.state.draws[key]
         truth = self._truth(key)
+        t1 = time.perf_counter()
         staged = [s.tensor for s in self.staging] if res.staged else None
         note = "" if res.staged else (f"{len(res.outputs)} outputs {[f'{o.dtype}{list(o.shape)}' for o in res.outputs]}, "
                                       f"expected {[f'{o.dtype}{list(o.shape)}' for o in self.state.specs]}")
         c = self.facts.ledger.add(check_call(self.n, key, phase, staged, truth, draw.eager_err,
                                              self.config.tolerance_factor, res.ms, res.wall_ms, note,
                                              judge_ms=judge_ms, host_ms=res.host_ms))
+        t2 = time.perf_counter()
         moved = self.slots.changed(i)
-        self.facts.phase_s["compare"] = self.facts.phase_s.get("compare", 0.0) + time.perf_counter() - t0
+        t3 = time.perf_counter()
+        ph = self.facts.phase_s  # compare = the truth at hand + outputs checked + inputs found intact
+        for name, dt in (("compare", t3 - t0), ("compare_truth", t1 - t0), ("compare_outputs", t2 - t1),
+                         ("compare_inputs", t3 - t2)):
+            ph[name] = ph.get(name, 0.0) + dt
         if moved is not None:
             raise Verdict("rejected", f"mutated_inputs: forward modified input {moved} in place")
         if op == "profile":

@@ -65,7 +65,8 @@ SCRIPT = textwrap.dedent("""
 
 
 def cases(env: dict[str, str]) -> dict:
-    r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600)
+    # -P: from the repository root, its kevolve/ folder is not the installed package
+    r = subprocess.run([sys.executable, "-P", "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
