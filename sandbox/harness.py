@@ -74,6 +74,8 @@ def _transform(t: torch.Tensor, how: str, gen: torch.Generator) -> torch.Tensor:
         return -t
     if how == "scale":
         return t * 8.0
+    if how == "wide":
+        return t * 128.0
     return torch.randn(t.shape, generator=gen, dtype=torch.float32, device=gen.device).to(t.dtype).to(t.device)
 
 

@@ -28,10 +28,12 @@ _DEVICE_SHARE = 0.35  # of free device memory that a problem's kept data may use
 
 
 def make_draws(base: int, n: int) -> tuple[Draw, ...]:
-    """`n` plain draws, then the shifted ones (negated, ×8, standard normal)."""
+    """`n` plain draws, then the shifted ones (negated, ×8, standard normal, ×128: past float32 `exp`'s
+    overflow at 88.7, where a softmax or log-sum-exp without the max subtracted breaks; a draw whose
+    reference output is not finite is dropped as unusable)."""
     ident = [Draw(key=f"d{i}", seed=base + 1 + i) for i in range(n)]
     shifted = [Draw(key=t, seed=base + 101 + i, transform=t)  # type: ignore[arg-type]
-               for i, t in enumerate(("negate", "scale", "normal"))]
+               for i, t in enumerate(("negate", "scale", "normal", "wide"))]
     return tuple(ident + shifted)
 
 

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from kevolve.records import CheckResult, Profile, Record, TimingStats
 
-TRANSFORMS = ("identity", "negate", "scale", "normal")
+TRANSFORMS = ("identity", "negate", "scale", "normal", "wide")
 
 
 class Draw(Record):
@@ -20,7 +20,7 @@ class Draw(Record):
 
     key: str
     seed: int
-    transform: Literal["identity", "negate", "scale", "normal"] = "identity"
+    transform: Literal["identity", "negate", "scale", "normal", "wide"] = "identity"
 
 
 class OutputSpec(Record):

@@ -45,6 +45,7 @@ CAUGHT = {
     "decoy_kernel": ("relu", Outcome.REJECTED, "decoy_kernel", "relu_fwd"),
     "reduced_precision_bf16": ("linear_relu", Outcome.INCORRECT, "reduced_precision", "float64"),
     "relu6_off_distribution": ("relu", Outcome.INCORRECT, "off_distribution", "'scale' draw"),
+    "softmax_without_max_subtraction": ("softmax", Outcome.INCORRECT, "off_distribution", "'wide' draw"),
     "calls_sys_exit": ("relu", Outcome.CRASHED, "exit", "exit(0) (during correctness)"),
     "calls_os_exit": ("relu", Outcome.CRASHED, "exit", "code 0 during correctness"),
     # Issue 11's classes, written against the judge/runner evaluator by reading sandbox/:
