@@ -130,10 +130,11 @@ class RunnerProcess(WorkerProcess):
                     garbled=garbled, log_tail=tail, memory_note=note)
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time of the runner's process group so far (live processes only)."""
+        """User + system CPU time of the runner's process group so far: its live processes (their
+        threads, ended ones included) and the children they reaped."""
         if self.proc is None:
             return 0.0
-        return sum(int(f[11]) + int(f[12]) for _pid, f in _group_stats(self.proc.pid)) / _TICK
+        return sum(sum(int(x) for x in f[11:15]) for _pid, f in _group_stats(self.proc.pid)) / _TICK
 
     def kill(self) -> None:
         if hasattr(self, "_stop_watch"):

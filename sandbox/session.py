@@ -104,6 +104,8 @@ class Facts:
     ablation_still_right: bool = False
     clock: list[tuple[float, float, float, float]] = field(default_factory=list)  # judge ms / claimed ms, cand and ref
     retimed: bool = False  # the first timing pass looked like side-stream work and was done again (verdict.py)
+    # over the timing phase: CPU seconds of the runner's processes, and seconds it spent inside calls
+    cpu_window: tuple[float, float] | None = None
 
 
 class Session:
@@ -292,6 +294,7 @@ class Session:
             self.facts.ref_ms.clear()
             self.facts.ref_walls.clear()
         t0 = time.monotonic()
+        cpu0, first = self.runner.cpu_seconds(), len(self.facts.ledger.calls)
         i = 0
         while True:
             key = pool[i % len(pool)]
@@ -311,6 +314,9 @@ class Session:
             c = self.call(key, "fresh")
             if c.miss is not None:
                 raise Verdict("incorrect", self._classify())
+        busy = sum(c.judge_ms for c in self.facts.ledger.calls[first:]) / 1e3
+        self.facts.cpu_window = (self.runner.cpu_seconds() - cpu0, busy)
+        self.facts.cpu_s["runner.timing"], self.facts.cpu_s["runner.timing_calls_wall"] = self.facts.cpu_window
 
     def _ablation(self) -> None:
         """One call with the custom kernels' results replaced by random values: the output must change."""

@@ -32,6 +32,9 @@ _SIDE_RATIO, _SIDE_SLACK_MS = 0.5, 0.01
 # left (H100, 2026-11-24); the margin keeps that off honest times, and bounds what a candidate can
 # hide off the timed stream per call (the profile's unjoined-stream check sees such kernels too).
 _COUNT_MARGIN_MS = 0.005
+# CPU time the candidate's runner may use in the timing phase beyond the time it spent inside calls
+# (a single thread uses at most that): this share of it plus this much (/proc counts in 10 ms ticks).
+_CPU_RATIO, _CPU_SLACK_S = 0.5, 0.05
 # A cache keyed on input content answers the rotated pool from memory; never-seen inputs, timed
 # once each, then cost more than the pool's median by a margin noise does not reach.
 _CACHE_RATIO, _CACHE_SLACK_MS = 1.5, 0.05
@@ -128,6 +131,12 @@ def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> st
         return f"tampering: process setting changed: {fin.settings_changed[0]}"
     if fin is not None and fin.l2_raised:
         return f"l2_persist: candidate raised the persisting L2 set-aside ({fin.l2_raised})"
+    if not config.is_cuda and facts.cpu_window is not None:
+        used, busy = facts.cpu_window
+        if used - busy > _CPU_RATIO * busy + _CPU_SLACK_S:
+            return (f"background_cpu: the candidate's processes used {used:.2f} CPU-s during the timing phase, "
+                    f"its calls took {busy:.2f} s (threads working beside or between its calls; the reference "
+                    f"runs on one)")
     timed, fresh = facts.ledger.times("timed"), facts.ledger.times("fresh")
     med = statistics.median(timed) if timed else 0.0
     if fresh and min(fresh) > _CACHE_RATIO * med + _CACHE_SLACK_MS:

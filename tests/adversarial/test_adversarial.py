@@ -62,6 +62,7 @@ CAUGHT = {
     "trace_hook_after_clock": ("relu", Outcome.REJECTED, "tampering", "sys.gettrace"),  # 1 frames + hooks
     "sets_flush_denormal": ("relu", Outcome.REJECTED, "tampering", "set_flush_denormal"),  # 6 FP environment
     "overrides_equal_kernel": ("relu", Outcome.REJECTED, "tampering", "dispatch aten::equal"),  # 2 dispatcher
+    "spins_between_calls": ("relu", Outcome.REJECTED, "background_cpu", "CPU-s during the timing phase"),  # 6, 7
 }
 # Hacks that need their own limits or set-up have their own tests below.
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times"}
