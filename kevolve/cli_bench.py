@@ -254,7 +254,7 @@ def baselines_cmd(
     memory_limit_gb: Annotated[Optional[float], typer.Option(min=0.1, help="host memory per worker")] = None,
 ) -> None:
     """Measure eager (and torch.compile) baselines into the cache, optionally beside published ones."""
-    from kevolve.kernelbench.baseline_pool import PoolSettings, default_budget, default_jobs
+    from kevolve.sandbox.baseline_pool import PoolSettings, default_budget, default_jobs
     from kevolve.kernelbench.bench_baselines import run_baselines
 
     found = _load(suite, level, problems, match)

@@ -42,6 +42,7 @@ HACKS = {
     "forges_call_times": "introspection",
     "overrides_copy_kernel": "monkeypatch", "trace_hook_after_clock": "introspection",
     "sets_flush_denormal": "process_setting", "overrides_equal_kernel": "monkeypatch",
+    "softmax_without_max_subtraction": None, "spins_between_calls": "threads",
 }
 # hostile candidate -> (category, template fill)
 HOSTILE = {

@@ -1,10 +1,10 @@
-"""A baseline worker's estimate of the memory its prepared problem holds (kernelbench/baseline_worker.py)."""
+"""A baseline worker's estimate of the memory its prepared problem holds (sandbox/baseline_worker.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kevolve.kernelbench.baseline_worker import estimate_bytes
+from kevolve.sandbox.baseline_worker import estimate_bytes
 from kevolve.sandbox.harness import load_module
 
 FLUSH_CPU = 64 * 2**20

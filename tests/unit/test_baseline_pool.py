@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kevolve.kernelbench.baseline_pool import BaselinePool, PoolSettings, admissible
+from kevolve.sandbox.baseline_pool import BaselinePool, PoolSettings, admissible
 from kevolve.kernelbench.suite import SuiteProblem
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.isolation import WorkerExit

@@ -3,7 +3,7 @@
 What costs time in `kevolve bench baselines` is CPU work: a worker's start-up (importing torch,
 opening the device), the problem's set-up, and above all Inductor compiling the torch.compile
 baseline (seconds per problem). Up to `jobs` workers do that side by side, each a different problem
-(kernelbench/baseline_worker.py). The GPU timing stays exclusive: the pool hands one token out,
+(sandbox/baseline_worker.py). The GPU timing stays exclusive: the pool hands one token out,
 to the oldest prepared worker, and only that one is timed; by default every other worker is
 paused (SIGSTOP on its process group) meanwhile, because preparing also runs GPU work (drawing
 inputs, a first forward, Inductor's first call and autotuning) and loads the cores and memory
@@ -27,13 +27,16 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from kevolve.kernelbench.baseline_worker import BaselineWorker, pin_process
-from kevolve.kernelbench.suite import SuiteProblem
+from kevolve.sandbox.baseline_worker import BaselineWorker, pin_process
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.isolation import _STARTUP_LIMIT_S, WorkerExit, _over_memory
 from kevolve.sandbox.protocol import WorkerRequest
+
+# A suite's problem record (kernelbench.suite.SuiteProblem): the pool only carries it through, and the
+# sandbox does not import kernelbench/.
+SuiteProblem = Any
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ device-wide sync, cache flush, rotated inputs, adaptive trials; torch.compile ti
 untimed call), but computes no float64 truth and hands no outputs back, so a baseline of a problem
 with multi-gigabyte inputs costs its timing and little else.
 
-Its life has two gates, so that the parent (kernelbench/baseline_pool.py) can run several at once
+Its life has two gates, so that the parent (sandbox/baseline_pool.py) can run several at once
 and still time one problem at a time:
 
 1. start-up: import torch, open the device, import the problem and estimate the memory it will hold
@@ -15,7 +15,7 @@ and still time one problem at a time:
    "go" (the parent's timing token);
 3. time eager and compiled, write report.json, exit.
 
-Entry point: `python -m kevolve.kernelbench.baseline_worker DEVICE [COMPILE_THREADS]`, driven like the
+Entry point: `python -m kevolve.sandbox.baseline_worker DEVICE [COMPILE_THREADS]`, driven like the
 sandbox's worker (request.json in, report.json out, one job). `BaselineWorker` starts it.
 """
 
@@ -43,7 +43,7 @@ class BaselineWorker(WorkerProcess):
                 compile_threads: int = 0) -> BaselineWorker:
         """Start it with its job; it sizes the problem, then waits for `admit()` before preparing."""
         (self.scratch / "request.json").write_text(request.model_dump_json())
-        argv = [sys.executable, "-m", "kevolve.kernelbench.baseline_worker", self.device]
+        argv = [sys.executable, "-m", "kevolve.sandbox.baseline_worker", self.device]
         self.spawn(argv + ([str(compile_threads)] if compile_threads > 0 else []))
         if cores and self.proc is not None:
             pin_process(self.proc.pid, cores)
