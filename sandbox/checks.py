@@ -91,8 +91,10 @@ def check_call(n: int, key: str, phase: str, staged: list[torch.Tensor] | None, 
                     judge_ms=judge_ms, host_ms=host_ms)
     dev = staged[0].device if staged else torch.device("cpu")
     truth = [t.to(dev) for t in truth]
-    check, miss = compare_one(name, staged, truth, eager_err, factor)
-    return Call(n, key, phase, ms, wall_ms, check, miss, fingerprint(staged), judge_ms, host_ms)
+    prints: list[tuple[int, ...]] = []  # fingerprints the comparison's own pass made, if it made them all
+    check, miss = compare_one(name, staged, truth, eager_err, factor, prints)
+    print_ = tuple(x for p in prints for x in p) if len(prints) == len(staged) else fingerprint(staged)
+    return Call(n, key, phase, ms, wall_ms, check, miss, print_, judge_ms, host_ms)
 
 
 def classify(ledger: Ledger, truth_prints: dict[str, tuple[int, ...]], plain: set[str]) -> str:

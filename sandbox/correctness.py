@@ -73,8 +73,10 @@ def has_poison(x: torch.Tensor) -> bool:
 
 
 def compare_one(key: str, cand: list[torch.Tensor], truth: list[torch.Tensor],
-                eager_err: tuple[tuple[float, float], ...], factor: float) -> tuple[CheckResult, Mismatch | None]:
-    """Check one draw's outputs; returns the check and, if it failed, why."""
+                eager_err: tuple[tuple[float, float], ...], factor: float,
+                prints: list[tuple[int, ...]] | None = None) -> tuple[CheckResult, Mismatch | None]:
+    """Check one draw's outputs; returns the check and, if it failed, why. With `prints`, the
+    one-pass kernel appends each output's `checks.fingerprint` where it computed one."""
     def fail(kind: str, detail: str, err: float = float("inf")) -> tuple[CheckResult, Mismatch]:
         return CheckResult(name=f"correct:{key}", passed=False, detail=detail), Mismatch(key, kind, detail, err)
 
@@ -84,7 +86,7 @@ def compare_one(key: str, cand: list[torch.Tensor], truth: list[torch.Tensor],
     for i, (c, t) in enumerate(zip(cand, truth, strict=True)):
         if tuple(c.shape) != tuple(t.shape) or c.dtype != t.dtype:
             return fail("shape", f"output {i} is {c.dtype}{list(c.shape)}, expected {t.dtype}{list(t.shape)}")
-        fused = fused_compare.stats(c, t)  # one pass on the GPU: the same decisions as below
+        fused = fused_compare.stats(c, t, prints)  # one pass on the GPU: the same decisions as below
         if fused is not None:
             poison, nonfinite, scale_inf, sq_t, e_inf, sq_d = fused
             if poison:

@@ -31,7 +31,8 @@ def _build() -> Any:
     import triton.language as tl
 
     @triton.jit
-    def compare_kernel(c_ptr, t_ptr, part_f, part_i, n, poison, INT: tl.constexpr, BLOCK: tl.constexpr):
+    def compare_kernel(c_ptr, t_ptr, part_f, part_i, part_p, n, poison, INT: tl.constexpr, BLOCK: tl.constexpr,
+                       PRINT: tl.constexpr):
         pid = tl.program_id(0)
         offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
         m = offs < n
@@ -54,6 +55,10 @@ def _build() -> Any:
         tl.store(part_f + pid * 4 + 3, tl.sum(dz * dz, axis=0))
         tl.store(part_i + pid * 2 + 0, tl.sum(pois.to(tl.int32), axis=0))
         tl.store(part_i + pid * 2 + 1, tl.sum(bad.to(tl.int32), axis=0))
+        if PRINT:  # checks.fingerprint's sums over the output's 32-bit words, from the same load
+            w = tl.where(m, c.to(tl.int32, bitcast=True).to(tl.int64), 0)
+            tl.store(part_p + pid * 2 + 0, tl.sum(w, axis=0))
+            tl.store(part_p + pid * 2 + 1, tl.sum(tl.where(offs % 7 == 0, w, 0), axis=0))
 
     return compare_kernel
 
@@ -62,9 +67,11 @@ def enabled() -> bool:
     return os.environ.get("KEVOLVE_FUSED_COMPARE", "1") != "0"
 
 
-def run_kernel(c: torch.Tensor, t: torch.Tensor) -> tuple[int, int, float, float, float, float]:
+def run_kernel(c: torch.Tensor, t: torch.Tensor, prints: list[tuple[int, ...]] | None = None
+               ) -> tuple[int, int, float, float, float, float]:
     """(poison count, non-finite mismatches, max|t|, sum t^2, max|d|, sum d^2), the last four over
-    the elements where both are finite. `c` and `t` contiguous, same dtype and shape, same device."""
+    the elements where both are finite. `c` and `t` contiguous, same dtype and shape, same device.
+    With `prints` and 4-byte elements, `checks.fingerprint`'s tuple for `c` is appended to it."""
     global _kernel
     if _kernel is None:
         _kernel = _build()
@@ -79,14 +86,22 @@ def run_kernel(c: torch.Tensor, t: torch.Tensor) -> tuple[int, int, float, float
     width = 8 * c.element_size()
     pattern = bits - (1 << width) if bits >= 1 << (width - 1) else bits
     tl_int = {torch.int16: tl.int16, torch.int32: tl.int32, torch.int64: tl.int64}[int_dtype]
-    _kernel[(progs,)](c.reshape(-1), t.reshape(-1), part_f, part_i, n, pattern, INT=tl_int, BLOCK=BLOCK)
+    want = prints is not None and c.element_size() == 4
+    part_p = torch.empty(progs * 2 if want else 1, dtype=torch.int64, device=c.device)
+    _kernel[(progs,)](c.reshape(-1), t.reshape(-1), part_f, part_i, part_p, n, pattern, INT=tl_int, BLOCK=BLOCK,
+                      PRINT=want)
     f, i = part_f.view(progs, 4), part_i.view(progs, 2).to(torch.int64)
     out = torch.stack([f[:, 0].max(), f[:, 1].sum(), f[:, 2].max(), f[:, 3].sum(),
                        i[:, 0].sum().double(), i[:, 1].sum().double()]).tolist()  # one host sync
+    if want and prints is not None:  # integer sums: equal to fingerprint's in any order (both wrap alike)
+        words = part_p.view(progs, 2).sum(dim=0)
+        last = c.reshape(-1)[-1:].view(torch.int32)
+        prints.append((n, *torch.cat([words, last.to(torch.int64)]).tolist()))
     return int(out[4]), int(out[5]), out[0], out[1], out[2], out[3]
 
 
-def stats(c: torch.Tensor, t: torch.Tensor) -> tuple[int, int, float, float, float, float] | None:
+def stats(c: torch.Tensor, t: torch.Tensor, prints: list[tuple[int, ...]] | None = None
+          ) -> tuple[int, int, float, float, float, float] | None:
     """run_kernel's numbers, or None where the torch path must do it (CPU, a dtype without a poison
     pattern, a non-contiguous or empty tensor, Triton unusable here, switched off)."""
     global _broken
@@ -94,7 +109,7 @@ def stats(c: torch.Tensor, t: torch.Tensor) -> tuple[int, int, float, float, flo
             or c.device != t.device or not c.numel() or not (c.is_contiguous() and t.is_contiguous())):
         return None
     try:
-        return run_kernel(c, t)
+        return run_kernel(c, t, prints)
     except Exception as e:  # noqa: BLE001 - no Triton, or it cannot build here: the torch path
         _broken = f"{type(e).__name__}: {e}"[:200]
         return None

@@ -12,6 +12,7 @@ import pytest
 SCRIPT = textwrap.dedent("""
     import json, os, torch
     from kevolve.sandbox import fused_compare
+    from kevolve.sandbox.checks import fingerprint
     from kevolve.sandbox.correctness import has_poison, rel_errors
     from kevolve.sandbox.harness import POISON_BITS
 
@@ -22,9 +23,11 @@ SCRIPT = textwrap.dedent("""
         return has_poison(c), bad, None if bad else rel_errors(c, t, fin_t)
 
     def fused_path(c, t):
-        p, bad, mt, st, md, sd = fused_compare.run_kernel(c.contiguous(), t.contiguous())
+        prints = []
+        p, bad, mt, st, md, sd = fused_compare.run_kernel(c.contiguous(), t.contiguous(), prints)
         rel = (md / mt if mt else md, (sd ** 0.5) / (st ** 0.5) if st else sd ** 0.5)
-        return p > 0, bad > 0, None if bad else rel
+        same_print = (tuple(prints[0]) == fingerprint([c])) if c.element_size() == 4 else (None if not prints else False)
+        return p > 0, bad > 0, None if bad else rel, same_print
 
     g = torch.Generator().manual_seed(3)
     out = {}
@@ -32,7 +35,7 @@ SCRIPT = textwrap.dedent("""
     def case(name, c, t):
         c, t = c.to(dev), t.to(dev)
         a, b = torch_path(c, t), fused_path(c, t)
-        out[name] = [a[0], a[1], a[2], b[0], b[1], b[2]]
+        out[name] = [a[0], a[1], a[2], b[0], b[1], b[2], b[3]]
 
     n = fused_compare.BLOCK * 2 + 77  # a block and a ragged tail
     for dt in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
@@ -73,8 +76,10 @@ def cases(env: dict[str, str]) -> dict:
 
 def check(out: dict) -> None:
     assert len(out) == 18
-    for name, (p0, b0, e0, p1, b1, e1) in out.items():
+    for name, (p0, b0, e0, p1, b1, e1, same_print) in out.items():
         assert (p0, b0) == (p1, b1), name
+        # float32: the kernel's fingerprint is checks.fingerprint's, bit for bit; other widths make none
+        assert same_print is (True if "float32" in name or "." not in name else None), name
         if e0 is not None:
             assert e1 == pytest.approx(e0, rel=1e-9, abs=1e-300), name
     assert out["poison-torch.float32"][0] and out["poison-torch.bfloat16"][0]
