@@ -59,6 +59,11 @@ class Containment(Protocol):
         """Kill everything the process started that is still alive (idempotent; after it ended)."""
         ...
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time of everything in the containment so far, escaped processes and ended ones
+        included; None where it cannot tell (the caller sums the worker's process group)."""
+        ...
+
 
 @dataclass(frozen=True)
 class ContainmentChoice:
@@ -95,6 +100,9 @@ class ProcessGroup:
             if p.pgid == lead.pid and p.start >= lead.start and p.state != "Z":
                 procfs.signal_exact(p, signal.SIGKILL)
 
+    def cpu_seconds(self) -> float | None:
+        return None
+
 
 class CgroupContainment:
     """A cgroup of the worker's own: everything in it is killed at once, then it is removed."""
@@ -119,6 +127,17 @@ class CgroupContainment:
         self.done = self.cgroup.kill()
         if not self.done:
             log.warning("processes in %s outlived 10 s of SIGKILL; will try again", self.cgroup.v2)
+
+    def cpu_seconds(self) -> float | None:
+        """cpu.stat's usage_usec: every process that was ever in the cgroup (a setsid daemon too)."""
+        try:
+            for line in (self.cgroup.v2 / "cpu.stat").read_text().splitlines():
+                name, _, value = line.partition(" ")
+                if name == "usage_usec":
+                    return int(value) / 1e6
+        except (OSError, ValueError):
+            pass
+        return None
 
 
 @functools.cache
@@ -201,6 +220,9 @@ class _ParentDeath:
 
     def kill_all(self) -> None:
         self.inner.kill_all()
+
+    def cpu_seconds(self) -> float | None:
+        return self.inner.cpu_seconds()
 
 
 @functools.cache

@@ -130,10 +130,14 @@ class RunnerProcess(WorkerProcess):
                     garbled=garbled, log_tail=tail, memory_note=note)
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time of the runner's process group so far: its live processes (their
-        threads, ended ones included) and the children they reaped."""
+        """User + system CPU time of the runner so far: its cgroup's where it has one (every process
+        ever in it, a setsid daemon too), else its process group's live processes (their threads,
+        ended ones included) and the children they reaped."""
         if self.proc is None:
             return 0.0
+        whole = self.containment.cpu_seconds() if self.containment is not None else None
+        if whole is not None:
+            return whole
         return sum(sum(int(x) for x in f[11:15]) for _pid, f in _group_stats(self.proc.pid)) / _TICK
 
     def kill(self) -> None:

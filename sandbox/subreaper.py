@@ -100,6 +100,9 @@ class Subreaper:
             _LIVE.pop(self.tag, None)
         sweep(self.worker)
 
+    def cpu_seconds(self) -> float | None:
+        return None  # the tag finds orphans to kill, not a complete account: the caller sums the group
+
 
 def forget() -> None:
     """In a forked child: the parent's workers are not its own, and its limit is its own."""

@@ -65,7 +65,8 @@ CAUGHT = {
     "spins_between_calls": ("relu", Outcome.REJECTED, "background_cpu", "CPU-s during the timing phase"),  # 6, 7
 }
 # Hacks that need their own limits or set-up have their own tests below.
-SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times"}
+SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times",
+           "spins_in_setsid_daemon"}
 
 
 def hack_files() -> list[Path]:
@@ -148,6 +149,15 @@ def test_worker_environment_holds_no_secrets(evaluate, monkeypatch) -> None:  # 
         monkeypatch.setenv(name, "secret-value")
     ev = evaluate("relu", HERE / "reads_secret_env.py")
     assert ev.ok, ev.reason  # the candidate returns wrong results if it sees any of them
+
+
+def test_a_setsid_daemon_spinning_beside_the_calls_is_counted_in_the_runners_cgroup(evaluate) -> None:  # noqa: ANN001
+    from kevolve.sandbox.containment import ContainmentKind, choose
+
+    if choose().kind is not ContainmentKind.CGROUP:
+        pytest.skip("escaped processes' CPU time is read from the worker's cgroup; this machine gives none")
+    ev = evaluate("relu", HERE / "spins_in_setsid_daemon.py")
+    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "background_cpu"), ev.reason
 
 
 def test_every_hack_file_is_covered_and_documented() -> None:

@@ -43,6 +43,7 @@ HACKS = {
     "overrides_copy_kernel": "monkeypatch", "trace_hook_after_clock": "introspection",
     "sets_flush_denormal": "process_setting", "overrides_equal_kernel": "monkeypatch",
     "softmax_without_max_subtraction": None, "spins_between_calls": "threads",
+    "spins_in_setsid_daemon": "processes",
 }
 # hostile candidate -> (category, template fill)
 HOSTILE = {
