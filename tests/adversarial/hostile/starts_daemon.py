@@ -4,9 +4,10 @@ It double-forks a `setsid` grandchild (a session and process group of its own, r
 from the worker, so a process-group kill cannot see it) that execs a Python spinning forever,
 with a marker the test fills in in its argv. The candidate itself is an honest ReLU. The incident:
 without bubblewrap such a daemon kept running and an unrelated honest kernel measured 0.50x
-instead of 1.76x. Expected: ok, and the daemon dies with its worker (the worker's cgroup, the
+instead of 1.76x. Expected: ok (see the end), and the daemon dies with its worker (the worker's cgroup, the
 subreaper's sweep, bubblewrap's PID namespace, or the container): nothing carrying the marker
-runs once the evaluation has returned, and the next evaluation is unaffected.
+runs once the evaluation has returned, and the next evaluation is unaffected; on the CPU with a
+cgroup per runner the judge counts the daemon's CPU time beside the calls: rejected, background_cpu.
 """
 import os
 import sys
