@@ -126,7 +126,8 @@ def bench(
     compile_workers: Annotated[Optional[int], typer.Option(min=0, help="compile-pool processes on spare CPU cores "
                                                                        "(default: spare cores on CUDA, 0 on CPU)")] = None,
     warm_workers: Annotated[Optional[int], typer.Option(min=0, help="workers per lane started ahead on the compile "
-                                                                    "cores (default: 2 on CUDA, 0 on CPU)")] = None,
+                                                                    "cores (default on CUDA: one per two compile cores, 2 to 8, "
+                                                                    "within host memory; 0 on CPU)")] = None,
     run_dir: Annotated[Optional[Path], typer.Option(help="run folder (default: derived from the command)")] = None,
     runs_root: Annotated[Path, typer.Option(help="where default run folders go")] = Path("runs"),
     seed: Annotated[Optional[int], typer.Option(help="input-draw seed (default: fresh, stored with the run)")] = None,
@@ -201,7 +202,7 @@ def bench(
     args = BenchArgs(suite=str(suite), levels=tuple(levels), problems=problems, match=match,
                      solutions=str(solutions or rd / "generated"), optimize=optimize, executor=executor, address=address, devices=tuple(lanes),
                      compile_workers=compile_workers, run_dir=str(rd),
-                     warm_workers=warm_workers if warm_workers is not None else (0 if base == "cpu" else 2),
+                     warm_workers=warm_workers if warm_workers is not None else default_warm_workers(base, compile_workers),
                      reuse_baselines=baselines == "reuse",
                      retries=retries, seed_given=seed is not None, archive_ingest=ingest.value, timings=timings)
     code = run_bench(args, found, config, agent_config, archive_url=db_url)
@@ -291,3 +292,17 @@ def compare_cmd(
         sys.stdout.write(json.dumps([d.model_dump(mode="json") for d in diffs]) + "\n")
     else:
         print_compare(diffs, str(run_a), str(run_b))
+
+
+def default_warm_workers(base: str, compile_workers: int) -> int:
+    """Runners a GPU lane keeps started ahead. A runner's warm start costs ~11 s (torch's import and the
+    profiler's first use, H100 2026-11-24) and an evaluation of a level-1 candidate 1-2 s: two spares
+    left the lane waiting 3-7 s for one on most candidates (12 in 90 s; with eight, 12 in 69 s).
+    One per two compile cores (the cores they start on), 2 to 8, and ~3 GiB of host memory each."""
+    if base == "cpu":
+        return 0
+    from kevolve.sandbox.memory import available_bytes
+
+    avail = available_bytes()
+    by_memory = 8 if avail is None else max(2, int(avail // (3 * 2**30)))
+    return max(2, min(8, compile_workers // 2, by_memory))

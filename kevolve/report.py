@@ -46,6 +46,15 @@ _WHERE = {"start": "judge (runner warm-up wait)", "compile": "runner: build + im
           "compare_truth": "judge: the truth at hand (copied in when kept in host memory; inside compare)",
           "compare_outputs": "judge: outputs against the truth, fingerprints (inside compare)",
           "compare_inputs": "judge: inputs found untouched (inside compare)",
+          "calls": "judge: candidate calls, request to answer (inside the phases above)",
+          "calls_device": "runner: the candidate's device time by its events (inside calls)",
+          "calls_pad": "runner: the GPU pad queued before each candidate call (inside calls)",
+          "ref_calls": "judge: reference calls interleaved with the candidate's, request to answer",
+          "ref_calls_device": "reference runner: device time by its events (inside ref_calls)",
+          "ref_calls_pad": "reference runner: the GPU pad before each call (inside ref_calls)",
+          "slots": "judge: a draw's inputs put in a runner slot (host residency: copied in)",
+          "flush": "judge: its cache flush before every call",
+          "retire": "judge: the runner stopped, its scratch checked and removed",
           "retime": "runner calls: a second timing pass after a suspect first one",
           "first_launch": "runner: first call beyond a typical one, Triton / NVRTC JIT (inside correctness)"}
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kevolve.sandbox import pycache
 from kevolve.sandbox.gpu_passthrough import HostGpu, NoGpuNodes, gpu_nodes
 from kevolve.sandbox.isolation import Launcher
 
@@ -105,7 +106,9 @@ def bwrap_argv(scratch: Path, readable: tuple[Path, ...] = (), pids_limit: int =
         argv += ["--ro-bind", path, path]
     if device.startswith("cuda"):
         argv += _gpu_binds(host or HostGpu())
-    for path in readable:  # the shared build cache: read-only, see compile.promote
+    primed = pycache.active()
+    for path in (*readable, *([primed] if primed is not None else [])):  # the shared build cache (see
+        # compile.promote) and the primed bytecode (pycache.py): read-only
         path.mkdir(parents=True, exist_ok=True)
         argv += ["--ro-bind", str(path), str(path)]
     (scratch / "build").mkdir(exist_ok=True)

@@ -23,6 +23,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Protocol
 
+from kevolve.sandbox import pycache
 from kevolve.sandbox.containment import Containment, ContainmentKind, contain
 from kevolve.sandbox.protocol import WorkerReport, WorkerRequest
 
@@ -47,6 +48,7 @@ def scrubbed_env(device: str, scratch: Path) -> dict[str, str]:
            if not _SECRET_RE.search(k) and not k.upper().startswith(_CLOUD_PREFIXES)}
     env.update(HOME=str(scratch), TMPDIR=str(scratch), PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     env.update(_cache_dirs(scratch))
+    env.update(pycache.env())  # primed bytecode, read only (sandbox/pycache.py)
     # Keep freed host blocks in the heap so that the harness's poisoned buffers are what an
     # unwritten output receives (see integrity.poison_allocator).
     env.update(MALLOC_MMAP_THRESHOLD_="33554432", MALLOC_TRIM_THRESHOLD_="268435456")

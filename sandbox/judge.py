@@ -134,6 +134,7 @@ class Judge:
         self.spare_cores = spare_cores or set()
         self.threads = 1 if self.device.type == "cpu" else len(self.lane_cores)
         self.spares_wanted = spares
+        self._primed = False
         self.spares: list[tuple[str, RunnerProcess]] = []
         self.problems: OrderedDict[tuple[str, int, int], tuple[ProblemState, ReferenceRunner, ReferenceSummary]] = \
             OrderedDict()
@@ -159,6 +160,12 @@ class Judge:
         from kevolve.sandbox.bwrap import local_launcher
 
         from kevolve.sandbox.containment import ContainmentKind
+
+        if not self._primed:  # once, before the first local runner: bytecode they read (pycache.py)
+            self._primed = True
+            from kevolve.sandbox import pycache
+
+            pycache.prime(Path(os.environ.get(pycache.ROOT_VAR) or config.cache_dir))
 
         kind = ContainmentKind(config.containment) if config.containment else None
         r = RunnerProcess(self.device_str, self.scratch_root, launcher=local_launcher(config),
@@ -314,8 +321,10 @@ class Judge:
             self._drop((problem.id, state.seed, config.n_draws))
             raise
         finally:
+            t_end = time.monotonic()
             session.close()
             runner.finish(cand.source, keep_scratch=self.keep_scratch)
+            session.facts.phase_s["retire"] = time.monotonic() - t_end
         facts.phase_s["start"] = waited
         return verdict.assemble(problem, cand, config, summary, state, facts, t0), facts.clock
 

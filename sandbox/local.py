@@ -56,6 +56,9 @@ class JudgeClient:
         from_judge_r, from_judge_w = os.pipe()
         env = scrubbed_env(device, self.dir)
         env.pop("OMP_NUM_THREADS", None)  # the judge sizes its own threads to its cores
+        from kevolve.sandbox import pycache
+
+        env[pycache.ROOT_VAR] = str(pycache.default_root())  # the user's cache, not the judge's scratch HOME
         if "KEVOLVE_FUSED_COMPARE" in os.environ:  # the judge's own switch (side-by-side measurements)
             env["KEVOLVE_FUSED_COMPARE"] = os.environ["KEVOLVE_FUSED_COMPARE"]
         cores = lambda c: ",".join(map(str, sorted(c))) if c else ""  # noqa: E731

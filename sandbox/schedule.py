@@ -22,10 +22,17 @@ def steady(times: list[float], trials: int) -> bool:
     return rel_sem <= 0.005
 
 
+SLOWER = 2.0  # a candidate whose fastest call is this many times the reference's slowest is plainly slower
+
+
 def enough(cand: list[float], ref: list[float], trials: int, elapsed: float, max_s: float) -> bool:
-    """Stop timing: both medians steady, or out of time with at least five of each."""
-    if elapsed >= max_s and min(len(cand), len(ref) if ref else 5) >= 5:
-        return True
+    """Stop timing: both medians steady, or out of time with at least five of each, or (five of each)
+    every candidate call so far took more than twice the reference's slowest: the speedup is below
+    0.5 whatever more calls would add, and such a candidate cannot become anyone's best (an offline
+    variant 300x slower than eager spent 10 s of the bench here, its whole timing budget)."""
+    if min(len(cand), len(ref) if ref else 5) >= 5:
+        if elapsed >= max_s or (ref and min(cand) > SLOWER * max(ref)):
+            return True
     return steady(cand, trials) and (not ref or steady(ref, trials))
 
 
@@ -38,4 +45,4 @@ def stats(times: list[float], method: str, walls: list[float] | None = None) -> 
     )
 
 
-__all__ = ["FRESH_EVERY", "enough", "stats", "steady"]
+__all__ = ["FRESH_EVERY", "SLOWER", "enough", "stats", "steady"]

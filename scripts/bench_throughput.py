@@ -78,6 +78,7 @@ def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: boo
            "--run-dir", str(run_dir), "--cache-dir", str(cache), "--compile-baseline", "off", "--seed", "42"]
     if args.gpus:
         cmd += ["--gpus", args.gpus]
+    cmd += args.bench_arg
     t0 = time.monotonic()
     # its own session: a budget that runs out stops the whole bench (runners, build service) and the
     # evaluations finished by then are reported, not lost
@@ -94,7 +95,7 @@ def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: boo
     rows = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()] \
         if (run_dir / "results.jsonl").exists() else []
     evals = [x for x in rows if x.get("candidate_id")]
-    res = {"tag": tag, "wall_s": wall, "returncode": rc, "evaluations": len(evals),
+    res = {"tag": tag, "wall_s": wall, "returncode": rc, "evaluations": len(evals), "bench_args": args.bench_arg,
            "fused_compare": os.environ.get("KEVOLVE_FUSED_COMPARE", "1") != "0",
            "gpus": len(args.gpus.split(",")) if args.gpus else 1,
            "per_candidate": {f"{x['level']}/{x['number']}/{x['label'].removeprefix('sample_')}": {
@@ -231,6 +232,8 @@ def main() -> None:
     ap.add_argument("--max-samples", type=int, default=None, help="samples 0..N-1 of each problem only")
     ap.add_argument("--budget-s", type=float, default=None,
                     help="stop a kevolve phase after this long and report what finished (device calls are capped)")
+    ap.add_argument("--bench-arg", action="append", default=[],
+                    help="one more argument for `kevolve bench` (repeat: --bench-arg=--warm-workers --bench-arg=8)")
     ap.add_argument("--tag", default=None, help="name the kevolve phase's files with this instead of cold/warm")
     ap.add_argument("--kb-timeout", type=float, default=300.0, help="per-sample limit (KernelBench's default 180)")
     ap.add_argument("--kb-budget-s", type=float, default=480.0, help="stop the KernelBench phase after this long")

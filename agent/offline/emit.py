@@ -308,7 +308,10 @@ def _guards(traced: Traced, fused: list[Fused], header: str) -> tuple[list[str],
         names, call = [f"{var}[{i}]" for i in range(len(traced.input_shapes))], f"*{var}"
         conds = ["self.training", f"len({var}) != {len(traced.input_shapes)}"]
     else:
-        names, call = [n.name for n in params], ", ".join(n.name for n in params)
+        # the parameters' own names (`target`), as the forward's signature has them: a node's `name` is
+        # fx's (KernelBench's `forward(self, A, B)` gives nodes a, b; the guard read them unbound)
+        names = [str(n.target) for n in params]
+        call = ", ".join(names)
         conds = ["self.training"]  # traced in eval mode, as the evaluator runs it
     for name, shape in zip(names, traced.input_shapes):
         if shape is not None:

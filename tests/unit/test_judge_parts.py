@@ -145,3 +145,27 @@ def test_a_first_launch_that_compiles_counts_as_build_time_by_the_judges_clock()
     failed = Facts(phase_s={"compile": 0.3, "correctness": 0.9}, phase="correctness")  # died at its first launch
     assert first_launch_s(failed) == 0.9
     assert first_launch_s(Facts(phase_s={"compile": 0.3}, phase="compile")) == 0.0
+
+
+def test_timing_stops_early_only_for_a_plainly_slower_candidate() -> None:
+    from kevolve.sandbox.schedule import enough
+
+    ref = [1.0, 1.02, 0.99, 1.01, 1.0]
+    assert not enough([2.1] * 4, ref, 30, 0.1, 10.0)  # fewer than five candidate calls
+    assert enough([2.1, 2.5, 2.2, 3.0, 2.05], ref, 30, 0.1, 10.0)  # every call > 2x the slowest reference
+    assert not enough([2.1, 2.5, 1.9, 3.0, 2.05], ref, 30, 0.1, 10.0)  # one call within 2x: keep timing
+    assert not enough([2.1] * 5, ref + [1.2], 30, 0.1, 10.0)  # the reference's slowest is 1.2 ms now
+    assert not enough([5.0] * 5, [], 30, 0.1, 10.0)  # nothing to compare with: the usual rule
+
+
+def test_the_pad_forgets_a_slow_first_call_but_not_a_slow_host() -> None:
+    from kevolve.sandbox.session import Pad
+
+    pad = Pad()
+    for ms in (90.0, 0.05, 0.04):  # the first call compiled the kernel on the host
+        pad.saw(ms, covered=ms < 1)
+    assert pad() == 20.0  # sized from the 90 ms call (capped)
+    pad.settle()
+    assert abs(pad() - (2 * 0.04 + 0.05)) < 1e-9
+    pad.saw(3.0)  # a host side that stays slow is seen again at once
+    assert abs(pad() - 6.05) < 1e-9

@@ -112,3 +112,26 @@ def test_split_row_kernels_compile_with_nvrtc(name):
     ok, log = nvrtc_compile(cuda, arch="compute_90")
     assert ok, log
     compile(src, name, "exec")
+
+
+def test_the_fallback_guard_reads_the_forwards_own_argument_names():
+    """KernelBench's `forward(self, A, B)`: fx names the nodes a and b, and the guard once read those
+    before they were bound (every level-1 matmul candidate raised UnboundLocalError on the H100)."""
+    import ast
+
+    src = plan(_problem("matmul_named_args")).source()
+    cls = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.ClassDef) and n.name == "ModelNew")
+    fwd = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward")
+    params = {a.arg for a in fwd.args.args}
+    assert params == {"self", "A", "B"}
+    guard = fwd.body[0]
+    assert isinstance(guard, ast.If)
+    import builtins
+
+    read = {n.id for n in ast.walk(guard) if isinstance(n, ast.Name) and not hasattr(builtins, n.id)}
+    assert read <= params, f"the guard reads {sorted(read - params)} before they are bound"
+    pytest.importorskip("cupy")
+    ns: dict = {}
+    exec(compile(src, "cand.py", "exec"), ns)  # noqa: S102 - our own generated source
+    a, b = torch.randn(8, 8), torch.randn(8, 8)
+    assert torch.allclose(ns["ModelNew"]().eval()(a, b), a @ b)  # on the CPU: the reference forward

@@ -1,0 +1,73 @@
+"""Runner bytecode (sandbox/pycache.py): primed once by a process that runs no candidate code, then
+read by every runner and written by none."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kevolve.sandbox import pycache
+
+
+@pytest.fixture()
+def primed(tmp_path, monkeypatch):  # noqa: ANN001, ANN201
+    monkeypatch.setattr(pycache, "_ACTIVE", None)
+    where = pycache.prime(tmp_path)
+    assert where is not None
+    yield where
+    monkeypatch.setattr(pycache, "_ACTIVE", None)
+
+
+def test_priming_writes_the_runners_bytecode_once_and_marks_it(primed: Path) -> None:
+    import torch
+
+    assert list(primed.glob(".primed-*"))
+    torch_dir = primed / Path(torch.__file__).parent.relative_to("/")  # PREFIX/<source folder>/<name>.<tag>.pyc
+    assert (torch_dir / f"__init__.{sys.implementation.cache_tag}.pyc").exists(), "no torch bytecode in the prefix"
+    assert list(primed.rglob("runner.*.pyc")), "kevolve's runner module is not in the prefix"
+    before = {p: p.stat().st_mtime_ns for p in primed.rglob("*.pyc")}
+    assert pycache.prime(primed.parent.parent) == primed  # the marker: nothing compiled again
+    assert {p: p.stat().st_mtime_ns for p in primed.rglob("*.pyc")} == before
+
+
+def test_runners_get_the_prefix_read_only(primed: Path, tmp_path: Path) -> None:
+    from kevolve.sandbox.bwrap import bwrap_argv
+    from kevolve.sandbox.isolation import scrubbed_env
+
+    env = scrubbed_env("cpu", tmp_path)
+    assert env["PYTHONPYCACHEPREFIX"] == str(primed) and env["PYTHONDONTWRITEBYTECODE"] == "1"
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    argv = bwrap_argv(scratch)
+    i = argv.index("bwrap")
+    ro = {argv[j + 1] for j in range(i, len(argv) - 1) if argv[j] == "--ro-bind"}
+    rw = {argv[j + 1] for j in range(i, len(argv) - 1) if argv[j] == "--bind"}
+    assert str(primed) in ro and str(primed) not in rw
+
+
+def test_a_runner_under_bubblewrap_cannot_write_the_prefix(primed: Path, tmp_path: Path) -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    from kevolve.sandbox.bwrap import bwrap_argv
+    from kevolve.sandbox.isolation import scrubbed_env
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    target = next(primed.rglob("*.pyc"))
+    code = f"open({str(target)!r}, 'r+b').write(b'x')"
+    done = subprocess.run([*bwrap_argv(scratch), sys.executable, "-c", code], env=scrubbed_env("cpu", scratch),
+                          capture_output=True, text=True, timeout=60)
+    if "setting up uid map" in done.stderr or "No permissions to creat" in done.stderr:
+        pytest.skip(f"bubblewrap cannot run here: {done.stderr.strip()[:120]}")
+    assert done.returncode != 0 and "Read-only file system" in done.stderr
+
+
+def test_a_failed_priming_leaves_runners_compiling_as_before(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(pycache, "_ACTIVE", None)
+    monkeypatch.setattr(pycache, "PRIME", "raise SystemExit('no torch here')")
+    assert pycache.prime(tmp_path) is None
+    assert pycache.env() == {} and pycache.active() is None
