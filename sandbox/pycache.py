@@ -41,6 +41,7 @@ from kevolve.sandbox import (runner, integrity, harness, channel, protocol, step
                              transport, cuda_rt, settings)
 from kevolve.sandbox.profile import warm_up
 warm_up(torch.device("cpu"))
+runner.preimport()
 """
 
 
@@ -50,7 +51,7 @@ def _stamp() -> str:
     import kevolve
 
     parts = (sys.version, sys.executable, torch.__version__, str(Path(torch.__file__).parent),
-             getattr(kevolve, "__version__", ""), str(Path(__file__).parent))
+             getattr(kevolve, "__version__", ""), str(Path(__file__).parent), PRIME)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
