@@ -21,10 +21,16 @@ from kevolve.records import KernelLaunch, Profile
 
 _perf = time.perf_counter
 
+# Library kernels a candidate's own name must not claim. cuBLAS's own kernels that start with gemm /
+# gemv are named here one by one: a bare `gemm` prefix also took candidates' kernels (`gemm_p1_kernel`,
+# the most common name an LLM gives a GEMM) for cuBLAS's, and judged 12 of the 14 project-written
+# level-1 GEMMs `no_custom_kernel` on the H100 (2026-11-24). A kernel the reference itself runs is
+# never the candidate's either (verdict.custom_kernel_rule).
 _TORCH_OWNED = re.compile(
     r"at::native|at::cuda|c10::|^(void )?(cutlass|cute|sm\d+_|ampere_|volta_|turing_|hopper_|cudnn|"
-    r"cublas|nvjet|gemm|gemv|triton_(poi|red|per|tem)|Memcpy|Memset|elementwise_kernel|"
-    r"vectorized_elementwise|reduce_kernel|xmma|implicit_convolve|fft)", re.I)
+    r"cublas|nvjet|gemmSN_|gemmk1_|gemv2[NT]_|gemvNSP_|gemvx|splitKreduce_|cufft|"
+    r"regular_fft|vector_fft|triton_(poi|red|per|tem)|Memcpy|Memset|elementwise_kernel|"
+    r"vectorized_elementwise|reduce_kernel|xmma|implicit_convolve)", re.I)
 # ATen ops that move or allocate data rather than compute the problem's function.
 _NON_COMPUTE = re.compile(
     r"aten::(empty|empty_like|empty_strided|zeros|zeros_like|ones|ones_like|full|full_like|fill_|"

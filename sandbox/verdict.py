@@ -92,6 +92,11 @@ def _family(op: str) -> str:
     return op
 
 
+def _kernel_base(name: str) -> str:
+    """A kernel's name without `void`, template arguments and parameters (`gemm_p1_kernel(float …)`)."""
+    return re.split(r"[(<]", name.removeprefix("void ").strip(), maxsplit=1)[0].strip()
+
+
 def custom_kernel_rule(prof: Profile | None, ref: Profile | None, config: SandboxConfig,
                        ablation_still_right: bool = False, ablated: int | None = None) -> str | None:
     """no_custom_kernel / decoy_kernel, from the profiles and the ablation call.
@@ -104,7 +109,8 @@ def custom_kernel_rule(prof: Profile | None, ref: Profile | None, config: Sandbo
 
     if prof is None or config.allow_torch_only:
         return None
-    custom = [k for k in prof.kernels if k.custom]
+    ref_kernels = {_kernel_base(k.name) for k in (ref.kernels if ref else ())}
+    custom = [k for k in prof.kernels if k.custom and _kernel_base(k.name) not in ref_kernels]
     used = ", ".join(sorted({o for o in prof.torch_ops if is_compute_op(o)})[:4]) or "none"
     if not custom:
         return f"no_custom_kernel: forward ran only PyTorch's own ops ({used}); pass --allow-torch-only to permit"

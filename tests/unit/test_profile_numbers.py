@@ -36,3 +36,30 @@ def test_roofline_fraction_uses_the_nearer_roof() -> None:
     assert out.achieved_gbps == pytest.approx(2900.0)
     assert out.roofline_fraction == pytest.approx(1.0)
     assert annotate(prof, 0.1, 1000, None, "cpu (x86_64)").roofline_fraction is None
+
+
+def test_a_candidates_gemm_kernel_is_its_own_but_cublas_names_are_not() -> None:
+    """`gemm_p1_kernel`: a bare `gemm` prefix once made every such kernel cuBLAS's (12 of 14 honest
+    level-1 GEMMs `no_custom_kernel` on the H100); cuBLAS's own gemm/gemv kernels stay library ones."""
+    from kevolve.sandbox.profile import _is_custom
+
+    own = ("gemm_p1", "gemm_p1_kernel", "gemv_kernel", "gemmSN_NN_kernel", "fft_kernel")
+    assert _is_custom("gemm_p1_kernel(float const*, float const*, float*, int, int, int)", own)
+    assert _is_custom("gemv_kernel(float const*, float*)", own)
+    assert _is_custom("void fft_kernel<256>(float2*)", own)
+    assert not _is_custom("void gemmSN_NN_kernel<float, 256, 4, 2, 8, 4, 4, false>(cublasGemmSmallNParams<float>)", own)
+    assert not _is_custom("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", ("sm90_xmma_gemm",))
+
+
+def test_a_kernel_the_reference_also_runs_is_not_the_candidates() -> None:
+    from kevolve.sandbox.config import SandboxConfig
+    from kevolve.sandbox.verdict import custom_kernel_rule
+
+    cfg = SandboxConfig(device="cuda")
+    lib = "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopB_NNT"
+    ref = Profile(kernels=(KernelLaunch(name=lib, count=1, custom=False),), torch_ops=("aten::mm",))
+    claimed = Profile(kernels=(KernelLaunch(name=lib, count=1, custom=True),), torch_ops=("aten::mm",))
+    assert (custom_kernel_rule(claimed, ref, cfg) or "").startswith("no_custom_kernel")
+    own = Profile(kernels=(KernelLaunch(name="gemm_p1_kernel(float const*, float const*, float*)", count=1,
+                                        custom=True),), torch_ops=("aten::empty",))
+    assert custom_kernel_rule(own, ref, cfg) is None
