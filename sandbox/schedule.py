@@ -28,8 +28,8 @@ SLOWER = 2.0  # a candidate whose fastest call is this many times the reference'
 def enough(cand: list[float], ref: list[float], trials: int, elapsed: float, max_s: float) -> bool:
     """Stop timing: both medians steady, or out of time with at least five of each, or (five of each)
     every candidate call so far took more than twice the reference's slowest: the speedup is below
-    0.5 whatever more calls would add, and such a candidate cannot become anyone's best (an offline
-    variant 300x slower than eager spent 10 s of the bench here, its whole timing budget)."""
+    0.5 whatever more calls would add, and its second digit helps nobody (an offline softmax 121x
+    slower than eager spent 10.5 s on eight timed calls on the H100, 2026-11-24)."""
     if min(len(cand), len(ref) if ref else 5) >= 5:
         if elapsed >= max_s or (ref and min(cand) > SLOWER * max(ref)):
             return True
