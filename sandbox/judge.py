@@ -174,6 +174,21 @@ class Judge:
             pin_group(r.proc.pid, self.spare_cores)  # warm up where nothing is being timed
         return r
 
+    def _check_bytecode(self, facts: Any) -> None:
+        """After a candidate whose runner had no sandbox: the primed bytecode every runner reads must be
+        as it was primed (pycache.py). Changed, the candidate is rejected, the prefix primed again, and
+        the spares started meanwhile (which may have read it) are replaced."""
+        from kevolve.sandbox import pycache
+        from kevolve.sandbox.session import Verdict
+
+        if not pycache.changed():
+            return
+        facts.stop = Verdict("rejected", "tampering: the candidate wrote the runner bytecode kevolve primed "
+                                         "(read by every runner after it)")
+        for _k, r in self.spares:
+            r.finish()
+        self.spares = []
+
     def prewarm(self, config: SandboxConfig, n: int) -> None:
         """Have `n` spare runners starting now: a new problem needs one for its eager reference and
         one for its first candidate, and their start (torch, the CUDA context, the profiler: ~10 s
@@ -325,6 +340,8 @@ class Judge:
             session.close()
             runner.finish(cand.source, keep_scratch=self.keep_scratch)
             session.facts.phase_s["retire"] = time.monotonic() - t_end
+        if isinstance(runner, RunnerProcess) and runner.launcher is None:  # no sandbox: after it is gone
+            self._check_bytecode(facts)
         facts.phase_s["start"] = waited
         return verdict.assemble(problem, cand, config, summary, state, facts, t0), facts.clock
 

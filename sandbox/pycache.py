@@ -14,9 +14,12 @@ it was made for. `env()` then gives runners that prefix, still with PYTHONDONTWR
 bubblewrap binds it read-only (bwrap.py). Python checks each .pyc against its source's size and
 mtime, so a changed installation is compiled again in the runner (and not written), never misread.
 
-With isolation none a candidate runs as the user and could write .pyc files there for the runners
-after it, as it could write anywhere else the user can (VERIFICATION's known limits): bubblewrap
-or Docker is the boundary between candidates.
+With isolation none a candidate runs as the user and can write there (as anywhere else the user can):
+a corrupted or crafted .pyc would reach every runner after it, and every later run. So the marker holds
+a digest of the whole prefix's contents, which `prime` checks (a changed prefix is removed and primed
+again), and after each candidate whose runner had no sandbox the judge compares every file's inode, size
+and change time with what they were when primed (`changed()`, a few ms): changed, that candidate is
+rejected for tampering and the prefix is primed again before the next runner starts.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -65,12 +69,47 @@ def folder(root: Path) -> Path:
     return Path(root).resolve() / "pycache" / sys.implementation.cache_tag
 
 
+def digest(where: Path) -> str:
+    """A hash of every bytecode file under `where`, paths and contents."""
+    h = hashlib.blake2b(digest_size=16)
+    for p in sorted(where.rglob("*.pyc")):
+        h.update(str(p.relative_to(where)).encode() + b"\0")
+        try:
+            h.update(p.read_bytes())
+        except OSError:
+            h.update(b"\1unreadable")
+    return h.hexdigest()
+
+
+def stamps(where: Path) -> str:
+    """What `changed()` compares, cheaply (a few ms): every file's path, inode, size and change time. A
+    write, a replacement, a new file or a timestamp put back (os.utime sets the change time to now)
+    all show; a user cannot set a change time."""
+    rows = []
+    for top, _dirs, _files in os.walk(where):
+        with os.scandir(top) as it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                rows.append(f"{e.path}\0{st.st_ino}\0{st.st_size}\0{st.st_ctime_ns}\n")
+    return hashlib.blake2b("".join(sorted(rows)).encode(), digest_size=16).hexdigest()
+
+
+_DIGEST: str | None = None  # the active prefix's stamps, as primed
+
+
 def prime(root: Path, timeout_s: float = 300.0) -> Path | None:
-    """The primed prefix under `root` (made now if its marker is missing), or None where priming failed
-    (runners then compile their sources as before; logged)."""
-    global _ACTIVE
+    """The primed prefix under `root` (made now if its marker is missing or the prefix no longer matches
+    the digest the marker holds), or None where priming failed (runners then compile their sources as
+    before; logged)."""
+    global _ACTIVE, _DIGEST
     where = folder(root)
     marker = where / f".primed-{_stamp()}"
+    if marker.exists() and marker.read_text().strip() != digest(where):
+        log.warning("runner bytecode under %s changed since it was primed: primed again", where)
+        shutil.rmtree(where, ignore_errors=True)
     if not marker.exists():
         where.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -85,9 +124,21 @@ def prime(root: Path, timeout_s: float = 300.0) -> Path | None:
             last = (done.stderr.strip().splitlines() or ["?"])[-1]
             log.warning("runner bytecode not primed (%s): runners compile their sources", last[:200])
             return None
-        marker.write_text("")
-    _ACTIVE = where
+        marker.write_text(digest(where))
+    _ACTIVE, _DIGEST = where, stamps(where)
     return where
+
+
+def changed() -> bool:
+    """Whether the active prefix differs from what was primed (then it is primed again at once)."""
+    global _ACTIVE, _DIGEST
+    if _ACTIVE is None or _DIGEST is None or stamps(_ACTIVE) == _DIGEST:
+        return False
+    where = _ACTIVE
+    _ACTIVE = _DIGEST = None
+    shutil.rmtree(where, ignore_errors=True)
+    prime(where.parent.parent)
+    return True
 
 
 def active() -> Path | None:
@@ -100,4 +151,4 @@ def env() -> dict[str, str]:
     return {VAR: str(_ACTIVE), "PYTHONDONTWRITEBYTECODE": "1"} if _ACTIVE is not None else {}
 
 
-__all__ = ["PRIME", "ROOT_VAR", "VAR", "active", "default_root", "env", "folder", "prime"]
+__all__ = ["PRIME", "ROOT_VAR", "VAR", "active", "changed", "default_root", "digest", "env", "folder", "prime", "stamps"]

@@ -66,7 +66,7 @@ CAUGHT = {
 }
 # Hacks that need their own limits or set-up have their own tests below.
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times",
-           "spins_in_setsid_daemon"}
+           "spins_in_setsid_daemon", "writes_runner_bytecode"}
 
 
 def hack_files() -> list[Path]:
@@ -158,6 +158,28 @@ def test_a_setsid_daemon_spinning_beside_the_calls_is_counted_in_the_runners_cgr
         pytest.skip("escaped processes' CPU time is read from the worker's cgroup; this machine gives none")
     ev = evaluate("relu", HERE / "spins_in_setsid_daemon.py")
     assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "background_cpu"), ev.reason
+
+
+def test_the_primed_runner_bytecode_is_out_of_a_candidates_reach(evaluate) -> None:  # noqa: ANN001
+    from testpaths import ISOLATION
+
+    from kevolve.sandbox import pycache
+    from kevolve.sandbox.bwrap import local_launcher
+    from kevolve.sandbox.config import SandboxConfig
+
+    where = pycache.folder(pycache.default_root())
+    ev = evaluate("relu", HERE / "writes_runner_bytecode.py")
+    sandboxed = local_launcher(SandboxConfig(device="cpu", **ISOLATION)) is not None
+    if sandboxed:
+        assert ev.ok, ev.reason  # the write failed: read-only
+    else:
+        assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "tampering"), ev.reason
+        assert "runner bytecode" in ev.reason
+    # either way the prefix is as primed now, and the next candidate's runners start from it
+    marker = next(where.glob(".primed-*"))
+    assert marker.read_text().strip() == pycache.digest(where)
+    after = evaluate("relu", HONEST_RELU)
+    assert after.ok, after.reason
 
 
 def test_every_hack_file_is_covered_and_documented() -> None:

@@ -71,3 +71,25 @@ def test_a_failed_priming_leaves_runners_compiling_as_before(tmp_path, monkeypat
     monkeypatch.setattr(pycache, "PRIME", "raise SystemExit('no torch here')")
     assert pycache.prime(tmp_path) is None
     assert pycache.env() == {} and pycache.active() is None
+
+
+def test_a_written_prefix_is_seen_even_with_its_times_put_back_and_primed_again(primed: Path) -> None:
+    import os
+
+    assert not pycache.changed()
+    target = next(primed.rglob("*.pyc"))
+    st = target.stat()
+    data = target.read_bytes()
+    target.write_bytes(data[:16] + b"\0" * 8 + data[24:])  # same size
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # mtime put back; the change time moves anyway
+    assert pycache.changed()
+    assert pycache.active() == primed and target.read_bytes() == data  # primed again, as before
+    assert not pycache.changed()
+
+
+def test_priming_replaces_a_prefix_whose_contents_changed_between_runs(primed: Path) -> None:
+    target = next(primed.rglob("*.pyc"))
+    data = target.read_bytes()
+    target.write_bytes(data[:-8] + b"\0" * 8)
+    assert pycache.prime(primed.parent.parent) == primed
+    assert target.read_bytes() == data
