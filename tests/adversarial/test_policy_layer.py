@@ -44,6 +44,7 @@ HACKS = {
     "sets_flush_denormal": "process_setting", "overrides_equal_kernel": "monkeypatch",
     "softmax_without_max_subtraction": None, "spins_between_calls": "threads",
     "spins_in_setsid_daemon": "processes",
+    "writes_runner_bytecode": "files",
 }
 # hostile candidate -> (category, template fill)
 HOSTILE = {
