@@ -9,8 +9,8 @@ evaluations. On a CPU machine without bytecode: 5.5 s a start, 2.1 s with it.
 
 `prime(root)` runs the runner's own imports (and the profiler's first use, on the CPU) once, in a
 fresh process that runs no candidate code, with PYTHONPYCACHEPREFIX pointing at
-ROOT/pycache/<cache tag> and writing allowed; a marker file names the interpreter, torch and kevolve
-it was made for. `env()` then gives runners that prefix, still with PYTHONDONTWRITEBYTECODE=1;
+ROOT/pycache/<cache tag>-<stamp of the interpreter, torch and kevolve> and writing allowed; a marker
+file there holds a digest of what it wrote. `env()` then gives runners that prefix, still with PYTHONDONTWRITEBYTECODE=1;
 bubblewrap binds it read-only (bwrap.py). Python checks each .pyc against its source's size and
 mtime, so a changed installation is compiled again in the runner (and not written), never misread.
 
@@ -66,7 +66,9 @@ def default_root() -> Path:
 
 
 def folder(root: Path) -> Path:
-    return Path(root).resolve() / "pycache" / sys.implementation.cache_tag
+    """One folder per interpreter, torch and kevolve installation (several share a user's cache, and a
+    digest over a folder that another one also primes into would never match)."""
+    return Path(root).resolve() / "pycache" / f"{sys.implementation.cache_tag}-{_stamp()}"
 
 
 def digest(where: Path) -> str:
@@ -106,7 +108,7 @@ def prime(root: Path, timeout_s: float = 300.0) -> Path | None:
     before; logged)."""
     global _ACTIVE, _DIGEST
     where = folder(root)
-    marker = where / f".primed-{_stamp()}"
+    marker = where / ".primed"
     if marker.exists() and marker.read_text().strip() != digest(where):
         log.warning("runner bytecode under %s changed since it was primed: primed again", where)
         shutil.rmtree(where, ignore_errors=True)
