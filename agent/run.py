@@ -158,10 +158,7 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
     `retriever` / `storer` "archive" mean the archive at `archive_url` (the entry point resolves it;
     None = the default archive), used as `config.archive` / `config.ingest` say.
     """
-    from kevolve.agent.graph import build_graph
     from kevolve.agent.proposer import make_proposer
-    from kevolve.agent.report import write_results
-    from kevolve.contract import ProblemError
 
     prompts = _prompts(config)  # before the run folder exists: a bad --prompts DIR leaves nothing behind
     run, config = _open(problem, config, resume)
@@ -173,7 +170,25 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
         raise OptimizeError(str(e)) from None
     if resume is not None:
         prompts = _prompts(config)  # the saved config's folder
+    own = sandbox is None  # a sandbox made here is closed here: its judge and spare runners hold device memory
     sandbox = sandbox if sandbox is not None else _sandbox(config)
+    try:
+        return _drive(problem, config, run, proposer, sandbox, retriever, storer, archive_url, prebuild, prompts)
+    finally:
+        if own:
+            close = getattr(sandbox, "close", None)
+            if close is not None:
+                close()
+
+
+def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, proposer: object, sandbox: Sandbox,
+           retriever: Retriever | None | Literal["archive"], storer: Storer | None | Literal["archive"],
+           archive_url: str | None, prebuild: Prebuilder | None, prompts: object) -> Result:
+    """The graph to its stop rule, the audit, the result files (run_optimize's body, its sandbox ready)."""
+    from kevolve.agent.graph import build_graph
+    from kevolve.agent.report import write_results
+    from kevolve.contract import ProblemError
+
     retriever, storer = _archive_hooks(config, retriever, storer, archive_url)
     ctx = Context(proposer=proposer, sandbox=sandbox, config=config, run=run,
                   novelty=NoveltyIndex(config.evolution.novelty_threshold), retrieve=retriever, store=storer,
