@@ -11,6 +11,7 @@ import logging
 import random
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from typing import Literal
 
@@ -178,7 +179,10 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
         if own:
             close = getattr(sandbox, "close", None)
             if close is not None:
+                t0 = time.monotonic()
                 close()
+                if time.monotonic() - t0 > 5.0:
+                    log.warning("closing run %s's sandbox took %.0f s", run.run_id, time.monotonic() - t0)
 
 
 def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, proposer: object, sandbox: Sandbox,

@@ -35,6 +35,7 @@ class ProblemResult(Record):
     runtime_ms: float | None = None
     ref_ms: float | None = None
     compile_ref_ms: float | None = None
+    compile_note: str = ""
     baseline: str = ""
 
     @property
@@ -76,7 +77,7 @@ def problem_results(rows: list[ResultRow]) -> list[ProblemResult]:
             reason=pick.reason, candidates=len(cands), ok_candidates=len(ok), best_label=pick.label,
             speedup=pick.speedup if best else None, speedup_vs_compile=pick.speedup_vs_compile if best else None,
             runtime_ms=pick.runtime_ms, ref_ms=pick.ref_ms, compile_ref_ms=pick.compile_ref_ms,
-            baseline=pick.baseline))
+            compile_note=pick.compile_note, baseline=pick.baseline))
     return out
 
 

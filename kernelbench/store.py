@@ -65,6 +65,7 @@ class ResultRow(Record):
     runtime_ms: float | None = None
     ref_ms: float | None = None
     compile_ref_ms: float | None = None
+    compile_note: str = Field(default="", description="why there is no torch.compile time (Evaluation.compile_note)")
     baseline: str = Field(default="", description="where the reference timings came from (Evaluation.baseline), "
                           "e.g. 'eager interleaved, compile cached': speedups are always against the interleaved eager")
     attempts: int = 1
@@ -90,7 +91,7 @@ class ResultRow(Record):
         return cls(candidate_id=ev.candidate_id, problem_id=ev.problem_id, status=ev.outcome.value,
                    reason=ev.reason, speedup=ev.speedup, speedup_vs_compile=ev.speedup_vs_compile,
                    runtime_ms=ev.runtime_ms, ref_ms=ev.eager_ms, compile_ref_ms=ev.compile_ms,
-                   wall_s=ev.wall_s, evaluation=ev, **{"baseline": ev.baseline, **kw})  # type: ignore[arg-type]
+                   compile_note=ev.compile_note, wall_s=ev.wall_s, evaluation=ev, **{"baseline": ev.baseline, **kw})  # type: ignore[arg-type]
 
 
 class RunStore:

@@ -31,6 +31,7 @@ def eval_cmd(
     seed: Annotated[Optional[int], typer.Option(help="base seed of the input draws (default: fresh)")] = None,
     compile_baseline: Annotated[str, typer.Option(help="time torch.compile too: auto|on|off")] = "auto",
     tolerance_factor: Annotated[float, typer.Option(min=1.0, help="allowed error = factor x eager's + floor")] = 8.0,
+    max_slowdown: Annotated[float, typer.Option(min=0.0, help="stop a candidate whose calls take this many times the reference's (and over 0.5 s each; timeout: too_slow); 0 = never")] = 100.0,
     memory_limit_gb: Annotated[Optional[float], typer.Option(
         min=0.5, help="host memory limit of each evaluation process (default: half the available memory)")] = None,
     keep_scratch: Annotated[bool, typer.Option(help="keep the workers' scratch folders")] = False,
@@ -60,7 +61,7 @@ def eval_cmd(
         fail(why)
     config = SandboxConfig(device=dev, timeout_s=timeout, trials=trials, allow_torch_only=allow_torch_only,
                            seed=seed, compile_baseline=CompileBaseline(compile_baseline),
-                           tolerance_factor=tolerance_factor, ncu=ncu,
+                           tolerance_factor=tolerance_factor, ncu=ncu, max_slowdown=max_slowdown,
                            **({} if memory_limit_gb is None else {"memory_limit_gb": memory_limit_gb}),
                            backend=Backend(sandbox), isolation=Isolation(isolation), audit=audit,
                            policy_allow=policy_allow, bwrap=os.environ.get(BWRAP_ENV) or None)

@@ -75,7 +75,8 @@ def _pin_cuda_arch(devices: list[str]) -> None:
 
 def _config(device: str, seed: int, cache_dir: Path | None, timeout: float, trials: int, max_timing_s: float,
             compile_baseline: str, allow_torch_only: bool = False, audit: bool = False,
-            policy_allow: tuple[str, ...] = (), memory_limit_gb: float | None = None):  # noqa: ANN202
+            policy_allow: tuple[str, ...] = (), memory_limit_gb: float | None = None,
+            max_slowdown: float = 100.0):  # noqa: ANN202
     from kevolve.sandbox.config import BWRAP_ENV, CompileBaseline, SandboxConfig
 
     check_compile_baseline(compile_baseline)
@@ -84,7 +85,8 @@ def _config(device: str, seed: int, cache_dir: Path | None, timeout: float, tria
         kw["memory_limit_gb"] = memory_limit_gb
     return SandboxConfig(device=device, seed=seed, timeout_s=timeout, trials=trials, max_timing_s=max_timing_s,
                          compile_baseline=CompileBaseline(compile_baseline), allow_torch_only=allow_torch_only,
-                         audit=audit, policy_allow=policy_allow, bwrap=os.environ.get(BWRAP_ENV) or None, **kw)
+                         audit=audit, policy_allow=policy_allow, bwrap=os.environ.get(BWRAP_ENV) or None,
+                         max_slowdown=max_slowdown, **kw)
 
 
 def _load(suite: Path | None, level: str, problems: str | None, match: str | None):  # noqa: ANN202
@@ -134,6 +136,7 @@ def bench(
     timeout: Annotated[float, typer.Option(help="seconds per worker job")] = 300.0,
     trials: Annotated[int, typer.Option(min=3, help="minimum timed trials")] = 30,
     max_timing_s: Annotated[float, typer.Option(help="stop adding trials after this long")] = 10.0,
+    max_slowdown: Annotated[float, typer.Option(min=0.0, help="stop a candidate whose calls take this many times the reference's (and over 0.5 s each; timeout: too_slow); 0 = never")] = 100.0,
     baselines: Annotated[str, typer.Option(help="reuse cached eager/compile timings, or live (re-measure)")] = "reuse",
     compile_baseline: Annotated[str, typer.Option(help="time torch.compile too: auto|on|off")] = "auto",
     cache_dir: CacheDir = None,
@@ -194,7 +197,8 @@ def bench(
     levels = _levels(level)
     rd = run_dir or default_run_dir(runs_root, suite, levels, problems, match, solutions or Path("optimize"), base)
     config = _config(base, seed if seed is not None else secrets.randbelow(2**31 - 1000), cache_dir, timeout,
-                     trials, max_timing_s, compile_baseline, allow_torch_only, audit, policy_allow, memory_limit_gb)
+                     trials, max_timing_s, compile_baseline, allow_torch_only, audit, policy_allow, memory_limit_gb,
+                     max_slowdown)
     if compile_workers is None:
         compile_workers = 0 if base == "cpu" else max(0, len(os.sched_getaffinity(0)) - len(lanes))
     agent_config = _agent_config(llm, base_url, budget, no_archive, ingest, rd, cache_dir, config,

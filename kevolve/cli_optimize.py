@@ -47,6 +47,7 @@ def optimize_cmd(
     resume: Annotated[Optional[str], typer.Option(help="continue the run with this id (or folder)")] = None,
     runs_dir: Annotated[Path, typer.Option(help="where run folders go")] = Path("runs"),
     timeout: Annotated[Optional[float], typer.Option(min=1, help="seconds per sandbox job")] = None,
+    max_slowdown: Annotated[Optional[float], typer.Option(min=0.0, help="stop a candidate whose calls take this many times the reference's (and over 0.5 s each; timeout: too_slow); 0 = never; default 100")] = None,
     memory_limit_gb: Annotated[Optional[float], typer.Option(
         min=0.5, help="host memory limit of each evaluation process (default: half the available memory)")] = None,
     no_archive: Annotated[bool, typer.Option("--no-archive", help="leave the archive alone: no examples retrieved "
@@ -107,7 +108,7 @@ def optimize_cmd(
                               prompts_dir=prompts,
                               parallel_evaluations=parallel_evaluations,
                               sandbox={"timeout_s": timeout, "policy_allow": parse_allow(allow) or None,
-                                       "memory_limit_gb": memory_limit_gb},
+                                       "memory_limit_gb": memory_limit_gb, "max_slowdown": max_slowdown},
                               evolution=dict(islands=islands, concurrency=concurrency, seed=seed,
                                              jobs_per_generation=jobs_per_generation, max_repairs=max_repairs))
     except (SettingsError, ProblemError) as e:

@@ -160,6 +160,8 @@ class Evaluation(Record):
     timing: TimingStats | None = None
     ref_timing: TimingStats | None = None
     compile_ref_timing: TimingStats | None = None
+    compile_note: str = Field(default="", description="why torch.compile has no timing, where it was asked for "
+                              "and has none (e.g. 'torch.compile baseline unavailable: …')")
     profile: Profile | None = None
     device: str = ""
     versions: dict[str, str] = Field(default_factory=dict)
@@ -248,6 +250,7 @@ class Evaluation(Record):
             "compile_ref_timing": None
             if self.compile_ref_timing is None
             else self.compile_ref_timing.model_dump(),
+            "compile_note": self.compile_note,
             "checks": [c.model_dump() for c in self.checks],
             "kernels": [k.model_dump() for k in self.profile.kernels] if self.profile else [],
             "profile": None if self.profile is None else self.profile.model_dump(),

@@ -21,7 +21,8 @@ def print_evaluation(ev: Evaluation) -> None:
     how = dict(part.split(" ", 1) for part in ev.baseline.split(", ") if part)  # {'eager': 'interleaved', …}
     note = lambda k: f"  [dim]{how[k]}[/]" if k in how else ""  # noqa: E731
     table.add_row("eager", _ms(ev.ref_timing) + note("eager"))
-    table.add_row("torch.compile", _ms(ev.compile_ref_timing) + note("compile"))
+    table.add_row("torch.compile", _ms(ev.compile_ref_timing) + note("compile")
+                  + (f"  [dim]{ev.compile_note}[/]" if ev.compile_ref_timing is None and ev.compile_note else ""))
     if ev.speedup is not None:
         vs_c = f", {ev.speedup_vs_compile:.2f}x vs torch.compile" if ev.speedup_vs_compile else ""
         table.add_row("speedup", f"{ev.speedup:.2f}x vs eager{vs_c}")

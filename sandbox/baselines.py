@@ -176,7 +176,8 @@ class BenchSandbox(LocalSandbox):
             config = config.model_copy(update={"compile_baseline": CompileBaseline.OFF})
         ev = super().evaluate(problem, candidate, config)
         if cached is not None and ev.compile_ref_timing is None:
-            ev = ev.model_copy(update={"compile_ref_timing": _marked(cached.compiled)})
+            ev = ev.model_copy(update={"compile_ref_timing": _marked(cached.compiled),
+                                       "compile_note": "" if cached.compiled is not None else cached.compile_note})
         return ev
 
 

@@ -44,6 +44,9 @@ class SandboxConfig(Record):
     trials: int = Field(default=30, description="minimum timed trials (adaptive up to 10x this)")
     max_timing_s: float = Field(default=10.0, description="stop adding trials after this long")
     warmup: int = 3
+    max_slowdown: float = Field(default=100.0, ge=0.0, description=(
+        "a candidate whose calls take this many times the reference's (and over half a second each), two calls "
+        "in a row after its first, is stopped there: `timeout: too_slow`; 0 = never (only timeout_s ends it)"))
     n_draws: int = Field(default=5, description="fresh get_inputs() draws, besides shifted ones")
     tolerance_factor: float = Field(default=8.0, description="allowed error = factor x eager's + floor")
     seed: int | None = Field(default=None, description="base seed for draws; None = fresh per run")

@@ -321,7 +321,8 @@ class Judge:
             runner.finish()
             return verdict.infra(problem, cand, summary, f"infra_error: runner failed to start: "
                                  f"{(gone.log_tail.strip().splitlines() or [''])[-1][:200]}", t0), []
-        session = Session(state, runner, eager, config, self.device, self.flush, clock_calls)
+        session = Session(state, runner, eager, config, self.device, self.flush, clock_calls,
+                          ref_ms=summary.eager.median_ms if summary.eager is not None else None)
         try:
             job = RunnerJob(role="candidate", source=cand.source, init_seed=state.seed,
                             init_args=_encode_args(state.init_args), slots=session.slots.encodings(),

@@ -115,16 +115,21 @@ class JudgeClient:
         return lines[-1][:200] if lines else ""
 
     def close(self) -> None:
+        t0 = time.monotonic()
         if self.alive():
             try:
                 self.request({"op": "shutdown"}, 30.0)
             except JudgeLost:
                 pass
+        t1 = time.monotonic()
         try:
             os.killpg(self.proc.pid, 9)
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        if time.monotonic() - t0 > 5.0:  # a judge slow to go holds its device: say where the time went
+            log.warning("judge %s (%s) closed in %.1f s: shutdown %.1f s, kill and wait %.1f s", self.proc.pid,
+                        self.device, time.monotonic() - t0, t1 - t0, time.monotonic() - t1)
         self.ch.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -86,6 +86,12 @@ class Flusher:
             torch.cuda.synchronize()
 
 
+# A call shorter than this is never too slow, whatever the reference's time (SandboxConfig.max_slowdown):
+# a fast reference's hundredfold costs nothing worth stopping for, and a contended machine's hiccup of a
+# few hundred milliseconds must not end an honest evaluation.
+SLOW_FLOOR_S = 0.5
+
+
 class Verdict(Exception):
     """The session ends now with this outcome (raised inside the session only)."""
 
@@ -120,8 +126,11 @@ class Session:
     """Drives one candidate runner (and the problem's eager runner) through the schedule."""
 
     def __init__(self, state: ProblemState, runner: RunnerProcess, eager: Any, config: SandboxConfig,
-                 device: torch.device, flush: Flusher, clock_calls: int = 0) -> None:
+                 device: torch.device, flush: Flusher, clock_calls: int = 0, ref_ms: float | None = None) -> None:
         self.clock_calls = clock_calls
+        # the reference's median call (ms) when the problem was prepared: what too_slow compares with
+        self.ref_ms = ref_ms
+        self.slow_calls = 0
         self.state, self.runner, self.eager, self.config = state, runner, eager, config
         self.device, self.flush = device, flush
         self.facts = Facts()
@@ -193,7 +202,33 @@ class Session:
             raise Verdict("rejected", f"mutated_inputs: forward modified input {moved} in place")
         if op == "profile":
             self.facts.profile = res
+        self._too_slow(judge_ms, max(res.ms, res.host_ms))
         return c
+
+    def _too_slow(self, judge_ms: float, claimed_ms: float) -> None:
+        """Stop a candidate whose calls take `max_slowdown` times the reference's, two in a row.
+
+        Not the first call (a Triton or NVRTC kernel compiles at its first launch). Slow by both clocks:
+        the judge's (request to answer, which cannot be made shorter) and the runner's own event or
+        host time (which keeps the GPU pad out of it). A candidate that claims less only avoids being
+        stopped early; every other check still runs. An incorrect answer already seen wins over this.
+        A correct kernel 3,000x slower than eager (9 s a call) cost 224 s of calls before this rule
+        (H100, KernelBench L2 14, 2026-11-24); it now costs three."""
+        factor = self.config.max_slowdown
+        if not factor or self.ref_ms is None or self.n <= 1:
+            return
+        limit_ms = max(SLOW_FLOOR_S * 1e3, factor * self.ref_ms)
+        if min(judge_ms, claimed_ms) <= limit_ms:
+            self.slow_calls = 0
+            return
+        self.slow_calls += 1
+        if self.slow_calls < 2:
+            return
+        if self.facts.ledger.misses:
+            raise Verdict("incorrect", self._classify())
+        raise Verdict("timeout", f"too_slow: calls take {claimed_ms / 1e3:.2f} s, {claimed_ms / self.ref_ms:,.0f}x "
+                                 f"the reference's {self.ref_ms:.3f} ms (stopped past {factor:g}x and "
+                                 f"{SLOW_FLOOR_S:g} s a call, two calls in a row: --max-slowdown)")
 
     def _truth(self, key: str) -> list[torch.Tensor]:
         """The truth of a draw on the device: kept there, or (host residency) the last two used."""

@@ -23,7 +23,7 @@ from kevolve.sandbox.session import Facts, Verdict
 
 _STATUS = {"compile_error": Outcome.COMPILE_ERROR, "runtime_error": Outcome.RUNTIME_ERROR,
            "crashed": Outcome.CRASHED, "rejected": Outcome.REJECTED, "incorrect": Outcome.INCORRECT,
-           "infra_error": Outcome.INFRA_ERROR}
+           "infra_error": Outcome.INFRA_ERROR, "timeout": Outcome.TIMEOUT}
 # Work still running after the timed stream ended (side_excess) may reach this share of the event
 # time plus this much before we say work ran outside the timed stream; below it, it is only counted.
 _SIDE_RATIO, _SIDE_SLACK_MS = 0.5, 0.01
@@ -230,6 +230,7 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: 
     build = facts.phase_s.get("compile")
     common = dict(candidate_id=cand.id, problem_id=problem.id, device=summary.device_name,
                   versions=summary.versions, compile_ref_timing=summary.compiled,
+                  compile_note=summary.compile_note if summary.compiled is None else "",
                   seeds=tuple(d.draw.seed for d in state.draws.values()), phase_s=phases, cpu_s=facts.cpu_s,
                   compile_s=None if build is None else build + lazy)
     timed = counted_times(facts, config)

@@ -144,3 +144,10 @@ def test_an_honest_kernel_passes_its_audit_within_ten_percent(sandbox, config) -
     ev = evaluate(sandbox, config.model_copy(update={"audit": True}), "relu_cupy")
     assert ev.outcome is Outcome.OK, ev.reason
     assert ev.audit is not None and ev.audit.passed, ev.audit
+
+
+def test_an_honest_kernel_thousands_of_times_slower_is_stopped_after_three_calls(sandbox, config) -> None:
+    ev = evaluate(sandbox, config, "relu_cupy_crawl")
+    assert ev.outcome is Outcome.TIMEOUT and ev.reason.startswith("too_slow: calls take 0."), ev.reason
+    checked = sum(int(c.detail.split()[0]) for c in ev.checks if c.passed and c.name.startswith("correct:"))
+    assert checked == 3, ev.checks

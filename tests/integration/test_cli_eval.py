@@ -108,3 +108,22 @@ def test_a_reference_that_starts_a_thread_on_its_first_call_is_still_a_reference
     r = kevolve_eval(str(problem), str(fixtures / "solutions" / "relu_cpp.py"), "--json", cache=tmp_path)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["status"] == "ok", r.stdout
+
+
+SLEEPY = ("import time\nimport torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+          "    def forward(self, x):\n        time.sleep(0.7)\n        return torch.relu(x)\n")
+
+
+def test_a_candidate_far_slower_than_the_reference_is_stopped_after_three_calls(fixtures: Path, tmp_path: Path) -> None:
+    """0.7 s a call against a ReLU's microseconds: `timeout: too_slow` at the third call (the first is
+    never counted: JIT builds happen there), where it used to be called and checked some 25 times more."""
+    solution = tmp_path / "sleepy.py"
+    solution.write_text(SLEEPY)
+    r = kevolve_eval(str(fixtures / "problems" / "relu.py"), str(solution), "--json", "--allow", "all",
+                     "--allow-torch-only", cache=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["status"] == "timeout" and out["reason"].startswith("too_slow: calls take 0.7"), out["reason"]
+    assert "--max-slowdown" in out["reason"] and out["speedup"] is None
+    checked = sum(int(c["detail"].split()[0]) for c in out["checks"] if c["passed"] and c["name"].startswith("correct:"))
+    assert checked == 3, out["checks"]

@@ -93,3 +93,69 @@ def test_a_candidate_that_goes_wrong_in_the_timed_calls_degrades_over_calls() ->
     assert ev.outcome is Outcome.INCORRECT
     assert ev.reason.startswith("degrades_over_calls: right on first calls, wrong on draw d1 (timed call 2)")
     assert ev.timing is not None and ev.timing.trials == 1  # the times measured before it stopped are kept
+
+
+def slow_rule(max_slowdown: float = 100.0, ref_ms: float | None = 1.0, ledger: Ledger | None = None):  # noqa: ANN201
+    """A Session with only what its too_slow rule reads (no runner, no problem state)."""
+    from kevolve.sandbox.session import Session
+
+    s = Session.__new__(Session)
+    s.config = SandboxConfig(device="cpu", max_slowdown=max_slowdown)
+    s.ref_ms, s.slow_calls, s.n = ref_ms, 0, 0
+    s.facts = Facts(ledger=ledger or Ledger())
+    s._classify = lambda: "incorrect: seen before the rule fired"
+    return s
+
+
+def calls(s, *ms: tuple[float, float]) -> Verdict | None:  # noqa: ANN001
+    """Feed (judge ms, runner ms) per call; the Verdict the rule raises, if it does."""
+    for judge_ms, claimed_ms in ms:
+        s.n += 1
+        try:
+            s._too_slow(judge_ms, claimed_ms)
+        except Verdict as v:
+            return v
+    return None
+
+
+def test_two_calls_in_a_row_past_the_slowdown_stop_the_candidate_as_too_slow() -> None:
+    v = calls(slow_rule(), (9000, 9000), (9100, 9050), (9100, 9100))
+    assert v is not None and v.status == "timeout" and v.reason.startswith("too_slow: calls take 9.10 s, 9,100x")
+    ev = verdict_of(Ledger([call(1, "d0", "check", TRUTH["d0"][0])]), v, phase="correctness")
+    assert ev.outcome is Outcome.TIMEOUT and ev.reason_code == "too_slow"
+    # The first call is the candidate's JIT build as much as its work: never counted. Hence three calls above.
+    assert calls(slow_rule(), (9000, 9000), (9000, 9000)) is None
+
+
+def test_slow_calls_not_in_a_row_under_the_floor_or_by_one_clock_only_do_not_stop_it() -> None:
+    assert calls(slow_rule(), (1, 1), (900, 900), (10, 10), (900, 900), (10, 10)) is None  # never two in a row
+    assert calls(slow_rule(ref_ms=0.001), (1, 1), (450, 450), (450, 450), (450, 450)) is None  # 450,000x, under 0.5 s
+    assert calls(slow_rule(), (1, 1), (900, 20), (900, 20), (900, 20)) is None  # the judge's clock alone (a long pad)
+    assert calls(slow_rule(ref_ms=10.0), (1, 1), (900, 900), (900, 900)) is None  # 90x the reference: under 100x
+    assert calls(slow_rule(max_slowdown=0), (1, 1), (9000, 9000), (9000, 9000)) is None  # turned off
+    assert calls(slow_rule(ref_ms=None), (1, 1), (9000, 9000), (9000, 9000)) is None  # no reference time to compare
+
+
+def test_a_slow_candidate_that_was_already_wrong_is_incorrect_not_too_slow() -> None:
+    wrong = Ledger([call(1, "d0", "check", TRUTH["d0"][0] + 1.0)])
+    v = calls(slow_rule(ledger=wrong), (1, 1), (900, 900), (900, 900))
+    assert v is not None and v.status == "incorrect"
+
+
+def test_why_torch_compile_has_no_time_reaches_the_evaluation_and_the_bench_report() -> None:
+    from kevolve.kernelbench.metrics import problem_results
+    from kevolve.kernelbench.report import problem_cells
+    from kevolve.kernelbench.store import ResultRow
+
+    ledger = Ledger([call(1, "d0", "check", TRUTH["d0"][0]),
+                     *[call(2 + i, "d0", "timed", TRUTH["d0"][0], ms=0.5) for i in range(5)]])
+    facts = Facts(ledger=ledger, phase="timing", phase_s={"correctness": 0.1})
+    note = "torch.compile baseline unavailable: compile_error: inductor failed"
+    summary = ReferenceSummary(problem_id=PROBLEM.id, seed=1, device_name="cpu", compile_note=note)
+    ev = assemble(PROBLEM, CAND, SandboxConfig(device="cpu", allow_torch_only=True), summary, state(), facts,
+                  time.monotonic())
+    assert ev.ok and ev.compile_ref_timing is None and ev.compile_note == note
+    assert ev.to_json_dict()["compile_note"] == note
+    ev2 = type(ev).model_validate_json(ev.model_dump_json())  # what bench's rows store and read back
+    [p] = problem_results([ResultRow.from_evaluation(ev2, level=2, number=88, file="88_x.py")])
+    assert p.compile_note == note and problem_cells(p)[-1] == f"no torch.compile time: {note}"
