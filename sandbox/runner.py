@@ -112,8 +112,11 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
     l2_base = cuda_rt.persisting_l2_limit() if device.type == "cuda" else None
     staging = [open_ref(TensorRef.model_validate(r), scratch, device) for r in job.staging]
     slots = [unshare(s, scratch, device) for s in job.slots]
-    stepper = Stepper(device, job.outputs, staging)
-    guards.watch(stepper, "_pad", "_flush_buf", "device", "cuda", "specs", "staging")
+    # A reference is trusted code: torch.compile's reference of KernelBench L2 90 left a thread behind a
+    # vetted call, its first call already made (H100 under bubblewrap, 2026-11-24: "background_thread", no
+    # torch.compile time). The thread rule is for candidates; a reference's outputs are checked as before.
+    stepper = Stepper(device, job.outputs, staging, vet_threads=job.role == "candidate")
+    guards.watch(stepper, "_pad", "_flush_buf", "device", "cuda", "specs", "staging", "vet_threads")
     if stepper._pad is not None:
         guards.watch(stepper._pad, "driver", "function", "grid", "launch_fn")
     t0 = now()

@@ -67,8 +67,12 @@ def _sync_residual(end: Any) -> float:
 class Stepper:
     """Times and vets calls; holds only buffers allocated before the model's code ran."""
 
-    def __init__(self, device: torch.device, specs: Sequence[OutputSpec], staging: Sequence[torch.Tensor]) -> None:
+    def __init__(self, device: torch.device, specs: Sequence[OutputSpec], staging: Sequence[torch.Tensor],
+                 vet_threads: bool = True) -> None:
         self.device, self.cuda = device, device.type == "cuda"
+        # False in a reference's runner only: trusted code whose library may start a thread at any call
+        # (the runner guards this attribute: a candidate that turns it off is caught as tampering)
+        self.vet_threads = vet_threads
         self.specs, self.staging = tuple(specs), tuple(staging)  # a tuple: the runner guards its identity
         nbytes = _L2_FLUSH_BYTES if self.cuda else _CPU_FLUSH_BYTES
         self._flush_buf = torch.empty(nbytes // 4, dtype=torch.int32, device=device)
@@ -167,6 +171,7 @@ class Stepper:
              around: Callable[[Callable[[], list[Any]]], Any] | None = None, pad_ms: float = 0.05,
              flush: bool = True) -> StepResult:
         """One vetted call. `around` wraps the call (the profiler); raises StageError on a verdict."""
+        vet_threads = self.vet_threads  # read before the model's code runs: turning it off in forward does nothing
         threads = integrity.live_threads()
         integrity.poison_allocator(self.specs, self.device)
         box: list[Any] = []
@@ -185,7 +190,7 @@ class Stepper:
         if bad:
             raise h.StageError("rejected", bad)
         at_return = [o.detach().clone() for o in outs] if not self.cuda else None
-        if integrity.live_threads() - threads:
+        if vet_threads and integrity.live_threads() - threads:
             integrity.settle_threads(threads, _SETTLE_S)
             if integrity.live_threads() - threads:
                 raise h.StageError("rejected", "background_thread: forward left a thread running after it returned")
