@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from typing import Any
 
 from pydantic import Field
@@ -75,9 +76,9 @@ class ExtensionSpec(Record):
         return cls(name=_text(bound["name"], "name"), cpp_sources=_texts(bound.get("cpp_sources"), "cpp_sources"),
                    cuda_sources=_texts(bound.get("cuda_sources"), "cuda_sources"),
                    functions=_functions(bound.get("functions")),
-                   extra_cflags=_texts(bound.get("extra_cflags"), "extra_cflags"),
-                   extra_cuda_cflags=_texts(bound.get("extra_cuda_cflags"), "extra_cuda_cflags"),
-                   extra_ldflags=_texts(bound.get("extra_ldflags"), "extra_ldflags"),
+                   extra_cflags=_flags(bound.get("extra_cflags"), "extra_cflags"),
+                   extra_cuda_cflags=_flags(bound.get("extra_cuda_cflags"), "extra_cuda_cflags"),
+                   extra_ldflags=_flags(bound.get("extra_ldflags"), "extra_ldflags"),
                    extra_include_paths=_texts(bound.get("extra_include_paths"), "extra_include_paths"),
                    with_cuda=_flag(bound.get("with_cuda"), None), is_python_module=_flag(bound.get("is_python_module"), True),
                    with_pytorch_error_handling=_flag(bound.get("with_pytorch_error_handling"), True),
@@ -159,6 +160,23 @@ def _texts(v: Any, what: str) -> tuple[str, ...]:
     if isinstance(v, list | tuple):
         return tuple(_text(x, what) for x in v)
     raise TypeError(f"{what} must be a string or a list of strings, not {type(v).__name__}")
+
+
+def _flags(v: Any, what: str) -> tuple[str, ...]:
+    """Compiler or linker flags as the compiler receives them from torch.
+
+    torch strips each flag and joins them with spaces into its ninja file, whose command lines a shell
+    splits: `[""]` (KernelBench's own template passes `extra_cflags=[""], extra_ldflags=[""]`) is no flag
+    at all, and `"-O3 --use_fast_math"` is two. kevolve runs compilers without a shell, so the split
+    happens here (shell quoting rules, no expansion); unbalanced quotes are refused, as the shell would.
+    """
+    out: list[str] = []
+    for flag in _texts(v, what):
+        try:
+            out.extend(shlex.split(flag))
+        except ValueError as e:
+            raise ValueError(f"{what}: {flag[:60]!r}: {e}") from None
+    return tuple(out)
 
 
 def _functions(v: Any) -> tuple[tuple[str, str], ...] | None:

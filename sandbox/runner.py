@@ -170,7 +170,24 @@ def preimport() -> None:
             pass
 
 
+def _oom_score_adj(value: int) -> None:
+    """Where the kernel's out-of-memory killer looks first (-1000..1000; raising it needs no privilege).
+
+    A runner starts at 1000, so a memory-hungry candidate is ended before the judge that holds the
+    problem's inputs and truth (in a 2 GiB cgroup on CI the killer once took the 1.3 GiB judge over a
+    hoarding runner still smaller than it). A reference runner goes back to 0: trusted code, and its
+    death would cost the problem, not a candidate. A candidate may lower its own to 0 as well; then
+    the killer picks by size, as it did before.
+    """
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(str(value))
+    except OSError:
+        pass
+
+
 def main() -> None:
+    _oom_score_adj(1000)  # before torch: everything this process starts inherits it
     import torch
     import torch.utils.cpp_extension  # noqa: F401 - imported before candidate code can patch it
 
@@ -193,6 +210,8 @@ def main() -> None:
     ch.send({"op": "warm", "pid": os.getpid()})
     try:
         job = RunnerJob.model_validate(ch.recv())
+        if job.role != "candidate":
+            _oom_score_adj(0)
         serve(ch, job, scratch, device, guards)
     except h.StageError as e:
         ch.send(StepResult(ok=False, status=e.status, reason=e.reason, log=e.log[-4000:]).model_dump())  # type: ignore[arg-type]

@@ -136,3 +136,30 @@ def test_unsafe_flags_are_declined_not_compiled(tmp_path: Path) -> None:
         svc.close()
     assert res.status is BuildStatus.DECLINED and not res.ok
     assert "-fplugin" in res.log_tail
+
+
+def test_kernelbench_style_empty_and_joined_flags_build_in_the_service_and_in_the_worker(tmp_path: Path) -> None:
+    """KernelBench's template passes extra_cflags=[""], extra_ldflags=[""]; torch's ninja line drops the
+    empty flags and splits joined ones. On the H100 every such leaderboard kernel failed to link
+    ("g++: error: : linker input file not found") until flags were split the same way."""
+    flags = 'extra_cflags=["", "-O2 -DKV_TWO=2"], extra_ldflags=[""], verbose=False'
+    src = RELU.replace("verbose=False", flags, 1)
+    assert flags in src
+    svc = _service(tmp_path / "cache", Isolation.NONE)
+    try:
+        (fut,) = svc.submit_source(src)
+        res = fut.result(timeout=600)
+    finally:
+        svc.close()
+    assert res.ok and res.status is BuildStatus.BUILT, res.log_tail  # not declined, not failed
+
+    cache, private = tmp_path / "cache2", tmp_path / "private"
+    code = ("import sys, torch\nfrom pathlib import Path\n"
+            "from kevolve.sandbox.compile import install_build_hooks\n"
+            "install_build_hooks(Path(sys.argv[1]), Path(sys.argv[2]), 'scope')\n"
+            "ns = {}\nexec(compile(sys.stdin.read(), 'candidate.py', 'exec'), ns)\n"
+            "print(ns['ModelNew']()(torch.tensor([-1.0, 2.0])).tolist())\n")
+    out = subprocess.run([sys.executable, "-c", code, str(cache), str(private)], input=src, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "[0.0, 2.0]"

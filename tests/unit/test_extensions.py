@@ -110,3 +110,22 @@ def test_flags_that_could_run_programs_or_read_files_are_left_to_the_worker() ->
                 {"extra_include_paths": ("/root",)}, {"extra_cflags": ("-include/etc/passwd",)},
                 {"extra_cuda_cflags": ("-Xcompiler=-O3,-fplugin=/tmp/p.so",)}, {"extra_cuda_cflags": ("-ccbin=/tmp/x",)}):
         assert ok.model_copy(update=bad).unsafe_reason(), bad
+
+
+def test_flags_are_split_as_torchs_ninja_line_splits_them() -> None:
+    spec = ExtensionSpec.from_call(("e", [CPP]), {"extra_cflags": ["", " -O3  --use_fast_math ", "-DMSG='a b'"],
+                                                   "extra_ldflags": [""], "extra_cuda_cflags": "-Xcompiler -fopenmp"})
+    assert spec.extra_cflags == ("-O3", "--use_fast_math", "-DMSG=a b")
+    assert spec.extra_ldflags == ()
+    assert spec.extra_cuda_cflags == ("-Xcompiler", "-fopenmp")
+    assert spec.key(TARGET) == ExtensionSpec.from_call(("e", [CPP]), {}).model_copy(
+        update={"extra_cflags": ("-O3", "--use_fast_math", "-DMSG=a b"), "extra_cuda_cflags": ("-Xcompiler", "-fopenmp")}).key(TARGET)
+    assert ExtensionSpec.from_call(("e", [CPP]), {"extra_cflags": [""], "extra_ldflags": [""]}).unsafe_reason() == ""
+    for bad in ("-Xcompiler -fplugin=/tmp/p.so", "-O3 -wrapper sh,-c,id", "-O3 @/etc/shadow"):
+        assert ExtensionSpec.from_call(("e", [CPP]), {"extra_cuda_cflags": [bad]}).unsafe_reason(), bad
+    try:
+        ExtensionSpec.from_call(("e", [CPP]), {"extra_cflags": ["-DX='open"]})
+    except ValueError as e:
+        assert "extra_cflags" in str(e)
+    else:
+        raise AssertionError("an unbalanced quote must be refused")
