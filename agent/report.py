@@ -91,9 +91,35 @@ def render_report(r: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
+def audit_section(trials: list[Trial]) -> str:
+    """report.md's account of the audit: each audited candidate, what the search measured, what the audit said."""
+    audited = [t for t in trials if t.evaluation is not None and t.evaluation.audit is not None]
+    if not audited:
+        return ""
+    lines = ["## Audit", "", "The winner measured again in a fresh runner, on fresh inputs, with the judge's own clock "
+             "(an overturned winner is `rejected` and the next fastest is audited).", "",
+             "| candidate | search's speedup | audit's speedup | judge's clock | verdict |", "|---|---|---|---|---|"]
+    fmt = lambda x: "—" if x is None else f"{x:.3f}x"  # noqa: E731
+    for t in audited:
+        ev = t.evaluation
+        assert ev is not None and ev.audit is not None
+        reason = ev.audit.reason.replace("|", "\\|")
+        claimed = ev.eager_ms / ev.runtime_ms if ev.eager_ms and ev.runtime_ms else None  # also when overturned
+        lines.append(f"| `{t.candidate_id}` | {fmt(claimed)} | {fmt(ev.audit.speedup)} | "
+                     f"{fmt(ev.audit.judge_clock_speedup)} | {'kept' if ev.audit.passed else 'overturned'}: {reason} |")
+    return "\n".join(lines) + "\n"
+
+
 def write_results(run: RunFolder, state: RunState, reason: str) -> Result:
-    """Write every result file of the run and return the Result."""
+    """Write every result file of the run and return the Result.
+
+    An audited candidate's record (candidates/<id>.json) is written again with the audit in it, so an
+    overturned winner's file says `rejected` and why, as its trial does.
+    """
     r = summarize(run, state, reason)
+    for t in state.get("trials", []):
+        if t.candidate is not None and t.evaluation is not None and t.evaluation.audit is not None:
+            run.save_candidate(t.candidate, t.evaluation)
     best = best_candidate(state.get("trials", []))
     if best is not None and best.candidate is not None:
         header = (f"# kevolve: fastest verified ModelNew for {r.problem} "
@@ -101,6 +127,8 @@ def write_results(run: RunFolder, state: RunState, reason: str) -> Result:
         run.write_text("best_model.py", header + best.candidate.source)
     run.write_json("lineage.json", [s.model_dump() for s in r.lineage])
     diffs = lineage_diffs(r, state.get("trials", []))
-    run.write_text("report.md", render_report(r) + (f"\n## What changed along the lineage\n\n{diffs}" if diffs else ""))
+    audits = audit_section(state.get("trials", []))
+    run.write_text("report.md", render_report(r) + (f"\n{audits}" if audits else "")
+                   + (f"\n## What changed along the lineage\n\n{diffs}" if diffs else ""))
     run.write_text("result.json", r.model_dump_json(indent=1))
     return r

@@ -271,3 +271,32 @@ def test_a_bad_prompt_folder_stops_the_run_before_it_has_a_folder(tmp_path) -> N
     with pytest.raises(UsageError, match="--prompts .*nowhere: no such folder"):
         run_optimize(PROBLEM, cfg, llm=ScriptedLLM(SCRIPT), sandbox=FakeSandbox())
     assert not (tmp_path / "runs").exists()
+
+
+def test_an_overturned_winner_says_so_in_its_record_and_the_report(tmp_path) -> None:
+    import json
+
+    from kevolve.records import Audit
+
+    class Audited(FakeSandbox):
+        def audit(self, problem, candidate, config, ev):  # noqa: ANN001, ANN201
+            if "VARIANT = 'faster'" in candidate.source:
+                a = Audit(passed=False, reason="audit_mismatch: 1.100x measured again on fresh inputs", speedup=1.1)
+                return ev.model_copy(update={"outcome": Outcome.REJECTED, "reason": a.reason, "audit": a})
+            return ev.model_copy(update={"audit": Audit(passed=True, reason="ok: 4.0x again", speedup=4.0)})
+
+    llm = ScriptedLLM([("Task: translate", [reply("faster"), reply("fast")])])
+    cfg = config(tmp_path).model_copy(update={"stop": StopConfig(max_candidates=2)})
+    r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=Audited())
+    assert r.speedup == pytest.approx(4.0) and r.outcomes == {"ok": 1, "rejected": 1}
+    records = {}
+    for f in (r.run_dir / "candidates").glob("*.json"):
+        rec = json.loads(f.read_text())
+        records[re.search(r"VARIANT = '(\w+)'", (r.run_dir / "candidates" / f"{f.stem}.py").read_text()).group(1)] = rec
+    faster = records["faster"]["evaluation"]
+    assert faster["outcome"] == "rejected" and faster["audit"]["reason"].startswith("audit_mismatch: 1.100x")
+    assert records["fast"]["evaluation"]["audit"]["passed"] is True
+    report = (r.run_dir / "report.md").read_text()
+    assert "## Audit" in report
+    assert "| 5.000x | 1.100x | — | overturned: audit_mismatch: 1.100x measured again on fresh inputs |" in report
+    assert "| 4.000x | 4.000x | — | kept: ok: 4.0x again |" in report
