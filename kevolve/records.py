@@ -145,6 +145,9 @@ class Audit(Record):
     speedup: float | None = Field(default=None, description="the audit's own speedup over eager (same timer)")
     judge_clock_speedup: float | None = Field(
         default=None, description="eager / candidate by the judge's clock, end to end (launch included, no GPU pad)")
+    staging_ms: float = Field(default=0.0, description=(
+        "taken off each candidate call on the judge's clock: the copy of its outputs into the judge's "
+        "staging buffers, which the reference's calls do not make (timed by the judge)"))
     seeds: tuple[int, ...] = ()
     wall_s: float = 0.0
 

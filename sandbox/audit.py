@@ -24,19 +24,23 @@ CLOCK_CALLS = 20
 CLOCK_SLACK = 2.0
 
 
-def judge_clock_speedup(clock: list[tuple[float, float, float, float]]) -> float | None:
-    """Eager / candidate end to end by the judge's clock; None without enough calls."""
+def judge_clock_speedup(clock: list[tuple[float, float, float, float]], stage_ms: float = 0.0) -> float | None:
+    """Eager / candidate end to end by the judge's clock; None without enough calls.
+
+    `stage_ms`: what staging the candidate's outputs adds to each of its calls and not to the
+    reference's (measured by the judge before the candidate's code was loaded: session._staging_cost).
+    """
     if len(clock) < 5:
         return None
     # Pairwise: each candidate call against the reference call right after it, so that drift of
     # the machine between pairs cancels; what the judge's clock adds is (reference wall - its time).
-    cand = statistics.median(wc - (wr - mr) for wc, _mc, wr, mr in clock)
+    cand = statistics.median(wc - (wr - mr) for wc, _mc, wr, mr in clock) - max(stage_ms, 0.0)
     ref = statistics.median(mr for _wc, _mc, _wr, mr in clock)
     return ref / max(cand, 1e-6)
 
 
 def decide(original: Evaluation, again: Evaluation, clock_speedup: float | None, seeds: tuple[int, ...],
-           wall_s: float, agree: float = AGREE) -> Evaluation:
+           wall_s: float, agree: float = AGREE, stage_ms: float = 0.0) -> Evaluation:
     """The original evaluation with its audit attached, overturned when the audit disagrees."""
     s0, s1 = original.speedup, again.speedup
     if not again.ok:
@@ -54,9 +58,12 @@ def decide(original: Evaluation, again: Evaluation, clock_speedup: float | None,
                f"{clock_speedup:.3f}x end to end (more than {CLOCK_SLACK:g}x apart)")
     else:
         why = ""
+    less = f", less {stage_ms:.3f} ms a call of output staging" if stage_ms >= 0.001 else ""
+    if less and "judge's own clock" in why:
+        why += f" (judge's clock{less})"
     audit = Audit(passed=not why, reason=why or f"ok: {s1:.3f}x again on fresh inputs (judge's clock: "
-                  + (f"{clock_speedup:.3f}x end to end)" if clock_speedup is not None else "n/a)"),
-                  speedup=s1, judge_clock_speedup=clock_speedup, seeds=seeds, wall_s=wall_s)
+                  + (f"{clock_speedup:.3f}x end to end{less})" if clock_speedup is not None else "n/a)"),
+                  speedup=s1, judge_clock_speedup=clock_speedup, staging_ms=stage_ms, seeds=seeds, wall_s=wall_s)
     if why:
         return original.model_copy(update={"outcome": Outcome.REJECTED, "reason": why, "audit": audit})
     return original.model_copy(update={"audit": audit})

@@ -27,7 +27,7 @@ from kevolve.sandbox.oracle import ProblemState, prepare
 from kevolve.sandbox.protocol import JudgeReply, ReferenceSummary, RunnerJob, StepResult
 from kevolve.sandbox.runner_proc import Gone, RunnerProcess
 from kevolve.sandbox.schedule import enough, stats
-from kevolve.sandbox.session import Flusher, Session
+from kevolve.sandbox.session import Facts, Flusher, Session
 from kevolve.sandbox.slots import Slots, _plain
 from kevolve.sandbox.static_checks import custom_kernel_names
 
@@ -296,19 +296,19 @@ class Judge:
         seed = secrets.randbelow(2**31 - 1000)
         cfg = config.model_copy(update={"seed": seed, "compile_baseline": CompileBaseline.OFF, "ncu": False})
         try:
-            again, clock = self._evaluate(problem, cand, cfg, audit.CLOCK_CALLS)
+            again, facts = self._evaluate(problem, cand, cfg, audit.CLOCK_CALLS)
         finally:
             key = (problem.id, seed, cfg.n_draws)
             if key in self.problems:
                 self._drop(key)
-        return audit.decide(original, again, audit.judge_clock_speedup(clock), again.seeds, time.monotonic() - t0,
-                            config.audit_agree)
+        return audit.decide(original, again, audit.judge_clock_speedup(facts.clock, facts.clock_stage_ms), again.seeds,
+                            time.monotonic() - t0, config.audit_agree, facts.clock_stage_ms)
 
     def evaluate(self, problem: Problem, cand: Candidate, config: SandboxConfig) -> Evaluation:
         return self._evaluate(problem, cand, config)[0]
 
     def _evaluate(self, problem: Problem, cand: Candidate, config: SandboxConfig,
-                  clock_calls: int = 0) -> tuple[Evaluation, list[tuple[float, float, float, float]]]:
+                  clock_calls: int = 0) -> tuple[Evaluation, Facts]:
         from kevolve.sandbox import verdict
 
         t0 = time.monotonic()
@@ -320,7 +320,7 @@ class Judge:
         if gone is not None:
             runner.finish()
             return verdict.infra(problem, cand, summary, f"infra_error: runner failed to start: "
-                                 f"{(gone.log_tail.strip().splitlines() or [''])[-1][:200]}", t0), []
+                                 f"{(gone.log_tail.strip().splitlines() or [''])[-1][:200]}", t0), Facts()
         session = Session(state, runner, eager, config, self.device, self.flush, clock_calls,
                           ref_ms=summary.eager.median_ms if summary.eager is not None else None)
         try:
@@ -344,7 +344,7 @@ class Judge:
         if isinstance(runner, RunnerProcess) and runner.launcher is None:  # no sandbox: after it is gone
             self._check_bytecode(facts)
         facts.phase_s["start"] = waited
-        return verdict.assemble(problem, cand, config, summary, state, facts, t0), facts.clock
+        return verdict.assemble(problem, cand, config, summary, state, facts, t0), facts
 
 
 # ---------------------------------------------------------------------- the process

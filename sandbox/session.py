@@ -117,6 +117,7 @@ class Facts:
     ablated: int = 0  # extension calls an ablation call replaced (0: nothing to ablate)
     ablation_still_right: bool = False
     clock: list[tuple[float, float, float, float]] = field(default_factory=list)  # judge ms / claimed ms, cand and ref
+    clock_stage_ms: float = 0.0  # what staging a call's outputs adds to the candidate's side of that clock
     retimed: bool = False  # the first timing pass looked like side-stream work and was done again (verdict.py)
     # over the timing phase: CPU seconds of the runner's processes, and seconds it spent inside calls
     cpu_window: tuple[float, float] | None = None
@@ -285,6 +286,8 @@ class Session:
         f = self.facts
         try:
             self.deadline = time.monotonic() + self.config.timeout_s
+            if self.clock_calls and self.eager is not None:  # before the candidate's code is loaded anywhere
+                f.clock_stage_ms = self._staging_cost()
             self._timed_phase("compile", lambda: self._load(job))
             self._timed_phase("correctness", self._correctness)
             if f.ledger.misses:
@@ -404,11 +407,47 @@ class Session:
             self.facts.ablation_still_right = c.miss is None
         self.facts.ablated = res.ablated
 
+    def _staging_cost(self, repeats: int = 3) -> float:
+        """What staging one call's outputs adds to the candidate's side of the judge's clock (ms).
+
+        In every call the judge's clock times, the candidate's runner copies its outputs into the
+        judge's staging buffers and syncs; the reference's runner stages nothing. With a large output
+        that copy costs as much as a memory-bound kernel (256 MB: ~0.18 ms of HBM traffic on an H100,
+        next to a 0.19 ms fused GELU): uncorrected, the clock reads such an honest kernel as slower than
+        its timer claims. The judge times the same bytes copied itself, the fastest of `repeats`, before
+        the candidate's code is loaded in any process, so nothing of the candidate's can inflate it.
+        """
+        cuda = self.device.type == "cuda"
+        chunk = 64 << 20
+        try:
+            bufs = [s.tensor.reshape(-1).view(torch.uint8) for s in self.staging if s.tensor.numel()]
+            if not bufs:
+                return 0.0
+            tmp = torch.empty(min(chunk, max(b.numel() for b in bufs)), dtype=torch.uint8, device=self.device)
+            best = float("inf")
+            for _ in range(repeats):
+                if cuda:
+                    torch.cuda.synchronize(self.device)
+                t0 = time.perf_counter()
+                for b in bufs:
+                    for off in range(0, b.numel(), chunk):
+                        part = b[off:off + chunk]
+                        tmp[:part.numel()].copy_(part)
+                if cuda:
+                    torch.cuda.synchronize(self.device)
+                best = min(best, time.perf_counter() - t0)
+            del tmp
+        except (RuntimeError, MemoryError):  # no room for the copy: no correction (the stricter reading)
+            return 0.0
+        return best * 1e3
+
     def _clock(self) -> None:
         """Calls without the GPU pad, candidate and reference alternating, timed by the judge's own clock.
 
         The same runner code serves both, so what the judge's clock adds to a call (channel, flush,
-        checks) is the same on both sides and is read off the reference, whose own times are trusted.
+        checks) is the same on both sides and is read off the reference, whose own times are trusted;
+        except the staging of the candidate's outputs, which the reference does not do
+        (`_staging_cost`, taken off in audit.judge_clock_speedup).
         """
         pool = self.state.pool
         for i in range(self.clock_calls):

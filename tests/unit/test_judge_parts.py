@@ -127,6 +127,27 @@ def test_the_judge_clock_speedup_cancels_what_the_clock_adds_to_both_runners() -
     assert judge_clock_speedup(clock[:3]) is None
 
 
+def test_the_candidates_output_staging_is_taken_off_its_side_of_the_judges_clock() -> None:
+    from kevolve.sandbox.audit import decide, judge_clock_speedup
+
+    # Modelled on KernelBench L1 88 on the H100: a fused GELU at 0.19 ms against eager's 1.62 ms (8.5x);
+    # both runners' calls carry 0.3 ms of channel and sync (an assumed figure), the candidate's also
+    # 0.25 ms of copying its 256 MB output into the judge's staging buffers. Uncorrected, the clock
+    # reads 3.7x and the audit overturns it.
+    clock = [(0.19 + 0.25 + 0.3, 0.19, 1.62 + 0.3, 1.62)] * 20
+    raw, fixed = judge_clock_speedup(clock), judge_clock_speedup(clock, stage_ms=0.25)
+    assert raw == pytest.approx(1.62 / 0.44) and fixed == pytest.approx(1.62 / 0.19)
+    assert decide(_ev(8.5), _ev(8.5), raw, (), 1.0).reason.startswith("audit_mismatch: the runner's timer claims")
+    kept = decide(_ev(8.5), _ev(8.5), fixed, (), 1.0, stage_ms=0.25)
+    assert kept.ok and kept.audit is not None and kept.audit.staging_ms == 0.25
+    assert "less 0.250 ms a call of output staging" in kept.audit.reason
+    # a forged timer is still caught: 0.19 ms claimed, 2 ms of real work seen by the judge
+    forged = [(2.0 + 0.25 + 0.3, 0.19, 1.62 + 0.3, 1.62)] * 20
+    caught = decide(_ev(8.5), _ev(8.5), judge_clock_speedup(forged, stage_ms=0.25), (), 1.0, stage_ms=0.25)
+    assert caught.reason.startswith("audit_mismatch: the judge's own clock sees the candidate slower")
+    assert "less 0.250 ms a call of output staging" in caught.reason
+
+
 def test_a_first_launch_that_compiles_counts_as_build_time_by_the_judges_clock() -> None:
     from kevolve.sandbox.checks import Ledger, check_call
     from kevolve.sandbox.session import Facts
