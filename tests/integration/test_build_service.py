@@ -44,6 +44,16 @@ def _load_in_fresh_worker(cache: Path, private: Path, source: str) -> subprocess
                           capture_output=True, text=True, timeout=300)
 
 
+def _build_in_worker(cache: Path, private: Path, source: str, then: str) -> subprocess.CompletedProcess[str]:
+    """Run `source` in a new interpreter with the worker's build hooks (compilers on PATH); `then` prints."""
+    code = ("import sys, torch\nfrom pathlib import Path\n"
+            "from kevolve.sandbox.compile import install_build_hooks\n"
+            "install_build_hooks(Path(sys.argv[1]), Path(sys.argv[2]), 'scope')\n"
+            f"ns = {{}}\nexec(compile(sys.stdin.read(), 'candidate.py', 'exec'), ns)\n{then}\n")
+    return subprocess.run([sys.executable, "-c", code, str(cache), str(private)], input=source, capture_output=True,
+                          text=True, timeout=600)
+
+
 def test_service_builds_without_running_the_candidate_and_workers_import_it_without_building(tmp_path: Path) -> None:
     marker = tmp_path / "candidate-ran"
     cache = tmp_path / "cache"
@@ -78,13 +88,7 @@ def test_service_builds_without_running_the_candidate_and_workers_import_it_with
 
 def test_worker_hook_builds_with_the_fast_recipe_when_the_service_has_not(tmp_path: Path) -> None:
     cache, private = tmp_path / "cache", tmp_path / "private"
-    env_src = RELU.replace('"relu_ext"', '"relu_local"')
-    code = ("import sys, torch\nfrom pathlib import Path\n"
-            "from kevolve.sandbox.compile import install_build_hooks\n"
-            "install_build_hooks(Path(sys.argv[1]), Path(sys.argv[2]), 'scope')\n"
-            "ns = {}\nexec(compile(sys.stdin.read(), 'candidate.py', 'exec'), ns)\nprint(ns['ext'].__name__)\n")
-    out = subprocess.run([sys.executable, "-c", code, str(cache), str(private)], input=env_src, capture_output=True,
-                         text=True, timeout=600)
+    out = _build_in_worker(cache, private, RELU.replace('"relu_ext"', '"relu_local"'), "print(ns['ext'].__name__)")
     assert out.returncode == 0, out.stderr[-2000:]
     mod = out.stdout.split()[-1]
     built = private / "extensions" / "scope" / mod
@@ -153,13 +157,7 @@ def test_kernelbench_style_empty_and_joined_flags_build_in_the_service_and_in_th
         svc.close()
     assert res.ok and res.status is BuildStatus.BUILT, res.log_tail  # not declined, not failed
 
-    cache, private = tmp_path / "cache2", tmp_path / "private"
-    code = ("import sys, torch\nfrom pathlib import Path\n"
-            "from kevolve.sandbox.compile import install_build_hooks\n"
-            "install_build_hooks(Path(sys.argv[1]), Path(sys.argv[2]), 'scope')\n"
-            "ns = {}\nexec(compile(sys.stdin.read(), 'candidate.py', 'exec'), ns)\n"
-            "print(ns['ModelNew']()(torch.tensor([-1.0, 2.0])).tolist())\n")
-    out = subprocess.run([sys.executable, "-c", code, str(cache), str(private)], input=src, capture_output=True,
-                         text=True, timeout=600)
+    out = _build_in_worker(tmp_path / "cache2", tmp_path / "private", src,
+                           "print(ns['ModelNew']()(torch.tensor([-1.0, 2.0])).tolist())")
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[-2] == "[0.0, 2.0]"

@@ -94,17 +94,19 @@ def test_json_is_one_contract_object_and_a_rejection_exits_0(fixtures: Path, tmp
     assert all(set(c) >= {"name", "passed", "detail"} for c in out["checks"])
 
 
-def test_a_reference_that_starts_a_thread_on_its_first_call_is_still_a_reference(fixtures: Path, tmp_path: Path) -> None:
-    """Trusted reference code may start threads on its first call (torch.compile's compile workers
-    did, and every compiled baseline on the H100 failed as background_thread): that call is made
-    before the vetted ones, in the reference's runner only."""
-    lazy = ("import threading, time\n" + MODEL.replace(
+@pytest.mark.parametrize("on_call", [1, 4])
+def test_a_reference_that_starts_a_thread_is_still_a_reference(fixtures: Path, tmp_path: Path, on_call: int) -> None:
+    """Trusted reference code may start threads: on its first call (torch.compile's compile workers did,
+    and every compiled baseline on the H100 failed as background_thread; that call is made before the
+    vetted ones, in the reference's runner only) or on a later one, among the vetted calls (torch.compile's
+    reference of KernelBench L2 90 did, on the H100): the thread rule is for candidates only."""
+    source = ("import threading, time\n" + MODEL.replace(
         "    def forward(self, x):\n",
-        "    started = False\n\n    def forward(self, x):\n"
-        "        if not Model.started:\n            Model.started = True\n"
+        "    calls = 0\n\n    def forward(self, x):\n"
+        f"        Model.calls += 1\n        if Model.calls == {on_call}:\n"
         "            threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n") + GOOD_TAIL)
-    problem = tmp_path / "lazy_thread.py"
-    problem.write_text(lazy)
+    problem = tmp_path / "thread_starting_reference.py"
+    problem.write_text(source)
     r = kevolve_eval(str(problem), str(fixtures / "solutions" / "relu_cpp.py"), "--json", cache=tmp_path)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["status"] == "ok", r.stdout
@@ -127,18 +129,3 @@ def test_a_candidate_far_slower_than_the_reference_is_stopped_after_three_calls(
     assert "--max-slowdown" in out["reason"] and out["speedup"] is None
     checked = sum(int(c["detail"].split()[0]) for c in out["checks"] if c["passed"] and c["name"].startswith("correct:"))
     assert checked == 3, out["checks"]
-
-
-def test_a_reference_that_starts_a_thread_on_a_later_call_is_still_a_reference(fixtures: Path, tmp_path: Path) -> None:
-    """As above, but the thread comes at the reference's fourth call, among the vetted ones (torch.compile's
-    reference of KernelBench L2 90 did, on the H100): the thread rule is for candidates only."""
-    late = ("import threading, time\n" + MODEL.replace(
-        "    def forward(self, x):\n",
-        "    calls = 0\n\n    def forward(self, x):\n"
-        "        Model.calls += 1\n        if Model.calls == 4:\n"
-        "            threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n") + GOOD_TAIL)
-    problem = tmp_path / "late_thread.py"
-    problem.write_text(late)
-    r = kevolve_eval(str(problem), str(fixtures / "solutions" / "relu_cpp.py"), "--json", cache=tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["status"] == "ok", r.stdout
