@@ -264,4 +264,6 @@ def load(candidate: str, workdir: Path | None = None, strict: bool = True) -> di
               cp=types.SimpleNamespace(asarray=lambda t: t,
                                        cuda=types.SimpleNamespace(ExternalStream=lambda s: contextlib.nullcontext())))
     ns["_kv_launch"] = lambda name, grid, block, tensors: kv_fn(name)((grid,), (block,), tensors)
+    ns["_kv_stream"] = contextlib.nullcontext
+    ns["_kv_args"] = tuple  # the CPU build takes the tensors themselves, not their device addresses
     return ns

@@ -120,8 +120,8 @@ def split_launcher(group: Group, k: int, name: str, p: KernelParams) -> str:
     lines += [f"    out = torch.empty({tuple(group.out_shape)!r}, device=dev, dtype=torch.float32)",
               f"    part = torch.empty({parts}, device=dev, dtype=torch.float32)",
               vector_choice(group, name, p, [*args, "out"]),
-              "    with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):",
-              f"        ptrs = tuple(cp.asarray(t.detach()) for t in ({', '.join(args)}, out, part))"]
+              "    with _kv_stream():",
+              f"        ptrs = _kv_args(({', '.join(args)}, out, part))"]
     for j in range(stages):
         grid = f"({last_grid if j == stages - 1 else n}, {group.rows}, 1)"
         lines.append(f"        _kv_fn(kn + '_s{j}')({grid}, ({p.block},), ptrs)")

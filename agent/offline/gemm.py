@@ -134,6 +134,6 @@ def gemm_launcher(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     return (f"def _kv_launch_{k}(a0, a1):\n    \"\"\"{fz.group.describe()}\"\"\"\n"
             f"    a0, a1 = a0.contiguous(), a1.contiguous()\n"
             f"    out = torch.empty({tuple(fz.group.out_shape)!r}, device=a0.device, dtype=torch.float32)\n"
-            f"    with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):\n"
-            f"        _kv_fn({name!r})({grid}, (256,), tuple(cp.asarray(t.detach()) for t in (a0, a1, out)))\n"
+            f"    with _kv_stream():\n"
+            f"        _kv_fn({name!r})({grid}, (256,), _kv_args((a0, a1, out)))\n"
             f"    return out\n")
