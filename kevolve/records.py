@@ -148,6 +148,10 @@ class Audit(Record):
     staging_ms: float = Field(default=0.0, description=(
         "taken off each candidate call on the judge's clock: the copy of its outputs into the judge's "
         "staging buffers, which the reference's calls do not make (timed by the judge)"))
+    clock_ms: float | None = Field(default=None, description=(
+        "the candidate's call end to end by the judge's clock (median of the pairs, ms; what the clock adds "
+        "and the staging taken off)"))
+    clock_spread_ms: float | None = Field(default=None, description="interquartile range of those pairs (ms)")
     seeds: tuple[int, ...] = ()
     wall_s: float = 0.0
 

@@ -301,8 +301,10 @@ class Judge:
             key = (problem.id, seed, cfg.n_draws)
             if key in self.problems:
                 self._drop(key)
-        return audit.decide(original, again, audit.judge_clock_speedup(facts.clock, facts.clock_stage_ms), again.seeds,
-                            time.monotonic() - t0, config.audit_agree, facts.clock_stage_ms)
+        clock = audit.judge_clock(facts.clock, facts.clock_stage_ms)
+        return audit.decide(original, again, None if clock is None else clock[1] / clock[0], again.seeds,
+                            time.monotonic() - t0, config.audit_agree, facts.clock_stage_ms,
+                            None if clock is None else clock[0], None if clock is None else clock[2])
 
     def evaluate(self, problem: Problem, cand: Candidate, config: SandboxConfig) -> Evaluation:
         return self._evaluate(problem, cand, config)[0]
