@@ -54,12 +54,51 @@ def isolation_rows(bwrap: str | None = None, gpu: bool = False) -> list[tuple[st
         ok = image_present(client, "kevolve-eval:latest")
         rows.append(("isolation (docker)", "engine up; image kevolve-eval:latest " +
                      ("present" if ok else "missing (kevolve sandbox build-image)")))
+        rows.append(("docker workers left behind", _left_behind_row(client)))
         if gpu:
             rows.append(("docker GPU", "the NVIDIA runtime's device request" if nvidia_runtime(client) else
                          "no NVIDIA runtime: device nodes and driver libraries passed by kevolve"))
     except DockerUnavailable as e:
         rows.append(("isolation (docker)", f"unavailable: {e}"))
     return rows
+
+
+def _left_behind_row(client: object) -> str:
+    from kevolve.sandbox.docker_backend import engine_error, left_behind
+
+    try:
+        orphans, unowned = left_behind(client)
+    except Exception as e:  # noqa: BLE001 - the engine's error, in one line
+        return f"not known: {engine_error(e)}"
+    if not orphans and not unowned:
+        return "none"
+    parts = [f"{len(orphans)} of judges that are gone"] if orphans else []
+    parts += [f"{len(unowned)} without an owner label (kevolve before 2026-11-25)"] if unowned else []
+    return ", ".join(parts) + " (kevolve sandbox prune" + (" --all" if unowned else "") + ")"
+
+
+@app.command("prune")
+def prune(
+    all_: Annotated[bool, typer.Option("--all", help="also worker containers without an owner label (left by "
+                                                     "older kevolve): stop running evaluations first")] = False,
+) -> None:
+    """Remove worker containers left behind by judges that are gone (a judge starting does this too)."""
+    from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client, engine_error, left_behind, remove_containers
+
+    try:
+        client = docker_client()
+        orphans, unowned = left_behind(client)
+    except DockerUnavailable as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    except Exception as e:  # noqa: BLE001 - the engine's error, in one line
+        typer.echo(f"error: listing worker containers: {engine_error(e)}", err=True)
+        raise typer.Exit(1) from None
+    removed = remove_containers(orphans + (unowned if all_ else []))
+    line = f"removed {removed} worker container(s)"
+    if unowned and not all_:
+        line += f"; {len(unowned)} without an owner label left (--all removes them)"
+    typer.echo(line)
 
 
 def _gpu_visible() -> bool:

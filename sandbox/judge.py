@@ -152,10 +152,11 @@ class Judge:
         from kevolve.sandbox.config import Backend
 
         if config.backend is Backend.DOCKER:
-            from kevolve.sandbox.docker_backend import ContainerRunner, docker_client
+            from kevolve.sandbox.docker_backend import ContainerRunner, docker_client, sweep_orphans
 
             if self._docker is None:
                 self._docker = docker_client()
+                sweep_orphans(self._docker)  # what judges killed earlier left behind
             return ContainerRunner(self._docker, config, self.scratch_root).start()
         from kevolve.sandbox.bwrap import local_launcher
 
@@ -188,6 +189,13 @@ class Judge:
         for _k, r in self.spares:
             r.finish()
         self.spares = []
+
+    def shutdown(self) -> None:
+        """Every runner gone: the problems' (forget) and the spares. Idempotent."""
+        self.forget()
+        spares, self.spares = self.spares, []
+        for _k, r in spares:
+            r.finish()
 
     def prewarm(self, config: SandboxConfig, n: int) -> None:
         """Have `n` spare runners starting now: a new problem needs one for its eager reference and
@@ -363,7 +371,8 @@ def serve(judge: Judge, ch: Any) -> None:
         if req is None:
             continue
         op = req.get("op")
-        if op == "shutdown":
+        if op == "shutdown":  # runners (containers too) gone before the answer: the parent kills the
+            judge.shutdown()   # judge's process group as soon as it has it
             ch.send(JudgeReply(ok=True).model_dump())
             return
         ch.send(_answer(judge, op, req).model_dump())
@@ -425,9 +434,7 @@ def main() -> None:
     try:
         serve(judge, Channel(rfd, wfd))
     finally:
-        judge.forget()
-        for _k, r in judge.spares:
-            r.finish()
+        judge.shutdown()
     os._exit(0)
 
 

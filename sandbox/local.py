@@ -73,6 +73,7 @@ class JudgeClient:
         self.ch = Channel(from_judge_r, to_judge_w)
         self.lock = threading.Lock()
         self.oom_before, self.peak = oom_kills(), 0  # to tell a death by the OOM killer from others
+        self.containers = False  # asked for Docker runners: on close, remove what a killed judge left
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -80,6 +81,8 @@ class JudgeClient:
     def request(self, msg: dict[str, Any], timeout_s: float) -> JudgeReply:
         from kevolve.sandbox.channel import ChannelClosed, Garbled
 
+        if (msg.get("config") or {}).get("backend") == "docker":
+            self.containers = True
         with self.lock:
             try:
                 self.ch.send(msg, alive=self.alive)
@@ -127,6 +130,13 @@ class JudgeClient:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        if self.containers:  # a judge killed above (or before) could not remove its containers
+            from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client, sweep_orphans
+
+            try:
+                sweep_orphans(docker_client())
+            except DockerUnavailable:
+                pass
         if time.monotonic() - t0 > 5.0:  # a judge slow to go holds its device: say where the time went
             log.warning("judge %s (%s) closed in %.1f s: shutdown %.1f s, kill and wait %.1f s", self.proc.pid,
                         self.device, time.monotonic() - t0, t1 - t0, time.monotonic() - t1)

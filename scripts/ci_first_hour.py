@@ -93,6 +93,7 @@ def checks(work: Path) -> list[Check]:
         Check("doctor", ("doctor",), True),
         Check("sandbox status", ("sandbox", "status"), True),
         Check("sandbox build-image", ("sandbox", "build-image"), False),
+        Check("sandbox prune", ("sandbox", "prune"), False),
     ]
 
 

@@ -111,6 +111,13 @@ def test_docker_unreachable_is_one_plain_line(monkeypatch, tmp_path) -> None:  #
             docker_client()
         text = str(e.value)
         assert words in text and "('" not in text and "Error(" not in text and "\n" not in text, text
+    from typer.testing import CliRunner
+
+    from kevolve.cli import app
+
+    res = CliRunner().invoke(app, ["sandbox", "prune"])
+    assert res.exit_code == 2 and res.output.startswith("error: Docker engine not reachable: ") and \
+        res.output.count("\n") == 1 and "Traceback" not in res.output, res.output
 
 
 def test_memory_watch_counts_forked_copy_on_write_pages_once() -> None:
