@@ -112,8 +112,9 @@ def test_the_audit_overturns_disagreement_and_keeps_agreement() -> None:
     assert apart.outcome is Outcome.REJECTED and apart.reason.startswith("audit_mismatch:") and "10%" in apart.reason
     clock = decide(_ev(10.0), _ev(10.0), 0.5, (), 1.0)
     assert clock.reason.startswith("audit_mismatch: the judge's own clock sees the candidate slower")
-    twice = decide(_ev(10.0), _ev(10.0), 3.0, (), 1.0)
-    assert twice.reason.startswith("audit_mismatch: the runner's timer claims")
+    apart = decide(_ev(10.0), _ev(10.0), 1.9, (), 1.0)  # claimed 10x, the clock sees 1.9x: beyond CLOCK_SLACK 5
+    assert apart.reason.startswith("audit_mismatch: the runner's timer claims") and "more than 5x apart" in apart.reason
+    assert decide(_ev(10.0), _ev(10.0), 2.1, (), 1.0).ok
     failed = decide(_ev(2.0), _ev(2.0, Outcome.INCORRECT), None, (), 1.0)
     assert failed.outcome is Outcome.REJECTED and "measured again" in failed.reason
 
@@ -159,24 +160,22 @@ def test_launch_work_is_allowed_on_the_judges_clock_and_hidden_work_is_not() -> 
     from kevolve.sandbox.audit import decide, judge_clock
 
     # Modelled on KernelBench L1 88 (a fused GELU) on the H100: 0.19 ms on the GPU against eager's 1.62 ms
-    # (8.5x), but launching it from Python takes ~0.25 ms end to end: the judge's clock reads 3.7x. That is
-    # launch work, not a forged timer (a ratio rule overturned this honest kernel in one audit of two).
+    # (8.5x); five audits read it at 0.14-0.73 ms end to end on the judge's clock (2.2x at the worst):
+    # launch work and the clock's noise, not a forged timer (a 2x slack overturned it in one audit of two).
     ev = _ev_ms(0.19, 1.62)
-    honest = [(0.19 + 0.25 + 0.21 + 0.3, 0.19, 1.62 + 0.3, 1.62)] * 20
-    cand_ms, ref_ms, _ = judge_clock(honest, stage_ms=0.21)
-    assert cand_ms == pytest.approx(0.44)
-    kept = decide(ev, ev, ref_ms / cand_ms, (), 1.0, stage_ms=0.21, clock_ms=cand_ms)
-    assert kept.ok, kept.reason
-    # the highest of five audits of that kernel on the H100: 0.73 ms by the judge's clock
-    seen = [(0.73 + 0.21 + 0.3, 0.19, 1.62 + 0.3, 1.62)] * 20
-    cand_ms, ref_ms, _ = judge_clock(seen, stage_ms=0.21)
-    assert decide(ev, ev, ref_ms / cand_ms, (), 1.0, stage_ms=0.21, clock_ms=cand_ms).ok
-    # 0.19 ms claimed while 1.5 ms of work happens per call: slower than eager end to end but within 10 %,
-    # so only the launch allowance can catch it
+    for seen_ms in (0.44, 0.73):
+        calls = [(seen_ms + 0.21 + 0.3, 0.19, 1.62 + 0.3, 1.62)] * 20
+        cand_ms, ref_ms, _ = judge_clock(calls, stage_ms=0.21)
+        assert cand_ms == pytest.approx(seen_ms)
+        kept = decide(ev, ev, ref_ms / cand_ms, (), 1.0, stage_ms=0.21, clock_ms=cand_ms)
+        assert kept.ok and kept.audit is not None and kept.audit.clock_ms == pytest.approx(seen_ms), kept.reason
+    # 0.19 ms claimed while 1.5 ms of work happens per call: still faster than eager end to end (1.08x),
+    # so only the slack can catch it
     hidden = [(1.5 + 0.21 + 0.3, 0.19, 1.62 + 0.3, 1.62)] * 20
     cand_ms, ref_ms, _ = judge_clock(hidden, stage_ms=0.21)
     caught = decide(ev, ev, ref_ms / cand_ms, (), 1.0, stage_ms=0.21, clock_ms=cand_ms)
-    assert caught.reason.startswith("audit_mismatch: the runner's timer claims 8.526x (0.190 ms a call)"), caught.reason
+    assert caught.reason.startswith("audit_mismatch: the runner's timer claims 8.526x, the judge's own clock sees "
+                                    "1.080x end to end (1.500 ms a call)"), caught.reason
 
 
 def test_the_judges_clock_is_pairwise_and_reports_its_spread() -> None:
@@ -190,21 +189,6 @@ def test_the_judges_clock_is_pairwise_and_reports_its_spread() -> None:
     noisy = [(0.5 + 0.3 + (1.0 if i % 4 == 0 else 0.0), 0.5, 1.3, 1.0) for i in range(20)]
     cand_ms, _ref, spread = judge_clock(noisy)
     assert cand_ms == pytest.approx(0.5) and spread > 0.0
-
-
-def test_slower_than_eager_by_the_judges_clock_must_be_beyond_its_noise() -> None:
-    from kevolve.sandbox.audit import decide
-
-    # Modelled on KernelBench L1 95 (cross-entropy) on the H100: 0.34 ms claimed against eager's 0.47 ms;
-    # the judge's clock reads 0.60 ms end to end (0.78x) with pairs spread over 0.64 ms, or over 0.01 ms.
-    ev = _ev_ms(0.34, 0.47)
-    noisy = decide(ev, ev, 0.47 / 0.60, (), 1.0, clock_ms=0.60, clock_spread_ms=0.64)
-    assert noisy.ok, noisy.reason
-    steady = decide(ev, ev, 0.47 / 0.60, (), 1.0, clock_ms=0.60, clock_spread_ms=0.01)
-    assert steady.reason.startswith("audit_mismatch: the judge's own clock sees the candidate slower"), steady.reason
-    # far beyond the noise: overturned whatever the spread
-    far = decide(ev, ev, 0.47 / 1.5, (), 1.0, clock_ms=1.5, clock_spread_ms=0.64)
-    assert far.reason.startswith("audit_mismatch: the judge's own clock sees the candidate slower"), far.reason
 
 
 def test_a_first_launch_that_compiles_counts_as_build_time_by_the_judges_clock() -> None:
