@@ -58,24 +58,33 @@ def _start_time(pid: int) -> str | None:
     return stat[stat.rindex(")") + 2:].split()[19]  # field 22, starttime (the name may hold spaces)
 
 
-def _owner_alive(tag: str) -> bool:
+def _parse(tag: str) -> tuple[str, str, str, str] | None:
+    """(boot id, pid namespace, pid, start time) of an owner tag; None for no tag (the namespace
+    holds a colon itself: 'pid:[4026531836]')."""
     boot, _, rest = tag.partition(":")
-    ns, pid, start = rest.rsplit(":", 2)
-    here = owner_tag()
-    if not here or here.split(":", 1)[0] != boot or here.split(":", 1)[1].rsplit(":", 2)[0] != ns:
-        return True  # another machine or another pid namespace: not ours to judge
+    parts = rest.rsplit(":", 2)
+    return (boot, *parts) if boot and len(parts) == 3 else None  # type: ignore[return-value]
+
+
+def _owner_alive(tag: str, here: str | None = None) -> bool:
+    """Whether a tag's judge still runs; True for another machine's or pid namespace's (not ours to judge)."""
+    owner, mine = _parse(tag), _parse(owner_tag() if here is None else here)
+    if owner is None or mine is None or owner[:2] != mine[:2]:
+        return True
+    pid, start = owner[2], owner[3]
     return pid.isdigit() and _start_time(int(pid)) == start
 
 
 def left_behind(client: Any) -> tuple[list[Any], list[Any]]:
     """Worker containers (any state) whose judge is gone, and those with no owner label (kevolve
     before owner labels; whether their judge lives cannot be told). Raises what the engine raises."""
+    here = owner_tag()
     orphans, unowned = [], []
     for c in client.containers.list(all=True, filters={"label": f"{_LABEL}=1"}):
         tag = (c.labels or {}).get(_OWNER, "")
-        if tag.count(":") < 3:
+        if _parse(tag) is None:
             unowned.append(c)
-        elif not _owner_alive(tag):
+        elif not _owner_alive(tag, here):
             orphans.append(c)
     return orphans, unowned
 

@@ -186,16 +186,17 @@ class Judge:
             return
         facts.stop = Verdict("rejected", "tampering: the candidate wrote the runner bytecode kevolve primed "
                                          "(read by every runner after it)")
-        for _k, r in self.spares:
+        self._drop_spares()
+
+    def _drop_spares(self) -> None:
+        spares, self.spares = self.spares, []
+        for _k, r in spares:
             r.finish()
-        self.spares = []
 
     def shutdown(self) -> None:
         """Every runner gone: the problems' (forget) and the spares. Idempotent."""
         self.forget()
-        spares, self.spares = self.spares, []
-        for _k, r in spares:
-            r.finish()
+        self._drop_spares()
 
     def prewarm(self, config: SandboxConfig, n: int) -> None:
         """Have `n` spare runners starting now: a new problem needs one for its eager reference and
@@ -309,10 +310,9 @@ class Judge:
             key = (problem.id, seed, cfg.n_draws)
             if key in self.problems:
                 self._drop(key)
-        clock = audit.judge_clock(facts.clock, facts.clock_stage_ms)
-        return audit.decide(original, again, None if clock is None else clock[1] / clock[0], again.seeds,
-                            time.monotonic() - t0, config.audit_agree, facts.clock_stage_ms,
-                            None if clock is None else clock[0], None if clock is None else clock[2])
+        cand_ms, ref_ms, spread_ms = audit.judge_clock(facts.clock, facts.clock_stage_ms) or (None, None, None)
+        return audit.decide(original, again, None if cand_ms is None else ref_ms / cand_ms, again.seeds,
+                            time.monotonic() - t0, config.audit_agree, facts.clock_stage_ms, cand_ms, spread_ms)
 
     def evaluate(self, problem: Problem, cand: Candidate, config: SandboxConfig) -> Evaluation:
         return self._evaluate(problem, cand, config)[0]
