@@ -87,7 +87,8 @@ def by_id(trials: Iterable[Trial]) -> dict[str, Trial]:
 
 
 def _fitness(t: Trial) -> float:
-    return t.speedup or 0.0
+    """Evaluation.fitness: the speedup, or the launch-inclusive one where that is lower."""
+    return t.evaluation.fitness if t.evaluation is not None else 0.0
 
 
 def update_islands(islands: list[list[str]], new: Sequence[Trial], trials: dict[str, Trial],

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,8 @@ from kevolve.sandbox.protocol import JudgeReply, ReferenceSummary
 
 log = logging.getLogger(__name__)
 
+
+_EXIT_WAIT_S = 30.0  # seconds to wait for a lost judge's exit status (JudgeClient._raise_if_oom)
 
 class JudgeLost(Exception):
     """The judge process died or stopped answering (the machine's fault, retried by callers)."""
@@ -94,21 +97,39 @@ class JudgeClient:
                     self.peak = max(self.peak, peak_rss_bytes(self.proc.pid) or 0)
                     if not self.alive():
                         self._raise_if_oom()
-                        raise JudgeLost(f"the judge exited ({self._tail()})")
+                        raise JudgeLost(f"the judge {self._exit_note()} ({self._tail()})")
                     if time.monotonic() >= deadline:
                         raise JudgeLost(f"the judge gave no answer in {timeout_s:.0f} s")
             except (ChannelClosed, Garbled, ValueError) as e:
                 self._raise_if_oom()
-                raise JudgeLost(f"the judge's channel broke: {e} ({self._tail()})") from None
+                raise JudgeLost(f"the judge's channel broke: {e}; the judge {self._exit_note()} ({self._tail()})") from None
 
     def _raise_if_oom(self) -> None:
-        """JudgeOutOfMemory if the judge is gone because the kernel's OOM killer ended it."""
+        """JudgeOutOfMemory if the judge is gone because the kernel's OOM killer ended it.
+
+        A closed channel comes before the exit status, and a judge that held tens of GB takes seconds to
+        die (the H100, 2026-11-25: a judge holding a 6.4 GB-a-tensor softmax's draws closed its channel and
+        was still exiting 5 s later; its verdict said only "peer closed"): wait for the status up to
+        _EXIT_WAIT_S. A judge whose channel is closed answers nothing more, so the wait loses nothing."""
         try:
-            self.proc.wait(timeout=5.0)  # a closed channel comes a moment before the exit status
+            self.proc.wait(timeout=_EXIT_WAIT_S)
         except subprocess.TimeoutExpired:
             return
         if oom_killed(self.proc.returncode, self.oom_before):
             raise JudgeOutOfMemory(self.peak or None)
+
+    def _exit_note(self) -> str:
+        """How the judge ended, for an infra_error: 'exited with status N', 'was killed by SIGKILL', or
+        'did not exit' (still running after the wait)."""
+        rc = self.proc.poll()
+        if rc is None:
+            return f"did not exit within {_EXIT_WAIT_S:g} s"
+        if rc < 0:
+            try:
+                return f"was killed by {signal.Signals(-rc).name}"
+            except ValueError:
+                return f"was killed by signal {-rc}"
+        return f"exited with status {rc}"
 
     def _tail(self) -> str:
         try:

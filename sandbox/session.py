@@ -129,6 +129,9 @@ class Session:
     def __init__(self, state: ProblemState, runner: RunnerProcess, eager: Any, config: SandboxConfig,
                  device: torch.device, flush: Flusher, clock_calls: int = 0, ref_ms: float | None = None) -> None:
         self.clock_calls = clock_calls
+        # calls without the pad on each side: the audit's judge clock needs clock_calls of them; every CUDA
+        # evaluation takes config.launch_calls for its launch-inclusive time (the same calls serve both)
+        self.unpadded = max(clock_calls, config.launch_calls if config.is_cuda else 0)
         # the reference's median call (ms) when the problem was prepared: what too_slow compares with
         self.ref_ms = ref_ms
         self.slow_calls = 0
@@ -181,7 +184,8 @@ class Session:
         self._acc("calls_device", res.ms / 1e3)
         if self.config.is_cuda:  # no pad is queued on the CPU
             self._acc("calls_pad", pad / 1e3)
-        self.pad.saw(res.host_ms, res.covered)
+        if pad_ms is None:  # a call without the pad (the clock phase) is uncovered on purpose
+            self.pad.saw(res.host_ms, res.covered)
         t0 = time.perf_counter()
         draw = self.state.draws[key]
         truth = self._truth(key)
@@ -295,7 +299,7 @@ class Session:
             self._timed_phase("timing", self._timing)
             if self.config.is_cuda and self._side_suspect():
                 self._timed_phase("retime", self._retime)
-            if self.clock_calls and self.eager is not None:
+            if self.unpadded and self.eager is not None:
                 self._timed_phase("clock", self._clock)
             if self.config.profile:
                 self._timed_phase("profile", lambda: self.call(self.state.pool[0], "profile", op="profile"))
@@ -442,7 +446,9 @@ class Session:
         return best * 1e3
 
     def _clock(self) -> None:
-        """Calls without the GPU pad, candidate and reference alternating, timed by the judge's own clock.
+        """Calls without the GPU pad, candidate and reference alternating, timed by the judge's own clock
+        and by each runner's events (which, with the GPU idle when the call starts, count the host's launch
+        work: KernelBench's timer; the launch-inclusive time in verdict.py).
 
         The same runner code serves both, so what the judge's clock adds to a call (channel, flush,
         checks) is the same on both sides and is read off the reference, whose own times are trusted;
@@ -450,7 +456,7 @@ class Session:
         (`_staging_cost`, taken off in audit.judge_clock_speedup).
         """
         pool = self.state.pool
-        for i in range(self.clock_calls):
+        for i in range(self.unpadded):
             key = pool[i % len(pool)]
             c = self.call(key, "clock", pad_ms=0.0, noflush=True)  # the judge has flushed; nothing else runs
             if c.miss is not None:

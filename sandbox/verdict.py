@@ -218,6 +218,10 @@ def first_launch_s(facts: Facts) -> float:
     return max(0.0, calls[0] - typical) / 1e3
 
 
+# KernelBench's timer: the events see the host's launch work, since the GPU is idle when the call starts
+LAUNCH_METHOD = "judge-driven calls: cuda_events+idle_gpu_at_start+l2_flush(judge)+rotated_inputs"
+
+
 def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: ReferenceSummary,
              state: ProblemState, facts: Facts, t0: float) -> Evaluation:
     from kevolve.sandbox.judge import _method
@@ -236,6 +240,11 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: 
     timed = counted_times(facts, config)
     timing = stats(timed, _method(config), facts.ledger.walls("timed") if config.is_cuda else None) if timed else None
     ref_timing = stats(facts.ref_ms, _method(config) + "+interleaved") if facts.ref_ms else summary.eager
+    launch = ref_launch = None
+    if config.is_cuda and facts.clock:  # the clock phase's calls: GPU idle at each start (session._clock)
+        launch = stats([c[1] for c in facts.clock], LAUNCH_METHOD)
+        ref_launch = stats([c[3] for c in facts.clock], LAUNCH_METHOD + "+interleaved")
+    common["launch_timing"], common["ref_launch_timing"] = launch, ref_launch
     prof = facts.profile.profile if facts.profile else None
     checks = _checks(facts)
     log = facts.stop.log if facts.stop else ""
@@ -256,4 +265,4 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: 
                       timing=timing, ref_timing=ref_timing, profile=prof, wall_s=time.monotonic() - t0, **common)
 
 
-__all__ = ["assemble", "custom_kernel_rule", "infra"]
+__all__ = ["LAUNCH_METHOD", "assemble", "custom_kernel_rule", "infra"]

@@ -9,13 +9,16 @@ Per module, medians over --calls calls:
           host launches, so launch overhead counts);
   host    the call's host time with the GPU queue pre-filled by a sleep kernel (launch overhead alone);
   device  CUDA events around the call with the queue pre-filled (kevolve's timer: launch overhead hidden).
-Prints one line per module and the candidate's speedup by each timer; --profile N adds where the
-candidate's host time goes (cProfile over N calls, the queue pre-filled). Needs a CUDA device.
+Prints one line per module and the candidate's speedup by each timer, and the Python garbage
+collections that ran during each module's calls (count by generation, total ms); --no-gc measures with
+the collector off; --profile N adds where the candidate's host time goes (cProfile over N calls, the
+queue pre-filled). Needs a CUDA device.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import statistics
 import sys
@@ -30,6 +33,30 @@ def load(path: str, name: str):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+class GcWatch:
+    """Collections by generation and their total time while it is on (gc.callbacks)."""
+
+    def __init__(self) -> None:
+        self.counts, self.ms, self._t0 = [0, 0, 0], 0.0, 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.counts[info["generation"]] += 1
+            self.ms += (time.perf_counter() - self._t0) * 1e3
+
+    def __enter__(self) -> "GcWatch":
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+    def __str__(self) -> str:
+        return f"gc {'/'.join(map(str, self.counts))} collections, {self.ms:.2f} ms"
 
 
 def measure(fn, inputs, calls: int) -> dict[str, float]:
@@ -70,6 +97,7 @@ def main() -> None:
     ap.add_argument("candidate")
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--profile", type=int, default=0, metavar="N")
+    ap.add_argument("--no-gc", action="store_true", help="measure with Python's garbage collector off")
     a = ap.parse_args()
     import torch
 
@@ -83,10 +111,15 @@ def main() -> None:
     with torch.no_grad():
         ref = prob.Model(*init).cuda().eval()
         new = cand.ModelNew(*init).cuda().eval()
-        r = measure(ref, inputs, a.calls)
-        c = measure(new, inputs, a.calls)
-    for name, m in (("eager", r), ("candidate", c)):
-        print(f"{name:10} " + "  ".join(f"{k} {v:.4f} ms" for k, v in m.items()))
+        if a.no_gc:
+            gc.collect()
+            gc.disable()
+        with GcWatch() as gr:
+            r = measure(ref, inputs, a.calls)
+        with GcWatch() as gcand:
+            c = measure(new, inputs, a.calls)
+    for name, m, w in (("eager", r, gr), ("candidate", c, gcand)):
+        print(f"{name:10} " + "  ".join(f"{k} {v:.4f} ms" for k, v in m.items()) + f"  ({w})")
     print("speedup    " + "  ".join(f"{k} {r[k] / c[k]:.3f}x" for k in ("e2e", "kb", "device")))
     if a.profile:
         import cProfile

@@ -36,7 +36,8 @@ class Trial:
 
     @property
     def fitness(self) -> float:
-        return self.evaluation.speedup or 0.0
+        """Evaluation.fitness: the speedup, or the launch-inclusive one where that is lower."""
+        return self.evaluation.fitness
 
     @property
     def roofline(self) -> float | None:
@@ -190,7 +191,8 @@ def search(plans: Plan | Sequence[Plan], evaluate: Callable[[str], Evaluation], 
         result.trials.append(Trial(params=params, source=src, evaluation=ev, technique=plan.technique))
         queue[:0] = [(plan, c) for c in _precision_fallback(plan, result.trials[-1], seen)]
         log.info("%s: trial %d [%s] %s %s", plan.problem.name, len(result.trials), plan.technique, ev.outcome.value,
-                 f"{ev.speedup:.2f}x" if ev.speedup else ev.reason[:100])
+                 (f"{ev.speedup:.2f}x" + ("" if ev.speedup_launch is None else f" ({ev.speedup_launch:.2f}x launch work counted)"))
+                 if ev.speedup else ev.reason[:100])
     result.stopped = why
     log.info("%s: search stopped (%s)", variants[0].problem.name, why)
     return result

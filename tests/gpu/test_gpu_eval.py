@@ -43,6 +43,21 @@ def test_honest_cupy_kernel_is_accepted_with_a_custom_kernel_listed(sandbox, con
     assert ev.timing.median_ms > 0 and ev.ref_timing.median_ms > 0
 
 
+def test_launch_work_counts_in_the_launch_inclusive_speedup_the_search_ranks_by(sandbox, config) -> None:
+    """Every CUDA evaluation times launch_calls calls per side with the GPU idle at their start. A ReLU in
+    64 launches has a device time near eager's but ~1 ms of host work a call: the padded timer hides it,
+    the launch-inclusive one does not, and the fitness is the lower of the two."""
+    chunked = evaluate(sandbox, config, "relu_cupy_chunked")
+    assert chunked.outcome is Outcome.OK, chunked.reason
+    assert chunked.launch_timing.trials == config.launch_calls == chunked.ref_launch_timing.trials
+    assert chunked.speedup_launch < 0.5 * chunked.speedup, (chunked.speedup, chunked.speedup_launch)
+    assert chunked.fitness == chunked.speedup_launch
+    one = evaluate(sandbox, config, "relu_cupy")  # the same kernel, one launch
+    assert one.outcome is Outcome.OK, one.reason
+    assert one.speedup_launch > 4 * chunked.speedup_launch, (one.speedup, one.speedup_launch, chunked.speedup,
+                                                            chunked.speedup_launch)
+
+
 def test_honest_load_inline_kernel_is_accepted(sandbox, config) -> None:
     ev = evaluate(sandbox, config, "relu_inline")
     assert ev.outcome is Outcome.OK, ev.reason + ev.log_tail[-2000:]

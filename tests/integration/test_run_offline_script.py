@@ -31,16 +31,20 @@ def test_sample_spreads_over_the_level():
 
 def test_summary_counts_solved_share_and_geomeans(tmp_path):
     s = _script()
-    rows = [{"level": 2, "status": "solved", "speedup": 2.0, "speedup_vs_compile": 1.0, "device": "H100"},
-            {"level": 2, "status": "solved", "speedup": 0.5, "speedup_vs_compile": 0.25, "device": "H100"},
+    rows = [{"level": 2, "status": "solved", "speedup": 2.0, "speedup_vs_compile": 1.0, "device": "H100",
+             "speedup_launch": 1.6, "device_pick": {"speedup": 2.5, "speedup_launch": 0.9, "same": False}},
+            {"level": 2, "status": "solved", "speedup": 0.5, "speedup_vs_compile": 0.25, "device": "H100",
+             "speedup_launch": 0.4, "device_pick": {"speedup": 0.5, "speedup_launch": 0.4, "same": True}},
             {"level": 2, "status": "failed", "reason": "incorrect: x"},
             {"level": 2, "status": "no_candidate", "reason": "nothing_to_fuse: conv"}]
     for i, r in enumerate(rows):
         (tmp_path / f"L2_{i}.json").write_text(json.dumps(r))
     out = s.summarize(tmp_path, [2])
-    assert "| 2 | 4 | 2 | 50% | 1 | 1.00x | 0.50x | H100 |" in out
+    assert "| 2 | 4 | 2 | 50% | 1 | 1.00x | 0.50x | 0.80x | H100 |" in out
     assert "failed: incorrect (1)" in out and "no_candidate: nothing_to_fuse (1)" in out
-    assert out.splitlines()[-4].startswith("| L2_? | solved | - | - | 2.00x | 1.00x | - |")  # per-problem table last; no settings recorded
+    # per-problem table last; no settings recorded; what ranking by device time alone would have kept
+    assert out.splitlines()[-4].startswith("| L2_? | solved | - | - | 2.00x | 1.00x | 1.60x | 2.50x / 0.90x | - |")
+    assert out.splitlines()[-3].startswith("| L2_? | solved | - | - | 0.50x | 0.25x | 0.40x | same | - |")
 
 
 def test_cpu_run_writes_results_and_resumes(tmp_path, capsys):

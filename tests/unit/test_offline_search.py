@@ -76,6 +76,33 @@ def test_search_improves_on_the_defaults():
     assert len({repr(t.params) for t in res.trials}) == 12  # never the same parameters twice
 
 
+def test_search_ranks_by_the_lower_of_the_device_and_launch_inclusive_speedups():
+    """Larger blocks: faster on the device, but (in this fake) more host work per launch, which only the
+    launch-inclusive time sees. The best is the best of the lower speedup, not the fastest device time."""
+    p = plan(load_problem(FIXTURES / "linear_gelu_softmax.py"))
+
+    def verdict(src: str) -> Evaluation:
+        block = decode(src)[0].block
+        ev = fake_verdict(src, p.problem.id)
+        return ev.model_copy(update={"launch_timing": _timing(0.2 + block / 1024), "ref_launch_timing": _timing(1.0)})
+
+    res = search(p, verdict, budget=12, seed=0)
+    ok = [t for t in res.trials if t.evaluation.ok]
+    best = res.best
+    assert best is not None
+    assert best.fitness == max(t.fitness for t in ok)
+    assert best.fitness == min(best.evaluation.speedup, best.evaluation.speedup_launch)
+    assert max(t.evaluation.speedup for t in ok) > best.evaluation.speedup  # a faster device time lost on launch work
+    no_launch = fake_verdict(best.source, p.problem.id)
+    assert no_launch.speedup_launch is None and no_launch.fitness == no_launch.speedup
+    failed = no_launch.model_copy(update={"outcome": Outcome.INCORRECT, "launch_timing": _timing(0.1),
+                                          "ref_launch_timing": _timing(1.0)})
+    assert failed.fitness == 0.0 and failed.speedup_launch is None
+    js = best.evaluation.to_json_dict()
+    assert js["speedup_launch"] == best.evaluation.speedup_launch and js["fitness"] == best.fitness
+    assert js["launch_timing"]["median_ms"] == best.evaluation.launch_timing.median_ms
+
+
 def test_search_tries_split_rows_first_when_rows_are_few():
     p = plan(load_problem(FIXTURES / "mse_loss.py"))  # one row: the whole tensor
     res = search(p, lambda src: fake_verdict(src, p.problem.id), budget=2)

@@ -242,3 +242,20 @@ def test_the_image_source_is_found_in_an_installed_wheel_as_in_the_checkout(tmp_
     digest, where = out.stdout.split()
     assert Path(where) == (site / "kevolve" / "sandbox").resolve()
     assert digest == source_hash()
+
+
+def test_a_judge_killed_before_it_answers_is_lost_with_how_it_died(tmp_path) -> None:  # noqa: ANN001
+    # A real judge process, ended by a signal kevolve did not send: the infra_error says so (it used to say
+    # only "peer closed", with the judge's last log line, which was an unrelated warning).
+    import signal
+
+    from kevolve.sandbox.local import JudgeClient, JudgeLost
+
+    j = JudgeClient("cpu", root=tmp_path, spares=0)
+    try:
+        os.kill(j.proc.pid, signal.SIGKILL)
+        j.proc.wait(timeout=30)
+        with pytest.raises(JudgeLost, match=r"the judge .*was killed by SIGKILL"):
+            j.request({"op": "shutdown"}, 10.0)
+    finally:
+        j.close()
