@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -96,14 +97,25 @@ def _free_device_bytes(device: torch.device) -> int:
     return free
 
 
+def pinned_bytes(xs: list[Any]) -> int:
+    """Host memory `_pinned` copies of these tensors take: PyTorch's pinned-memory allocator rounds each
+    block up to a power of two (a 6.4 GB tensor holds 8 GiB) and keeps freed blocks for reuse."""
+    return sum(1 << max(0, (n - 1).bit_length()) for t in xs if isinstance(t, torch.Tensor)
+               and (n := t.numel() * t.element_size()) > 0)
+
+
 def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scratch: Path,
-            memory_limit: int | None = None) -> ProblemState:
+            memory_limit: int | None = None, make_room: Callable[[int], None] | None = None) -> ProblemState:
     """Load the problem, draw every input set, compute eager output and float64 truth for each.
 
     Raises StageError('problem_error') for a problem that is itself broken, and one whose reason is
     `memory_limit: …` for a problem whose data would not fit in `memory_limit` bytes of host memory
     (checked before anything problem-sized is allocated where the shapes can be had on the meta device,
     else on the first draw, before its float64 truth). A problem that fits with fewer draws gets fewer.
+
+    `make_room(nbytes)`: called when the draws are to be kept in host memory (too large for the device's
+    share), with the pinned host memory they will take, before any of it is allocated: the judge then
+    lets go of other problems' host copies if the machine has no room for both.
     """
     t0 = time.perf_counter()
     try:
@@ -155,13 +167,23 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
             residency = _residency(x, y, len(plan) + 1, device)
             if residency == "host":  # too large to keep every draw: two plain, one shifted, one fresh
                 plan = [p for p in plan if p.key in ("d1", "negate", "f0")]
+                if make_room is not None:
+                    make_room((len(plan) + 1) * (pinned_bytes(x) + pinned_bytes(y)))
         t1 = time.perf_counter()
         y64 = f64(x)
         if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
             y64 = None
-        y64 = None if y64 is None else [t.to(device) for t in y64]
-        errs = eager_errors(y, y64)
-        truth = truth_of(y, y64)
+        if y64 is not None and any(t.device.type != device.type for t in y64):
+            # computed on the CPU (no float64 kernel on the device, or no room there): compared there, and only
+            # the rounded truth goes to the device. Moving the float64 result first ran a 7.5 GB-a-tensor
+            # InstanceNorm's judge out of device memory (14 GiB asked, H100, 2026-11-25).
+            y_cpu = [t.cpu() for t in y]
+            errs = eager_errors(y_cpu, y64)
+            truth = [t.to(device) for t in truth_of(y_cpu, y64)]
+            del y_cpu
+        else:
+            errs = eager_errors(y, y64)
+            truth = truth_of(y, y64)
         if residency == "host":
             x, truth = _pinned(x), _pinned(truth)
         report = DrawReport(key=d.key, finite=finite, eager_err=errs,
@@ -248,4 +270,5 @@ def _residency(x: list[Any], y: list[torch.Tensor], n: int, device: torch.device
     return "device" if n * per <= _DEVICE_SHARE * _free_device_bytes(device) else "host"
 
 
-__all__ = ["DrawData", "FRESH", "ProblemState", "fit_draws", "fresh_draws", "judge_bytes", "make_draws", "prepare"]
+__all__ = ["DrawData", "FRESH", "ProblemState", "fit_draws", "fresh_draws", "judge_bytes", "make_draws", "pinned_bytes",
+           "prepare"]

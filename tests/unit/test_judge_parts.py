@@ -233,3 +233,51 @@ def test_the_pad_forgets_a_slow_first_call_but_not_a_slow_host() -> None:
     assert abs(pad() - (2 * 0.04 + 0.05)) < 1e-9
     pad.saw(3.0)  # a host side that stays slow is seen again at once
     assert abs(pad() - 6.05) < 1e-9
+
+
+def test_pinned_bytes_round_each_tensor_up_to_a_power_of_two() -> None:
+    from kevolve.sandbox.oracle import pinned_bytes
+
+    meta = lambda *shape: torch.empty(*shape, device="meta")  # noqa: E731 - sizes without memory
+    relu_l1 = meta(4096, 393216)  # KernelBench L1 #19's input: 6.4 GB of float32
+    assert pinned_bytes([relu_l1]) == 8 * 2**30
+    assert pinned_bytes([meta(1024), meta(0), 3, meta(1000)]) == 4096 + 4096  # 4000 bytes: a 4 KiB block
+
+
+def test_a_problem_pinning_its_draws_lets_go_of_older_host_copies_only_when_memory_is_short(monkeypatch) -> None:  # noqa: ANN001
+    from types import SimpleNamespace
+
+    import kevolve.sandbox.memory as memory
+    from kevolve.sandbox.judge import Judge
+
+    closed: list[str] = []
+    judge = Judge("cpu")
+
+    def cache(*names_residency: tuple[str, str]) -> None:
+        for name, where in names_residency:
+            eager = SimpleNamespace(close=lambda name=name: closed.append(name))
+            judge.problems[(name, 0, 5)] = (SimpleNamespace(residency=where), eager, None)
+
+    cache(("old_host", "host"), ("small", "device"), ("new_host", "host"))
+    monkeypatch.setattr(memory, "available_bytes", lambda: 100 * 2**30)
+    judge._make_room(64 * 2**30)  # room for it and a quarter more: nothing dropped
+    assert closed == [] and len(judge.problems) == 3
+    free = iter([60 * 2**30, 90 * 2**30])  # short before the first drop, enough after it
+    monkeypatch.setattr(memory, "available_bytes", lambda: next(free))
+    judge._make_room(64 * 2**30)
+    assert closed == ["old_host"] and [k[0] for k in judge.problems] == ["small", "new_host"]
+    monkeypatch.setattr(memory, "available_bytes", lambda: None)  # unknown: never keep two host copies
+    judge._make_room(1)
+    assert closed == ["old_host", "new_host"] and [k[0] for k in judge.problems] == ["small"]
+
+
+def test_a_judge_failure_names_kevolves_innermost_frame() -> None:
+    from kevolve.sandbox.judge import _where
+    from kevolve.sandbox.oracle import pinned_bytes
+
+    try:
+        pinned_bytes(None)  # type: ignore[arg-type]
+    except TypeError as e:
+        where = _where(e)
+    assert where.startswith(" at sandbox/oracle.py:") and where.endswith(" in pinned_bytes"), where
+    assert _where(ValueError("never raised")) == ""
