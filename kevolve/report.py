@@ -26,10 +26,10 @@ def print_evaluation(ev: Evaluation) -> None:
     if ev.speedup is not None:
         vs_c = f", {ev.speedup_vs_compile:.2f}x vs torch.compile" if ev.speedup_vs_compile else ""
         table.add_row("speedup", f"{ev.speedup:.2f}x vs eager{vs_c}")
-    if ev.speedup_launch is not None:
-        table.add_row("launch work counted", f"{ev.speedup_launch:.2f}x vs eager  [dim]{ev.launch_timing.median_ms:.4f} ms against "  # type: ignore[union-attr]
-                      f"{ev.ref_launch_timing.median_ms:.4f} ms, the GPU idle at each call's start "  # type: ignore[union-attr]
-                      f"(KernelBench's timer)[/]")
+    lt, rt = ev.launch_timing, ev.ref_launch_timing
+    if ev.speedup_launch is not None and lt is not None and rt is not None:
+        table.add_row("launch work counted", f"{ev.speedup_launch:.2f}x vs eager  [dim]{lt.median_ms:.4f} ms against "
+                      f"{rt.median_ms:.4f} ms, the GPU idle at each call's start (KernelBench's timer)[/]")
     table.add_row("device", ev.device)
     table.add_row("phases", ", ".join(f"{k} {v:.1f}s" for k, v in ev.phase_s.items()))
     con.print(table)

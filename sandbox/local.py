@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 _EXIT_WAIT_S = 30.0  # seconds to wait for a lost judge's exit status (JudgeClient._raise_if_oom)
 
+
 class JudgeLost(Exception):
     """The judge process died or stopped answering (the machine's fault, retried by callers)."""
 
