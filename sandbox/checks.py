@@ -26,8 +26,23 @@ def fingerprint(ts: list[torch.Tensor]) -> tuple[int, ...]:
             continue
         b = t.detach().contiguous().view(torch.uint8).reshape(-1)
         v = b.view(torch.int32) if b.numel() % 4 == 0 else b
-        out += [t.numel(), int(v.sum(dtype=torch.int64)), int(v[::7].sum(dtype=torch.int64)), int(v[-1])]
+        out += [t.numel(), *_sums(v), int(v[-1])]
     return tuple(out)
+
+
+_PRINT_CHUNK = 7 << 22  # words per step (a multiple of 7): a 7 GiB output is not widened to a 14 GiB int64 copy
+
+
+def _sums(v: torch.Tensor, chunk: int = _PRINT_CHUNK) -> tuple[int, int]:
+    """(sum of the words, sum of every 7th word) in int64, `chunk` words at a time; one host sync.
+    Summing the whole view with dtype=int64 made an int64 copy of it: KernelBench's 7.5 GB InstanceNorm
+    output asked for 14 GiB more on an H100 whose judge already held the draws (2026-11-25)."""
+    acc = torch.zeros(2, dtype=torch.int64, device=v.device)
+    for s in range(0, v.numel(), chunk):
+        c = v[s:s + chunk]
+        acc += torch.stack([c.sum(dtype=torch.int64), c[::7].sum(dtype=torch.int64)])
+    a, b = acc.tolist()
+    return int(a), int(b)
 
 
 def intact(slot: list[Any], pristine: list[Any]) -> int | None:

@@ -173,17 +173,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         y64 = f64(x)
         if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
             y64 = None
-        if y64 is not None and any(t.device.type != device.type for t in y64):
-            # computed on the CPU (no float64 kernel on the device, or no room there): compared there, and only
-            # the rounded truth goes to the device. Moving the float64 result first ran a 7.5 GB-a-tensor
-            # InstanceNorm's judge out of device memory (14 GiB asked, H100, 2026-11-25).
-            y_cpu = [t.cpu() for t in y]
-            errs = eager_errors(y_cpu, y64)
-            truth = [t.to(device) for t in truth_of(y_cpu, y64)]
-            del y_cpu
-        else:
-            errs = eager_errors(y, y64)
-            truth = truth_of(y, y64)
+        errs, truth = _errors_and_truth(y, y64, device)
         if residency == "host":
             x, truth = _pinned(x), _pinned(truth)
         report = DrawReport(key=d.key, finite=finite, eager_err=errs,
@@ -201,6 +191,29 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         torch.cuda.empty_cache()
     return ProblemState(problem, seed, module, init_args, draws, unusable, specs, residency, min_bytes, flops,
                         {"reference_outputs": time.perf_counter() - t0, **spent})
+
+
+def _errors_and_truth(y: list[torch.Tensor], y64: list[torch.Tensor] | None, device: torch.device,
+                      ) -> tuple[tuple[tuple[float, float], ...], list[torch.Tensor]]:
+    """Eager's error against the float64 result, and the truth (rounded to the outputs' dtypes, on `device`).
+
+    Compared where the float64 result is; on the CPU when it was computed there (no float64 kernel on the
+    device, or no room), or when the comparison itself finds no room on the device (KernelBench L1 87's
+    8.6 GB output: its 17 GB float64 result fit, the comparison's mask did not; H100, 2026-11-25). Only the
+    rounded truth goes to the device: moving the float64 result first ran a 7.5 GB-a-tensor InstanceNorm's
+    judge out of device memory."""
+    if y64 is not None and all(t.device.type == device.type for t in y64):
+        try:
+            return eager_errors(y, y64), truth_of(y, y64)
+        except torch.OutOfMemoryError:
+            pass
+        y64[:] = [t.cpu() for t in y64]  # in place: the caller's list lets go of the device copies
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    if y64 is None:
+        return eager_errors(y, y64), truth_of(y, y64)
+    y_cpu = [t.cpu() for t in y]
+    return eager_errors(y_cpu, y64), [t.to(device) for t in truth_of(y_cpu, y64)]
 
 
 _FEW = ("d0", "d1", "negate", "f0")  # the draws kept when all of them do not fit: two plain, one shifted, one fresh

@@ -73,6 +73,17 @@ def test_fingerprints_tell_bits_apart_and_equal_bits_together() -> None:
     assert fingerprint([x]) != fingerprint([y])
 
 
+def test_fingerprint_sums_in_steps_equal_one_whole_sum() -> None:
+    # the print is summed a bounded number of words at a time (no int64 copy of a 7 GiB output); the steps
+    # must give the whole sums exactly, every 7th word included, whatever the length against the step
+    from kevolve.sandbox.checks import _sums
+
+    for n in (1, 6, 7, 8, 69, 70, 71, 1000):
+        v = torch.randint(-2**31, 2**31 - 1, (n,), dtype=torch.int32)
+        whole = (int(v.sum(dtype=torch.int64)), int(v[::7].sum(dtype=torch.int64)))
+        assert _sums(v, chunk=14) == whole == _sums(v)
+
+
 def _call(n: int, key: str, phase: str, out: torch.Tensor, truth: torch.Tensor):  # noqa: ANN202
     from kevolve.sandbox.checks import check_call
 
@@ -281,3 +292,28 @@ def test_a_judge_failure_names_kevolves_innermost_frame() -> None:
         where = _where(e)
     assert where.startswith(" at sandbox/oracle.py:") and where.endswith(" in pinned_bytes"), where
     assert _where(ValueError("never raised")) == ""
+
+
+def test_a_comparison_with_no_room_on_the_device_is_done_on_the_cpu(monkeypatch) -> None:
+    # KernelBench L1 87 on the H100: the float64 result fit on the device, the comparison's mask did not;
+    # the judge failed (infra_error). Now the float64 result moves to the host (the caller's list lets go
+    # of the device copies) and the comparison runs there, with the same numbers as without the shortage.
+    from kevolve.sandbox import oracle
+    from kevolve.sandbox.reference import eager_errors
+
+    y = [torch.randn(64, 33)]
+    y64 = [y[0].double() + 1e-6]
+    want = eager_errors(y, y64)
+    calls = []
+
+    def short_once(a, b):  # noqa: ANN001, ANN202
+        calls.append(b[0].device.type)
+        if len(calls) == 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return eager_errors(a, b)
+
+    monkeypatch.setattr(oracle, "eager_errors", short_once)
+    held = y64
+    errs, truth = oracle._errors_and_truth(y, y64, torch.device("cpu"))
+    assert errs == want and len(calls) == 2
+    assert torch.equal(truth[0], y64[0].float()) and held[0].dtype == torch.float64 and held is y64
