@@ -29,6 +29,7 @@ from pathlib import Path  # noqa: E402
 import torch  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "offline"
+TRITON_KINDS = ("mm", "tconv")
 
 
 def reference(problem, seed: int = 0):
@@ -62,7 +63,7 @@ def check(name: str) -> list[float]:
         model, inputs = reference(p.problem)
         with torch.no_grad():
             want = model(*inputs)
-        kernels = {k: ns[f"_kv_launch_{k}"] for k, f in enumerate(p.fused) if f.group.kind == "mm"}
+        kernels = {k: ns[f"_kv_launch_{k}"] for k, f in enumerate(p.fused) if f.group.kind in TRITON_KINDS}
         with torch.no_grad():
             got = run_plan(p, model, inputs, kernels)
         errs.append(float((got - want).abs().max()) if got.shape == want.shape else float("inf"))
@@ -75,7 +76,7 @@ def compiled(name: str) -> list[str]:
     from dataclasses import replace
 
     from kevolve.agent.offline.generate import plans
-    from kevolve.agent.offline.triton_mm import compile_for
+    from kevolve.agent.offline import triton_conv, triton_mm
     from kevolve.contract import load_problem
 
     p = [v for v in plans(load_problem(FIXTURES / f"{name}.py")) if v.technique == "triton_mm"][0]
@@ -90,8 +91,9 @@ def compiled(name: str) -> list[str]:
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
             for k, (fz, q) in enumerate(zip(p.fused, params)):
-                if fz.group.kind == "mm":
-                    ptx = compile_for(getattr(mod, f"kv_mm_{k}"), fz.group, q)["ptx"]
+                if fz.group.kind in TRITON_KINDS:
+                    kmod = triton_mm if fz.group.kind == "mm" else triton_conv
+                    ptx = kmod.compile_for(getattr(mod, f"kv_{fz.group.kind}_{k}"), fz.group, q)["ptx"]
                     out.append("wgmma" if "wgmma" in ptx else "mma" if "mma.sync" in ptx else "fma")
     return out
 

@@ -131,6 +131,10 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
         from kevolve.agent.offline import triton_mm
 
         return triton_mm.launcher_source(fz, k, name, p)
+    if g.kind == "tconv":
+        from kevolve.agent.offline import triton_conv
+
+        return triton_conv.launcher_source(fz, k, name, p)
     if g.kind == "gemm":
         from kevolve.agent.offline.gemm import gemm_launcher
 
@@ -239,17 +243,21 @@ def _globals_block(glb: dict[str, Any], launchers: dict[str, str]) -> list[str]:
 
 
 def _kernel_name(fz: Fused, k: int) -> str:
-    return f"kv_mm_{k}" if fz.group.kind == "mm" else f"kv_fused_{k}"
+    return f"kv_{fz.group.kind}_{k}" if fz.group.kind in TRITON_KINDS else f"kv_fused_{k}"
+
+
+TRITON_KINDS = ("mm", "tconv")
+"""group kinds whose kernels are Triton's (the rest are CUDA text compiled by NVRTC through CuPy)"""
 
 
 def _kernel_parts(fused: list[Fused], names: list[str], params: list[KernelParams]) -> list[str]:
     """Module-level parts holding the kernels: CuPy's CUDA text and runtime, then Triton kernels."""
-    from kevolve.agent.offline import triton_mm
+    from kevolve.agent.offline import triton_conv, triton_mm
 
-    cuda = [s for fz, n, p in zip(fused, names, params, strict=True) if fz.group.kind != "mm"
+    cuda = [s for fz, n, p in zip(fused, names, params, strict=True) if fz.group.kind not in TRITON_KINDS
             for s in kernel_source(fz, n, p)]
-    tri = [triton_mm.kernel_source(n, fz.group, p) for fz, n, p in zip(fused, names, params, strict=True)
-           if fz.group.kind == "mm"]
+    tri = [(triton_mm if fz.group.kind == "mm" else triton_conv).kernel_source(n, fz.group, p)
+           for fz, n, p in zip(fused, names, params, strict=True) if fz.group.kind in TRITON_KINDS]
     parts = ["_KV_SRC = r'''" + "\n".join([PRELUDE, *cuda]) + "'''", _RUNTIME] if cuda else []
     return parts + tri
 
@@ -273,8 +281,8 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
         methods = ["    " + header, *("    " + g for g in guards), *("    " + ln for ln in body)]
     cls = ["class ModelNew(Model):", doc, "", *_constants_init(traced), *methods]
     desc = "; ".join(fz.group.describe() for fz in fused)
-    uses_cuda = any(fz.group.kind != "mm" for fz in fused)
-    uses_triton = any(fz.group.kind == "mm" for fz in fused)
+    uses_cuda = any(fz.group.kind not in TRITON_KINDS for fz in fused)
+    uses_triton = any(fz.group.kind in TRITON_KINDS for fz in fused)
     imports = (["import cupy as cp"] if uses_cuda else []) + ["import torch"] + (
         ["import triton\nimport triton.language as tl"] if uses_triton else [])
     parts = [f'"""kevolve offline candidate: {len(fused)} fused kernel(s) ({desc})."""',

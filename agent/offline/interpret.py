@@ -38,6 +38,8 @@ def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
         return torch.matmul(a, b).reshape(group.out_shape)
     if group.kind == "mm":
         return _run_mm(group, leaves)
+    if group.kind == "tconv":
+        return _run_tconv(group, leaves)
     if group.kind != "fused":
         from kevolve.agent.offline.direct import registry
 
@@ -86,6 +88,21 @@ def _run_mm(group: Group, args: list[torch.Tensor]) -> torch.Tensor:
     rest = list(args[spec.operands:])
     leaves = rest[:spec.mm_leaf] + [prod] + rest[spec.mm_leaf:]
     return run_group(replace(group, kind="fused", gemm=None, spec=None), leaves)
+
+
+def _run_tconv(group: Group, args: list[torch.Tensor]) -> torch.Tensor:
+    """A `tconv` group: the convolution (its operands first), then the epilogue with it as its leaf."""
+    from dataclasses import replace
+
+    from kevolve.agent.offline.triton_conv import conv_output
+
+    spec = group.spec
+    conv = conv_output(group, args[:spec.operands])
+    if spec.conv_leaf < 0:
+        return conv.reshape(group.out_shape)
+    rest = list(args[spec.operands:])
+    leaves = rest[:spec.conv_leaf] + [conv] + rest[spec.conv_leaf:]
+    return run_group(replace(group, kind="fused", spec=None), leaves)
 
 
 def run_plan(plan: Plan, model: torch.nn.Module, inputs: list[torch.Tensor],

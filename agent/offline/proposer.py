@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from kevolve.agent.llm.base import Completion, Message, NonRetryableLLMError
 from kevolve.agent.offline.generate import Plan, plans
-from kevolve.agent.offline.space import KernelParams, crossover, decode, decode_technique, mutate
+from kevolve.agent.offline.space import KernelParams, crossover, decode, decode_technique, more_precise, mutate
 from kevolve.agent.offline.trace import TraceError
 from kevolve.agent.state import Job, Trial
 from kevolve.records import Origin, Problem
@@ -98,16 +98,14 @@ class OfflineProposer:
         return self.choose(parent_sources)[1]
 
     def repair(self, parent_sources: Sequence[str]) -> tuple[Plan, list[KernelParams]] | None:
-        """A failed parent whose Triton products ran in tf32x3, again with ieee fp32 products (the repair
-        that most often fixes an `incorrect` product); None when there is no such parent."""
-        from dataclasses import replace
-
+        """A failed parent with Triton products, again with them one precision more exact (tf32 -> tf32x3 ->
+        ieee fp32: the repair that most often fixes an `incorrect` product); None when there is no such parent."""
         for src in parent_sources:
             v = next((v for v in self.plans() if v.technique == decode_technique(src)), None)
             got = None if v is None else parent_params([src], self.problem.id, len(v.fused), v.technique)
             if v is None or not got:
                 continue
-            fixed = [replace(p, precision="ieee") if f.group.kind == "mm" else p for p, f in zip(got[0], v.fused)]
+            fixed = [more_precise(p, f.group) for p, f in zip(got[0], v.fused, strict=True)]
             if fixed != got[0]:
                 return v, v.legalize(fixed)
         return None

@@ -25,6 +25,9 @@ TILE_KS = (16, 32, 64)
 WARPS = (4, 8)
 STAGES = (2, 3, 4, 5)
 PRECISIONS = ("tf32x3", "ieee")
+CONV_PRECISIONS = ("tf32", "tf32x3", "ieee")
+"""Triton convolutions ('tconv'): TF32 first, as cuDNN runs PyTorch's float32 convolutions by default"""
+TRITON_KINDS = ("mm", "tconv")
 SMEM_BYTES = 200 * 1024  # an H100 block may use up to 227 KB of shared memory; leave room for the epilogue
 MARK = "# kevolve-offline: "
 _MM_FIELDS = ("tile_m", "tile_n", "tile_k", "warps", "stages", "precision")
@@ -73,6 +76,9 @@ def default_params(group: Group) -> KernelParams:
         return KernelParams(block=256, vec=1, unroll=2)
     if group.kind == "mm":
         return legal(KernelParams(block=256, vec=1), group)
+    if group.kind == "tconv":
+        return legal(KernelParams(block=256, vec=1, tile_m=128, tile_n=64, tile_k=32, warps=4, stages=3,
+                                  precision="tf32"), group)
     if group.kind != "fused":  # direct kernels: a thread per output (per `ilp` output channels for conv)
         return KernelParams(block=256, vec=1, ilp=4 if group.kind == "conv" else 1, waves=8, unroll=1)
     if group.is_pointwise:
@@ -104,6 +110,8 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
         return replace(p, block=256, vec=1, ilp=1, strategy="block", unroll=2 if p.unroll >= 2 else 1)
     if group.kind == "mm":
         return _legal_mm(p, group)
+    if group.kind == "tconv":
+        return _legal_tconv(p, group)
     if group.kind != "fused":
         return replace(p, vec=1, ilp=p.ilp if group.kind == "conv" else 1, strategy="block", block=max(p.block, 64))
     if group.is_pointwise:
@@ -136,14 +144,45 @@ def _legal_mm(p: KernelParams, group: Group) -> KernelParams:
                    block=256, vec=1, ilp=1, strategy="block", unroll=1)
 
 
+def _legal_tconv(p: KernelParams, group: Group) -> KernelParams:
+    """As `_legal_mm` over the convolution's implicit product: rows (batch x output positions), a group's
+    output channels (tiles down to 16, tl.dot's least), depth (its input channels x the window)."""
+    s = group.spec
+    m, n = s.m, s.ocg  # type: ignore[attr-defined]
+    cap = lambda t, size, low: max(low, min(t, 1 << max(4, (size - 1).bit_length())))  # noqa: E731
+    tm, tn = cap(p.tile_m, m, 32), cap(p.tile_n, n, 16)
+    tk = p.tile_k if p.tile_k in TILE_KS else 32
+    warps = p.warps if p.warps in WARPS else 4
+    while tm * tn // (32 * warps) > 128:
+        if warps < 8:
+            warps = 8
+        elif tn >= tm:
+            tn //= 2
+        else:
+            tm //= 2
+    stages = max(2, min(p.stages, SMEM_BYTES // (4 * tk * (tm + tn))))
+    prec = p.precision if p.precision in CONV_PRECISIONS else CONV_PRECISIONS[0]
+    return replace(p, tile_m=tm, tile_n=tn, tile_k=tk, warps=warps, stages=stages, precision=prec,
+                   block=256, vec=1, ilp=1, strategy="block", unroll=1)
+
+
+def more_precise(p: KernelParams, group: Group) -> KernelParams:
+    """The next more exact product precision of a Triton group (tf32 -> tf32x3 -> ieee); `p` otherwise."""
+    if group.kind not in TRITON_KINDS:
+        return p
+    order = CONV_PRECISIONS if group.kind == "tconv" else PRECISIONS
+    i = order.index(p.precision) if p.precision in order else len(order) - 1
+    return replace(p, precision=order[min(i + 1, len(order) - 1)])
+
+
 def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
     """Change one or two settings to a neighbouring value."""
     choices: dict[str, tuple] = {"block": BLOCKS, "waves": WAVES}
     if group.kind == "gemm":
         choices = {"unroll": UNROLLS}
-    elif group.kind == "mm":
+    elif group.kind in TRITON_KINDS:
         choices = {"tile_m": TILES, "tile_n": TILES, "tile_k": TILE_KS, "warps": WARPS, "stages": STAGES,
-                   "precision": PRECISIONS}
+                   "precision": CONV_PRECISIONS if group.kind == "tconv" else PRECISIONS}
     elif group.kind != "fused":
         choices |= {"unroll": UNROLLS} | ({"ilp": ILPS} if group.kind == "conv" else {})
     elif group.is_pointwise:
@@ -165,7 +204,7 @@ def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
 
 def crossover(a: KernelParams, b: KernelParams, group: Group, rng: random.Random) -> KernelParams:
     """Each setting from one parent or the other."""
-    names = [f.name for f in fields(KernelParams) if (f.name in _MM_FIELDS) == (group.kind == "mm")]
+    names = [f.name for f in fields(KernelParams) if (f.name in _MM_FIELDS) == (group.kind in TRITON_KINDS)]
     vals = {n: getattr(a if rng.random() < 0.5 else b, n) for n in names}
     return legal(replace(a, **vals), group)
 
@@ -217,8 +256,8 @@ def decode_technique(source: str) -> str | None:
 
 def describe(p: KernelParams, group: Group) -> str:
     """The settings that matter for this group's kind, in a few words (for reports: 'rows split vec4 u2 1-pass')."""
-    if group.kind == "mm":
-        return f"mm {p.tile_m}x{p.tile_n}x{p.tile_k} {p.precision}"
+    if group.kind in TRITON_KINDS:
+        return f"{group.kind} {p.tile_m}x{p.tile_n}x{p.tile_k} {p.precision}"
     if group.kind != "fused":
         return f"{group.kind} b{p.block}"
     if group.is_pointwise:

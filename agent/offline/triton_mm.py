@@ -138,29 +138,46 @@ def _fuse_one(gm: torch.fx.GraphModule, fz: Fused) -> Fused | None:
 
 
 def triton_groups(gm: torch.fx.GraphModule, fused: list[Fused]) -> list[Fused] | None:
-    """The fused list with every fp32 product made an `mm` group: with the element-wise group after it as
-    its epilogue where there is one, alone otherwise (a row kernel or a library call follows); None when
-    the graph has no product to take over."""
+    """The fused list with every fp32 product made an `mm` group and every convolution a `tconv` group
+    (`triton_conv.py`): with the element-wise group after it as its epilogue where there is one, alone
+    otherwise (a row kernel or a library call follows); None when the graph has no product or convolution
+    to take over."""
+    from kevolve.agent.offline import triton_conv
+
     out, owned = [], set()
     for fz in fused:
         new = None
         if fz.group.kind == "gemm":
             prod = _product(gm, fz.sink)
             new = None if prod is None else _bare(prod)
+        elif fz.group.kind == "conv":
+            new = triton_conv.from_direct(fz)
         elif fz.group.kind == "fused":
-            new = _fuse_one(gm, fz)
+            new = _fuse_one(gm, fz) or _fuse_conv(gm, fz)
         if new is not None:
             owned.add(new.nodes[0])
         out.append(new or fz)
     for n in gm.graph.nodes:
-        prod = _product(gm, n) if n not in owned and n.op != "placeholder" else None
-        if prod is not None:
-            out.append(_bare(prod))
+        if n in owned or n.op == "placeholder":
+            continue
+        prod = _product(gm, n)
+        new = _bare(prod) if prod is not None else triton_conv.library_conv(gm, n)
+        if new is not None:
+            out.append(new)
             owned.add(n)
     if not owned:
         return None
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     return sorted(out, key=lambda f: order[f.sink])
+
+
+def _fuse_conv(gm: torch.fx.GraphModule, fz: Fused) -> Fused | None:
+    """`fz` (a pointwise group) as the epilogue of the one library convolution it reads, if it can own it."""
+    from kevolve.agent.offline import triton_conv
+
+    convs = [c for r in fz.leaf_refs if isinstance(r, torch.fx.Node)
+             and (c := triton_conv.library_conv(gm, r)) is not None]
+    return triton_conv.fuse_epilogue(convs[0], fz) if len(convs) == 1 else None
 
 
 def _bare(prod: _Product) -> Fused:

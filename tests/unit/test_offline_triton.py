@@ -112,6 +112,19 @@ def test_a_library_call_at_its_roofline_does_not_stop_the_search_before_the_trit
     assert [t.technique for t in res.trials] == ["cuda", "triton_mm"] and res.stopped == "roofline"
 
 
+def test_a_fraction_far_above_the_roof_does_not_stop_the_search():
+    """H100 level-2 sample: cuDNN's TF32 convolutions read 130-230 % of the fp32 compute roof and the search
+    stopped after one candidate; such a fraction says the roof is wrong, so the budget decides."""
+    ps = plans(load_problem(FIXTURES / "gemm_batchnorm.py"))
+
+    def above(src: str) -> Evaluation:
+        ev = _verdict(src, ps[0].problem.id)
+        return ev.model_copy(update={"profile": Profile(roofline_fraction=1.66)})
+
+    res = search(ps, above, budget=4)
+    assert len(res.trials) == 4 and res.stopped == "budget"
+
+
 def test_search_stops_at_its_gpu_seconds():
     ps = plans(load_problem(FIXTURES / "gemm_batchnorm.py"))
     res = search(ps, lambda src: _verdict(src, ps[0].problem.id), budget=8, gpu_seconds=5.0, roofline=2.0)

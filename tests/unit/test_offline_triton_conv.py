@@ -1,0 +1,90 @@
+"""Offline proposer, Triton convolutions (`triton_conv.py`): the implicit-GEMM kernel run on the CPU under
+TRITON_INTERPRET=1 against the module (plain, transposed, grouped, strided, dilated, 1-3 d, with and
+without a fused epilogue), compiled for sm_90 with tensor cores, and its place among the plan variants."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kevolve.agent.offline.generate import plans
+from kevolve.agent.offline.space import default_params, legal, more_precise
+from kevolve.contract import load_problem
+from kevolve.sandbox.static_checks import custom_kernel_names
+
+if importlib.util.find_spec("triton") is None:  # not imported here: the interpreter needs a fresh process
+    pytest.skip("needs triton", allow_module_level=True)
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
+CONVS = ["only_conv", "conv_relu_bias", "convt_grouped", "conv3d_dilated", "conv_groupnorm"]
+
+
+def _variants(name: str):
+    ps = plans(load_problem(FIXTURES / f"{name}.py"))
+    assert [p.technique for p in ps] == ["cuda", "triton_mm"]
+    return ps
+
+
+def _check(*args: str) -> dict:
+    script = Path(__file__).parent.parent / "triton_interpret_check.py"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_triton_convolutions_match_the_module_under_the_interpreter():
+    errs = _check(*CONVS)
+    assert sorted(errs) == sorted(CONVS)
+    for name, (default, mutated) in errs.items():
+        assert default < 1e-4 and mutated < 1e-4, (name, default, mutated)
+
+
+def test_triton_convolutions_compile_for_hopper_with_tensor_cores():
+    got = _check("--compile", "convt_grouped", "conv3d_dilated")
+    assert got == {"convt_grouped": ["wgmma", "fma"], "conv3d_dilated": ["wgmma", "fma"]}  # tf32x3, then ieee
+
+
+def test_each_convolution_kind_becomes_one_triton_kernel():
+    # level 1 (a direct CUDA kernel in the CUDA plan) and level 2 (a cuDNN call plus an epilogue kernel there)
+    # both become one Triton kernel; a row kernel after the convolution stays a CUDA kernel reading it
+    kinds = {name: [f.group.kind for f in _variants(name)[1].fused] for name in CONVS}
+    assert kinds == {"only_conv": ["tconv"], "conv_relu_bias": ["tconv"], "convt_grouped": ["tconv"],
+                     "conv3d_dilated": ["tconv"], "conv_groupnorm": ["tconv", "fused"]}
+    cuda, tri = _variants("conv_relu_bias")
+    assert [f.group.kind for f in cuda.fused] == ["fused"]  # the convolution stays cuDNN there
+    src = tri.source()
+    forward = src.split("class ModelNew")[1]
+    assert "self.conv(" not in forward and "relu" not in forward and "kv_tconv_0" in custom_kernel_names(src)
+    assert "import cupy" not in src and str(tri.fused[0].group.describe()).endswith("+epilogue")
+
+
+def test_convolutions_start_in_tf32_and_repair_towards_fp32():
+    # cuDNN runs PyTorch's float32 convolutions in TF32 by default, so TF32 is the first try; an incorrect
+    # verdict moves one step towards fp32 (a product's start, tf32x3, moves to ieee)
+    conv = _variants("only_conv")[1].fused[0].group
+    p = default_params(conv)
+    assert p.precision == "tf32"
+    assert [more_precise(p, conv).precision, more_precise(more_precise(p, conv), conv).precision] == ["tf32x3", "ieee"]
+    mm = _variants_mm()
+    q = default_params(mm)
+    assert q.precision == "tf32x3" and more_precise(q, mm).precision == "ieee"
+    assert legal(p.__class__(precision="tf32"), mm).precision == "tf32x3"  # never TF32 for an fp32 matmul
+
+
+def _variants_mm():
+    return plans(load_problem(FIXTURES / "only_matmul.py"))[1].fused[0].group
+
+
+def test_tiles_fit_the_channels_and_stay_within_registers():
+    g = _variants("convt_grouped")[1].fused[0].group  # 3 output channels per group
+    p = default_params(g)
+    assert p.tile_n == 16 and p.tile_m * p.tile_n // (32 * p.warps) <= 128
+    big = p.__class__(tile_m=256, tile_n=256, warps=4, precision="tf32")
+    q = legal(big, g)
+    assert q.tile_n == 16 and q.tile_m * q.tile_n // (32 * q.warps) <= 128
