@@ -42,6 +42,11 @@ def cpu_flush_bytes() -> int:
     return max(64 * 2**20, 2 * max(sizes, default=0))
 
 
+
+def _copy_in(truth: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
+    """A host-resident truth copied to the device (one place, so a test can make it run out of room)."""
+    return [t.to(device) for t in truth]
+
 class Pad:
     """The GPU sleep queued before a call, sized by the judge: twice the longest host time of the
     last 16 calls (+0.05 ms), within bounds, doubled for each call the runner reports as not
@@ -246,11 +251,22 @@ class Session:
         # pushed both pool draws out in turn, two copies more per fresh call).
         cache = self.__dict__.setdefault("_truth_cache", {})
         if key not in cache:
-            while len(cache) >= 2:
+            room = self.__dict__.get("_truth_room", 2)
+            while len(cache) >= room:
                 cache.pop(next(iter(cache)))
+            try:
+                moved = _copy_in(truth, self.device)
+            except torch.OutOfMemoryError:
+                # the runners' copies leave no room for a second truth (KernelBench L1 87's 8.6 GB output, its
+                # third problem-sized copy on the H100 asked for 8 GiB and failed the judge): keep one from now on
+                cache.clear()
+                self.__dict__["_truth_room"] = 1
+                if self.device.type == "cuda":
+                    torch.cuda.empty_cache()
+                moved = _copy_in(truth, self.device)
             if key not in self.state.pool:
-                return [t.to(self.device) for t in truth]
-            cache[key] = [t.to(self.device) for t in truth]
+                return moved
+            cache[key] = moved
         return cache[key]
 
     def eager_call(self, key: str) -> None:

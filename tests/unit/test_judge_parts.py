@@ -317,3 +317,32 @@ def test_a_comparison_with_no_room_on_the_device_is_done_on_the_cpu(monkeypatch)
     errs, truth = oracle._errors_and_truth(y, y64, torch.device("cpu"))
     assert errs == want and len(calls) == 2
     assert torch.equal(truth[0], y64[0].float()) and held[0].dtype == torch.float64 and held is y64
+
+
+def test_a_truth_with_no_room_on_the_device_empties_the_cache_and_keeps_one_from_then_on(monkeypatch) -> None:
+    # KernelBench L1 87 (8.6 GB outputs, host residency) on the H100: with one truth kept on the device the
+    # next copy asked for 8 GiB more and failed the judge. Now the kept truths are let go, the copy is made
+    # again, and only one truth is kept on the device from then on. ("meta" stands in for the device.)
+    from types import SimpleNamespace
+
+    from kevolve.sandbox import session as session_mod
+
+    draws = {k: SimpleNamespace(truth=[torch.full((4,), float(i))]) for i, k in enumerate(("d0", "d1", "f0"))}
+    fake = SimpleNamespace(state=SimpleNamespace(draws=draws, pool=["d0", "d1"]), device=torch.device("meta"))
+    real, copies = session_mod._copy_in, []
+
+    def copy_in(truth, device):  # noqa: ANN001, ANN202
+        cache = fake.__dict__.get("_truth_cache", {})
+        if len(copies) == 1 and cache:  # the second copy finds no room while the first truth is kept
+            copies.append("oom")
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
+        copies.append("ok")
+        return real(truth, device)
+
+    monkeypatch.setattr(session_mod, "_copy_in", copy_in)
+    truth = session_mod.Session._truth
+    assert truth(fake, "d0")[0].device.type == "meta"
+    assert truth(fake, "d1")[0].device.type == "meta"
+    assert copies == ["ok", "oom", "ok"] and list(fake._truth_cache) == ["d1"] and fake._truth_room == 1
+    truth(fake, "d0")
+    assert list(fake._truth_cache) == ["d0"]  # one kept, not two
