@@ -150,3 +150,19 @@ def rewrite_problem(name: str) -> Problem:
     """A module whose forward is one call the offline proposer rewrites (REWRITES)."""
     module, body, inputs = REWRITES[name]
     return problem_from_source(REWRITE_TEMPLATE.format(module=module, body=body, inputs=inputs), f"{name}.py")
+
+
+def triton_check(*args: str, timeout: float = 600) -> dict:
+    """tests/triton_interpret_check.py in a process of its own (TRITON_INTERPRET is set before triton's import
+    there, which a pytest session cannot promise); its JSON answer."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parent / "triton_interpret_check.py"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=timeout, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])

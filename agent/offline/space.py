@@ -127,32 +127,26 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
 def _legal_mm(p: KernelParams, group: Group) -> KernelParams:
     """Tiles no larger than the product needs, at most 128 accumulators per thread, pipeline within smem."""
     s = group.gemm
-    cap = lambda t, size: max(32, min(t, 1 << max(5, (size - 1).bit_length())))  # noqa: E731
-    tm, tn = cap(p.tile_m, s.m), cap(p.tile_n, s.n)
-    tk = p.tile_k if p.tile_k in TILE_KS else 32
-    warps = p.warps if p.warps in WARPS else 8
-    while tm * tn // (32 * warps) > 128:
-        if warps < 8:
-            warps = 8
-        elif tn >= tm:
-            tn //= 2
-        else:
-            tm //= 2
-    stages = max(2, min(p.stages, SMEM_BYTES // (4 * tk * (tm + tn))))
-    prec = p.precision if p.precision in PRECISIONS else PRECISIONS[0]
-    return replace(p, tile_m=tm, tile_n=tn, tile_k=tk, warps=warps, stages=stages, precision=prec,
-                   block=256, vec=1, ilp=1, strategy="block", unroll=1)
+    return _legal_tiles(p, s.m, s.n, 32, 8, PRECISIONS)
 
 
 def _legal_tconv(p: KernelParams, group: Group) -> KernelParams:
     """As `_legal_mm` over the convolution's implicit product: rows (batch x output positions), a group's
     output channels (tiles down to 16, tl.dot's least), depth (its input channels x the window)."""
     s = group.spec
-    m, n = s.m, s.ocg  # type: ignore[attr-defined]
-    cap = lambda t, size, low: max(low, min(t, 1 << max(4, (size - 1).bit_length())))  # noqa: E731
-    tm, tn = cap(p.tile_m, m, 32), cap(p.tile_n, n, 16)
+    return _legal_tiles(p, s.m, s.ocg, 16, 4, CONV_PRECISIONS)  # type: ignore[attr-defined]
+
+
+def _legal_tiles(p: KernelParams, m: int, n: int, n_low: int, warps_default: int,
+                 precisions: tuple[str, ...]) -> KernelParams:
+    """Tiles within the product (rows at least 32, columns at least `n_low`), at most 128 accumulators per
+    thread, a pipeline within shared memory, a precision of `precisions` (the first when `p`'s is not)."""
+    def cap(t: int, size: int, low: int) -> int:
+        return max(low, min(t, 1 << max(low.bit_length() - 1, (size - 1).bit_length())))
+
+    tm, tn = cap(p.tile_m, m, 32), cap(p.tile_n, n, n_low)
     tk = p.tile_k if p.tile_k in TILE_KS else 32
-    warps = p.warps if p.warps in WARPS else 4
+    warps = p.warps if p.warps in WARPS else warps_default
     while tm * tn // (32 * warps) > 128:
         if warps < 8:
             warps = 8
@@ -161,7 +155,7 @@ def _legal_tconv(p: KernelParams, group: Group) -> KernelParams:
         else:
             tm //= 2
     stages = max(2, min(p.stages, SMEM_BYTES // (4 * tk * (tm + tn))))
-    prec = p.precision if p.precision in CONV_PRECISIONS else CONV_PRECISIONS[0]
+    prec = p.precision if p.precision in precisions else precisions[0]
     return replace(p, tile_m=tm, tile_n=tn, tile_k=tk, warps=warps, stages=stages, precision=prec,
                    block=256, vec=1, ilp=1, strategy="block", unroll=1)
 

@@ -262,15 +262,10 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     lines = [f"def _kv_launch_{k}({', '.join(ops + epi)}):", f'    """{g.describe()}"""']
     lines += [f"    {a} = {a}.contiguous()" for a in ops]
     lines.append("    dev = a0.device")
-    for name_, leaf in zip(epi, epi_specs, strict=True):
-        lines.append(f"    {name_} = torch.full((), float({name_}), device=dev, dtype=torch.float32)" if leaf.scalar
-                     else f"    {name_} = {name_}.contiguous()")
-    consts, opts = constants(g, p)
-    kw = ", ".join(f"{k_}={v!r}" for k_, v in {**consts, **opts}.items())
+    from kevolve.agent.offline.triton_mm import launch_tail
+
     args = ["a0", "a1", "out", *ops[2:], *epi]
-    lines += [f"    out = torch.empty({tuple(g.out_shape)!r}, device=dev, dtype=torch.float32)",
-              f"    {name}[{grid(g, p)!r}]({', '.join(args)}, {kw})",
-              "    return out"]
+    lines += launch_tail(name, repr(grid(g, p)), args, g, epi, epi_specs, constants(g, p))
     return "\n".join(lines) + "\n"
 
 
@@ -287,15 +282,11 @@ def conv_output(group: Group, operands: list[torch.Tensor]) -> torch.Tensor:
 
 def compile_for(kernel: object, group: Group, p: KernelParams, arch: int = 90) -> dict[str, str]:
     """Compile a generated kernel for `arch` without a GPU; the stages' text by name (ttir … ptx, cubin)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+    from kevolve.agent.offline.triton_mm import compile_kernel
 
     consts, opts = constants(group, p)
     sig = {a: "*fp32" for a in pointer_args(group)} | dict.fromkeys(consts, "constexpr")
-    out = triton.compile(ASTSource(fn=kernel, signature=sig, constexprs=consts),
-                         target=GPUTarget("cuda", arch, 32), options=opts)
-    return out.asm
+    return compile_kernel(kernel, sig, consts, opts, arch)
 
 
 __all__ = ["KIND", "TConvSpec", "compile_for", "constants", "conv_output", "from_direct", "fuse_epilogue",

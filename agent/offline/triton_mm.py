@@ -289,17 +289,21 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
         lines.append("    sb = (0, a1.stride(0), a1.stride(1))")
     if spec.bias:
         lines.append("    a2 = a2.contiguous()")
-    for name_, leaf in zip(epi, epi_specs, strict=True):
-        lines.append(f"    {name_} = torch.full((), float({name_}), device=dev, dtype=torch.float32)" if leaf.scalar
-                     else f"    {name_} = {name_}.contiguous()")
     tiles = f"{-(-s.m // p.tile_m) * -(-s.n // p.tile_n)}"
-    consts, opts = constants(g, p)
-    kw = ", ".join(f"{k}={v!r}" for k, v in {**consts, **opts}.items())
     args = [*ops[:2], "out", *ops[2:], *epi, str(s.m), str(s.n), str(s.k), "*sa", "*sb"]
-    lines += [f"    out = torch.empty({tuple(g.out_shape)!r}, device=dev, dtype=torch.float32)",
-              f"    {name}[({tiles}, {s.batch})]({', '.join(args)}, {kw})",
-              "    return out"]
+    lines += launch_tail(name, f"({tiles}, {s.batch})", args, g, epi, epi_specs, constants(g, p))
     return "\n".join(lines) + "\n"
+
+
+def launch_tail(name: str, grid: str, args: list[str], g: Group, epi: list[str], epi_specs: list,
+                consts_opts: tuple[dict[str, object], dict[str, int]]) -> list[str]:
+    """A Triton launcher's last lines: epilogue leaves made 0-d fp32 tensors (Python numbers) or contiguous,
+    the output, the launch with its constexprs and options, the return."""
+    lines = [f"    {n} = torch.full((), float({n}), device=dev, dtype=torch.float32)" if leaf.scalar
+             else f"    {n} = {n}.contiguous()" for n, leaf in zip(epi, epi_specs, strict=True)]
+    kw = ", ".join(f"{k}={v!r}" for k, v in {**consts_opts[0], **consts_opts[1]}.items())
+    return lines + [f"    out = torch.empty({tuple(g.out_shape)!r}, device=dev, dtype=torch.float32)",
+                    f"    {name}[{grid}]({', '.join(args)}, {kw})", "    return out"]
 
 
 def product(group: Group, operands: list[torch.Tensor]) -> torch.Tensor:
@@ -318,12 +322,18 @@ def product(group: Group, operands: list[torch.Tensor]) -> torch.Tensor:
 def compile_for(kernel: object, group: Group, p: KernelParams, arch: int = 90) -> dict[str, str]:
     """Compile a generated kernel (a JITFunction) for `arch` without a GPU; the stages' text by name
     (ttir, ttgir, llir, ptx, cubin). Raises what Triton raises on a kernel it cannot compile."""
+    consts, opts = constants(group, p)
+    sig = {a: "*fp32" for a in pointer_args(group)} | {a: "i32" for a in INT_ARGS} | dict.fromkeys(consts, "constexpr")
+    return compile_kernel(kernel, sig, consts, opts, arch)
+
+
+def compile_kernel(kernel: object, sig: dict[str, str], consts: dict[str, object], opts: dict[str, int],
+                   arch: int = 90) -> dict[str, str]:
+    """`triton.compile` of a JITFunction for `arch` with no GPU present; the stages' text by name."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    consts, opts = constants(group, p)
-    sig = {a: "*fp32" for a in pointer_args(group)} | {a: "i32" for a in INT_ARGS} | dict.fromkeys(consts, "constexpr")
     out = triton.compile(ASTSource(fn=kernel, signature=sig, constexprs=consts),
                          target=GPUTarget("cuda", arch, 32), options=opts)
     return out.asm

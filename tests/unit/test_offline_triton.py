@@ -4,11 +4,7 @@ under TRITON_INTERPRET=1 against the module, and the search over both plan varia
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +15,7 @@ from kevolve.agent.offline.space import decode, decode_technique, legal, mutate
 from kevolve.contract import load_problem
 from kevolve.records import Evaluation, Outcome, Profile, TimingStats
 from kevolve.sandbox.static_checks import custom_kernel_names
+from offline_cases import triton_check
 
 if importlib.util.find_spec("triton") is None:  # not imported here: the interpreter needs a fresh process
     pytest.skip("needs triton", allow_module_level=True)
@@ -33,23 +30,15 @@ def _triton_plan(name: str):
     return ps[1]
 
 
-def _check(*args: str) -> dict:
-    script = Path(__file__).parent.parent / "triton_interpret_check.py"
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    run = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=300, env=env)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
-
-
 def test_triton_product_kernels_match_the_module_under_the_interpreter():
-    errs = _check(*PRODUCTS)
+    errs = triton_check(*PRODUCTS)
     assert sorted(errs) == sorted(PRODUCTS)
     for name, (default, mutated) in errs.items():
         assert default < 1e-4 and mutated < 1e-4, (name, default, mutated)
 
 
 def test_triton_product_kernels_compile_for_hopper_with_tensor_cores_in_tf32x3():
-    got = _check("--compile", "gemm_batchnorm", "bmm")
+    got = triton_check("--compile", "gemm_batchnorm", "bmm")
     assert got == {"gemm_batchnorm": ["wgmma", "fma"], "bmm": ["wgmma", "fma"]}  # tf32x3, then ieee
 
 

@@ -5,10 +5,6 @@ without a fused epilogue), compiled for sm_90 with tensor cores, and its place a
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +12,7 @@ from kevolve.agent.offline.generate import plans
 from kevolve.agent.offline.space import default_params, legal, more_precise
 from kevolve.contract import load_problem
 from kevolve.sandbox.static_checks import custom_kernel_names
+from offline_cases import triton_check
 
 if importlib.util.find_spec("triton") is None:  # not imported here: the interpreter needs a fresh process
     pytest.skip("needs triton", allow_module_level=True)
@@ -30,23 +27,15 @@ def _variants(name: str):
     return ps
 
 
-def _check(*args: str) -> dict:
-    script = Path(__file__).parent.parent / "triton_interpret_check.py"
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    run = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=600, env=env)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
-
-
 def test_triton_convolutions_match_the_module_under_the_interpreter():
-    errs = _check(*CONVS)
+    errs = triton_check(*CONVS)
     assert sorted(errs) == sorted(CONVS)
     for name, (default, mutated) in errs.items():
         assert default < 1e-4 and mutated < 1e-4, (name, default, mutated)
 
 
 def test_triton_convolutions_compile_for_hopper_with_tensor_cores():
-    got = _check("--compile", "convt_grouped", "conv3d_dilated")
+    got = triton_check("--compile", "convt_grouped", "conv3d_dilated")
     assert got == {"convt_grouped": ["wgmma", "fma"], "conv3d_dilated": ["wgmma", "fma"]}  # tf32x3, then ieee
 
 
