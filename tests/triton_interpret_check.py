@@ -18,11 +18,13 @@ import os
 import sys  # noqa: E402
 
 COMPILE = "--compile" in sys.argv
+NHWC = "--nhwc" in sys.argv
 os.environ["TRITON_INTERPRET"] = "0" if COMPILE else "1"  # this process's own setting, before triton's import
 
 import json  # noqa: E402
 import importlib.util  # noqa: E402
 import random  # noqa: E402
+from dataclasses import replace  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -57,7 +59,10 @@ def check(name: str) -> list[float]:
     p = [v for v in plans(load_problem(FIXTURES / f"{name}.py")) if v.technique == "triton_mm"][0]
     rng = random.Random(1)
     errs = []
-    for params in (p.legalize(p.defaults()), [mutate(x, f.group, rng) for x, f in zip(p.defaults(), p.fused)]):
+    first = p.defaults()
+    if NHWC:  # the Triton convolutions' channels-last layout (`triton_conv._nhwc_loop`)
+        first = [replace(x, layout="nhwc") if f.group.kind == "tconv" else x for x, f in zip(first, p.fused)]
+    for params in (p.legalize(first), [mutate(x, f.group, rng) for x, f in zip(first, p.fused)]):
         ns: dict = {"__name__": "kevolve_candidate_check"}
         exec(compile(p.source(params), name, "exec"), ns)  # noqa: S102 — a generated source
         model, inputs = reference(p.problem)
@@ -73,8 +78,6 @@ def check(name: str) -> list[float]:
 def compiled(name: str) -> list[str]:
     """Per Triton kernel of the plan's defaults and of the defaults in 'ieee' precision: the matrix
     instruction its PTX uses ('wgmma', 'mma' or 'fma')."""
-    from dataclasses import replace
-
     from kevolve.agent.offline.generate import plans
     from kevolve.agent.offline import triton_conv, triton_mm
     from kevolve.contract import load_problem
@@ -82,7 +85,7 @@ def compiled(name: str) -> list[str]:
     p = [v for v in plans(load_problem(FIXTURES / f"{name}.py")) if v.technique == "triton_mm"][0]
     out = []
     for prec in ("tf32x3", "ieee"):
-        params = p.legalize([replace(x, precision=prec) for x in p.defaults()])
+        params = p.legalize([replace(x, precision=prec, **({"layout": "nhwc"} if NHWC else {})) for x in p.defaults()])
         with tempfile.TemporaryDirectory() as d:  # @triton.jit reads its function's source from a file
             path = os.path.join(d, f"cand_{name}_{prec}.py")
             with open(path, "w") as f:

@@ -107,6 +107,13 @@ def _split_first(plan: Plan, best: list[KernelParams], seen: set[str]) -> list[l
     return _new(plan, best, child, seen)
 
 
+def _channels_last_once(plan: Plan, best: list[KernelParams], seen: set[str]) -> list[list[KernelParams]]:
+    """The best candidate with its Triton convolutions reading channels-last input (loads along the channels,
+    as cuDNN and Inductor run convolutions fastest), tried once."""
+    child = [replace(p, layout="nhwc") if f.group.kind == "tconv" else p for p, f in zip(best, plan.fused, strict=True)]
+    return _new(plan, best, child, seen)
+
+
 def _graph_once(plan: Plan, best: list[KernelParams], seen: set[str]) -> list[list[KernelParams]]:
     """The best candidate replayed as a CUDA graph (once per search; it helps forwards of several kernels)."""
     if len(plan.fused) < 2 or best[0].graph:
@@ -187,8 +194,10 @@ def search(plans: Plan | Sequence[Plan], evaluate: Callable[[str], Evaluation], 
             plan = next(v for v in variants if v.technique == best.technique)
             ok = sorted((t for t in result.trials if t.evaluation.ok and t.technique == plan.technique),
                         key=lambda t: t.fitness, reverse=True)
-            queue = [(plan, c) for c in _split_first(plan, ok[0].params, seen) + _graph_once(plan, ok[0].params, seen) +
-                     children(plan, [t.params for t in ok[:population]], 2, rng, seen)]
+            top = ok[0].params
+            directed = (_split_first(plan, top, seen) + _channels_last_once(plan, top, seen)
+                        + _graph_once(plan, top, seen))
+            queue = [(plan, c) for c in directed + children(plan, [t.params for t in ok[:population]], 2, rng, seen)]
             if not queue:
                 result.stopped = "exhausted"
                 return result

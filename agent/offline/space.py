@@ -30,7 +30,8 @@ CONV_PRECISIONS = ("tf32", "tf32x3", "ieee")
 TRITON_KINDS = ("mm", "tconv")
 SMEM_BYTES = 200 * 1024  # an H100 block may use up to 227 KB of shared memory; leave room for the epilogue
 MARK = "# kevolve-offline: "
-_MM_FIELDS = ("tile_m", "tile_n", "tile_k", "warps", "stages", "precision")
+_MM_FIELDS = ("tile_m", "tile_n", "tile_k", "warps", "stages", "precision", "layout")
+LAYOUTS = ("nchw", "nhwc")
 _MARK_RE = re.compile(r"^# kevolve-offline: (\{.*\})\s*$", re.MULTILINE)
 
 
@@ -68,6 +69,9 @@ class KernelParams:
     """Triton product: software-pipeline stages (tiles in flight in shared memory)"""
     precision: str = "tf32x3"
     """Triton product: 'tf32x3' (three TF32 tensor-core products, fp32-level error) or 'ieee' (fp32 FMA)"""
+    layout: str = "nchw"
+    """Triton convolution: 'nchw' reads the input as it is (one flat loop over channels x window), 'nhwc' has
+    the launcher make it channels-last, so each step's loads run along a group's channels"""
 
 
 def default_params(group: Group) -> KernelParams:
@@ -127,14 +131,15 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
 def _legal_mm(p: KernelParams, group: Group) -> KernelParams:
     """Tiles no larger than the product needs, at most 128 accumulators per thread, pipeline within smem."""
     s = group.gemm
-    return _legal_tiles(p, s.m, s.n, 32, 8, PRECISIONS)
+    return replace(_legal_tiles(p, s.m, s.n, 32, 8, PRECISIONS), layout="nchw")
 
 
 def _legal_tconv(p: KernelParams, group: Group) -> KernelParams:
     """As `_legal_mm` over the convolution's implicit product: rows (batch x output positions), a group's
     output channels (tiles down to 16, tl.dot's least), depth (its input channels x the window)."""
     s = group.spec
-    return _legal_tiles(p, s.m, s.ocg, 16, 4, CONV_PRECISIONS)  # type: ignore[attr-defined]
+    q = _legal_tiles(p, s.m, s.ocg, 16, 4, CONV_PRECISIONS)  # type: ignore[attr-defined]
+    return replace(q, layout=p.layout if p.layout in LAYOUTS else LAYOUTS[0])
 
 
 def _legal_tiles(p: KernelParams, m: int, n: int, n_low: int, warps_default: int,
@@ -177,6 +182,8 @@ def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
     elif group.kind in TRITON_KINDS:
         choices = {"tile_m": TILES, "tile_n": TILES, "tile_k": TILE_KS, "warps": WARPS, "stages": STAGES,
                    "precision": CONV_PRECISIONS if group.kind == "tconv" else PRECISIONS}
+        if group.kind == "tconv":
+            choices["layout"] = LAYOUTS
     elif group.kind != "fused":
         choices |= {"unroll": UNROLLS} | ({"ilp": ILPS} if group.kind == "conv" else {})
     elif group.is_pointwise:
@@ -187,7 +194,7 @@ def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
     for name in rng.sample(sorted(choices), k=min(len(choices), rng.choice((1, 1, 2)))):
         values = choices[name]
         cur = getattr(out, name)
-        if name in ("strategy", "precision", "onepass") or cur not in values:
+        if name in ("strategy", "precision", "onepass", "layout") or cur not in values:
             new = rng.choice([v for v in values if v != cur] or list(values))
         else:
             i = values.index(cur) + rng.choice((-1, 1))
@@ -251,7 +258,7 @@ def decode_technique(source: str) -> str | None:
 def describe(p: KernelParams, group: Group) -> str:
     """The settings that matter for this group's kind, in a few words (for reports: 'rows split vec4 u2 1-pass')."""
     if group.kind in TRITON_KINDS:
-        return f"{group.kind} {p.tile_m}x{p.tile_n}x{p.tile_k} {p.precision}"
+        return f"{group.kind} {p.tile_m}x{p.tile_n}x{p.tile_k} {p.precision}" + (" nhwc" if p.layout == "nhwc" else "")
     if group.kind != "fused":
         return f"{group.kind} b{p.block}"
     if group.is_pointwise:

@@ -148,24 +148,57 @@ def kernel_source(name: str, group: Group, p: KernelParams) -> str:
     spec: TConvSpec = group.spec  # type: ignore[assignment]
     s = spec.conv
     nd = len(s.kernel)
-    icg, ocg = s.cin // s.groups, s.cout // s.groups
-    osp, isp, kvol = math.prod(s.out_size), math.prod(s.in_size), math.prod(s.kernel)
-    istr = [math.prod(s.in_size[d + 1:]) for d in range(nd)]
+    ocg = s.cout // s.groups
+    osp = math.prod(s.out_size)
     ostr = [math.prod(s.out_size[d + 1:]) for d in range(nd)]
-    big = _big(s)
     L: list[str] = []
     # rows: (n, o_0 .. o_{nd-1}); columns: output channel rn of group g
     L += ["pid_m = tl.program_id(0)", "pid_n = tl.program_id(1)", "g = tl.program_id(2)",
           "rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)", "rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)",
           f"mmask = rm < {spec.m}", f"nmask = rn < {ocg}", f"rmc = rm % {spec.m}"]
     L += _unravel("rmc", (s.batch, *s.out_size), ["n", *(f"o{d}" for d in range(nd))])
-    nb = "n.to(tl.int64)" if big else "n"
-    L.append(f"xrow = {nb} * {s.cin * isp} + g * {icg * isp}")
+    nb = "n.to(tl.int64)" if _big(s) else "n"
     if not s.transposed:
         L += [f"ib{d} = o{d} * {s.stride[d]} - {s.padding[d]}" for d in range(nd)]
     else:
         L += [f"tb{d} = o{d} + {s.padding[d]}" for d in range(nd)]
     L.append("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+    L += _nhwc_loop(spec, nb) if p.layout == "nhwc" else _flat_loop(spec)
+    L.append("cmask = mmask[:, None] & nmask[None, :]")
+    if s.bias:
+        L.append(f"acc = acc + tl.load(BIAS + g * {ocg} + rn, mask=nmask, other=0.0)[None, :]")
+    # output [n, cout, o...]: a row's part and a column's part of the flat offset
+    ospat = " + ".join(f"o{d} * {ostr[d]}" if ostr[d] != 1 else f"o{d}" for d in range(nd))
+    L.append(f"yrow = {nb} * {s.cout * osp} + {ospat}")
+    L.append(f"ycol = (g * {ocg} + rn) * {osp}")
+    res = "acc"
+    if spec.conv_leaf >= 0:
+        leaf = {spec.conv_leaf: "acc"}
+        for i in _epilogue_leaves(group):
+            off = _leaf_offset(group.leaves[i].strides, nd, nb, ocg)
+            L.append(f"v{i} = tl.load(L{i} + {off}, mask=cmask, other=0.0)" if off != "0" else f"v{i} = tl.load(L{i})")
+            leaf[i] = f"v{i}"
+        lines, res = emit(group.out, leaf, "e")
+        L += lines
+    L.append(f"tl.store(Y + yrow[:, None] + ycol[None, :], {res}, mask=cmask)")
+    body = "\n".join("    " + ln for ln in L)
+    return f'''@triton.jit
+def {name}({", ".join(pointer_args(group))},
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREC: tl.constexpr):
+    """{group.describe()}"""
+{body}
+'''
+
+
+def _flat_loop(spec: TConvSpec) -> list[str]:
+    """The main loop over NCHW input: one flat K loop over (channel, window), the window decoded per element."""
+    s = spec.conv
+    nd = len(s.kernel)
+    icg, ocg = s.cin // s.groups, s.cout // s.groups
+    isp, kvol = math.prod(s.in_size), math.prod(s.kernel)
+    istr = [math.prod(s.in_size[d + 1:]) for d in range(nd)]
+    nb = "n.to(tl.int64)" if _big(s) else "n"
+    L = [f"xrow = {nb} * {s.cin * isp} + g * {icg * isp}"]
     wbase = f"g * {icg * ocg * kvol}" if s.transposed else f"g * {ocg * icg * kvol}"
     L.append(f"wg = W + {wbase}")
     # indices past the end wrap with % (their lanes are masked): clamping them with tl.where(mask, rk, 0)
@@ -200,30 +233,48 @@ def kernel_source(name: str, group: Group, p: KernelParams) -> str:
              "acc = tl.dot(a, b, acc, input_precision=PREC)"]
     L.append(f"for kb in range(0, {spec.k}, BLOCK_K):")  # k0, k1 … are window offsets
     L += ["    " + ln for ln in loop]
-    L.append("cmask = mmask[:, None] & nmask[None, :]")
-    if s.bias:
-        L.append(f"acc = acc + tl.load(BIAS + g * {ocg} + rn, mask=nmask, other=0.0)[None, :]")
-    # output [n, cout, o...]: a row's part and a column's part of the flat offset
-    ospat = " + ".join(f"o{d} * {ostr[d]}" if ostr[d] != 1 else f"o{d}" for d in range(nd))
-    L.append(f"yrow = {nb} * {s.cout * osp} + {ospat}")
-    L.append(f"ycol = (g * {ocg} + rn) * {osp}")
-    res = "acc"
-    if spec.conv_leaf >= 0:
-        leaf = {spec.conv_leaf: "acc"}
-        for i in _epilogue_leaves(group):
-            off = _leaf_offset(group.leaves[i].strides, nd, nb, ocg)
-            L.append(f"v{i} = tl.load(L{i} + {off}, mask=cmask, other=0.0)" if off != "0" else f"v{i} = tl.load(L{i})")
-            leaf[i] = f"v{i}"
-        lines, res = emit(group.out, leaf, "e")
-        L += lines
-    L.append(f"tl.store(Y + yrow[:, None] + ycol[None, :], {res}, mask=cmask)")
-    body = "\n".join("    " + ln for ln in L)
-    return f'''@triton.jit
-def {name}({", ".join(pointer_args(group))},
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREC: tl.constexpr):
-    """{group.describe()}"""
-{body}
-'''
+    return L
+
+
+def _nhwc_loop(spec: TConvSpec, nb: str) -> list[str]:
+    """The main loop over channels-last input (the launcher makes it, and reorders the weight so a group's
+    channels are innermost): for each window offset, the rows' validity and spatial offset once, then the
+    group's input channels in BLOCK_K steps, contiguous in memory on both operands (vector loads)."""
+    s = spec.conv
+    nd = len(s.kernel)
+    icg, ocg = s.cin // s.groups, s.cout // s.groups
+    kvol = math.prod(s.kernel)
+    istr = [math.prod(s.in_size[d + 1:]) for d in range(nd)]
+    L = [f"xrow = {nb} * {s.cin * math.prod(s.in_size)} + g * {icg}",
+         f"wg = W + g * {icg * ocg * kvol}", f"for kk in range(0, {kvol}):"]
+    body = _unravel("kk", s.kernel, [f"k{d}" for d in range(nd)])
+    valid = ["mmask"]
+    for d in range(nd):
+        if not s.transposed:
+            body.append(f"i{d} = ib{d} + k{d} * {s.dilation[d]}")
+            valid += [f"(i{d} >= 0)", f"(i{d} < {s.in_size[d]})"]
+        else:
+            body.append(f"t{d} = tb{d} - k{d} * {s.dilation[d]}")
+            if s.stride[d] > 1:  # as in _flat_loop: shifted by a multiple of the stride, no tl.where
+                q = -(-(s.kernel[d] - 1) * s.dilation[d] // s.stride[d])
+                body += [f"tp{d} = t{d} + {q * s.stride[d]}", f"i{d} = tp{d} // {s.stride[d]} - {q}"]
+                valid += [f"(t{d} >= 0)", f"(tp{d} % {s.stride[d]} == 0)", f"(i{d} < {s.in_size[d]})"]
+            else:
+                body.append(f"i{d} = t{d}")
+                valid += [f"(i{d} >= 0)", f"(i{d} < {s.in_size[d]})"]
+    sp = " + ".join(f"i{d} * {istr[d]}" if istr[d] != 1 else f"i{d}" for d in range(nd))
+    body += [f"rv = {' & '.join(valid)}", f"xsp = xrow + ({sp}) * {s.cin}",
+             f"for c0 in range(0, {icg}, BLOCK_K):"]
+    if s.transposed:  # weight reordered to [groups, window, cin / groups, cout / groups]
+        woff = f"((kk * {icg} + rc) * {ocg})[:, None] + rn[None, :]"
+    else:  # weight reordered to [cout, window, cin / groups]
+        woff = f"(kk * {icg} + rc)[:, None] + (rn * {icg * kvol})[None, :]"
+    inner = ["rc = c0 + tl.arange(0, BLOCK_K)", f"cm = rc < {icg}",
+             "a = tl.load(X + xsp[:, None] + rc[None, :], mask=rv[:, None] & cm[None, :], other=0.0)",
+             f"b = tl.load(wg + {woff}, mask=cm[:, None] & nmask[None, :], other=0.0)",
+             "acc = tl.dot(a, b, acc, input_precision=PREC)"]
+    body += ["    " + ln for ln in inner]
+    return L + ["    " + ln for ln in body]
 
 
 def _kflat(nd: int, kernel: tuple[int, ...]) -> str:
@@ -261,6 +312,12 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     epi_specs = [g.leaves[i] for i in _epilogue_leaves(g)]
     lines = [f"def _kv_launch_{k}({', '.join(ops + epi)}):", f'    """{g.describe()}"""']
     lines += [f"    {a} = {a}.contiguous()" for a in ops]
+    if p.layout == "nhwc":  # channels last, and the weight with a group's channels innermost (`_nhwc_loop`)
+        s = spec.conv
+        icg, ocg, kvol = s.cin // s.groups, s.cout // s.groups, math.prod(s.kernel)
+        lines.append("    a0 = a0.movedim(1, -1).contiguous()")
+        lines.append(f"    a1 = a1.reshape({s.groups}, {icg}, {ocg}, {kvol}).permute(0, 3, 1, 2).contiguous()"
+                     if s.transposed else f"    a1 = a1.reshape({s.cout}, {icg}, {kvol}).transpose(1, 2).contiguous()")
     lines.append("    dev = a0.device")
     from kevolve.agent.offline.triton_mm import launch_tail
 

@@ -155,7 +155,8 @@ _SEQ = itertools.count()
 @pytest.mark.parametrize("name", CONVS)
 def test_triton_convolutions_compute_what_the_module_computes_in_each_precision(name, tmp_path):
     """The Triton plan's implicit-GEMM convolution (`triton_conv.py`) against the module in full fp32:
-    tf32x3 and ieee within fp32 tolerance; tf32 within TF32's (what cuDNN itself does by default)."""
+    tf32x3 and ieee within fp32 tolerance; tf32 within TF32's (what cuDNN itself does by default); both the
+    input as it is and channels-last."""
     from dataclasses import replace
 
     from kevolve.agent.offline.generate import plans
@@ -163,8 +164,8 @@ def test_triton_convolutions_compute_what_the_module_computes_in_each_precision(
     problem = _conv_problem(name) if "(" in name else _problem(name)
     (tri,) = [p for p in plans(problem) if p.technique == "triton_mm"]
     assert "tconv" in [f.group.kind for f in tri.fused]
-    for prec, tol in (("tf32x3", 1e-4), ("ieee", 1e-4), ("tf32", 2e-2)):
-        params = tri.legalize([replace(x, precision=prec) for x in tri.defaults()])
+    for (prec, tol), layout in itertools.product((("tf32x3", 1e-4), ("ieee", 1e-4), ("tf32", 2e-2)), ("nchw", "nhwc")):
+        params = tri.legalize([replace(x, precision=prec, layout=layout) for x in tri.defaults()])
         ns, ref, new = _build_from_file(tri.source(params), problem, tmp_path)
         torch.manual_seed(1)
         inputs = [t.cuda() if isinstance(t, torch.Tensor) else t for t in load_namespace(problem)["get_inputs"]()]
@@ -174,4 +175,4 @@ def test_triton_convolutions_compute_what_the_module_computes_in_each_precision(
         assert got.shape == want.shape
         scale = float(want.abs().max()) or 1.0
         err = float((got - want).abs().max()) / scale
-        assert err < tol, (prec, err)
+        assert err < tol, (prec, layout, err)

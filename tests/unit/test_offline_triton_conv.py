@@ -5,6 +5,7 @@ without a fused epilogue), compiled for sm_90 with tensor cores, and its place a
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -34,9 +35,22 @@ def test_triton_convolutions_match_the_module_under_the_interpreter():
         assert default < 1e-4 and mutated < 1e-4, (name, default, mutated)
 
 
+def test_channels_last_triton_convolutions_match_the_module_under_the_interpreter():
+    # the launcher makes the input channels-last and the weight group-channels-innermost; the kernel walks the
+    # window, then a group's channels in contiguous steps (`triton_conv._nhwc_loop`)
+    errs = triton_check("--nhwc", *CONVS)
+    assert sorted(errs) == sorted(CONVS)
+    for name, (default, mutated) in errs.items():
+        assert default < 1e-4 and mutated < 1e-4, (name, default, mutated)
+    src = _variants("convt_grouped")[1].source([replace(p, layout="nhwc") for p in
+                                               _variants("convt_grouped")[1].defaults()])
+    assert "a0 = a0.movedim(1, -1).contiguous()" in src and "for c0 in range(0, 2, BLOCK_K):" in src
+
+
 def test_triton_convolutions_compile_for_hopper_with_tensor_cores():
-    got = triton_check("--compile", "convt_grouped", "conv3d_dilated")
-    assert got == {"convt_grouped": ["wgmma", "fma"], "conv3d_dilated": ["wgmma", "fma"]}  # tf32x3, then ieee
+    for layout in ([], ["--nhwc"]):
+        got = triton_check("--compile", *layout, "convt_grouped", "conv3d_dilated")
+        assert got == {"convt_grouped": ["wgmma", "fma"], "conv3d_dilated": ["wgmma", "fma"]}, layout  # tf32x3, ieee
 
 
 def test_each_convolution_kind_becomes_one_triton_kernel():
@@ -77,3 +91,20 @@ def test_tiles_fit_the_channels_and_stay_within_registers():
     big = p.__class__(tile_m=256, tile_n=256, warps=4, precision="tf32")
     q = legal(big, g)
     assert q.tile_n == 16 and q.tile_m * q.tile_n // (32 * q.warps) <= 128
+
+
+def test_the_search_tries_channels_last_convolutions_once_after_the_defaults():
+    from kevolve.agent.offline.search import search
+    from kevolve.records import Evaluation, Outcome, TimingStats
+
+    ps = _variants("conv_relu_bias")
+
+    def verdict(src: str) -> Evaluation:  # the Triton variant wins, so the search evolves it
+        ms = 0.5 if "kv_tconv_0" in src else 0.9
+        t = TimingStats(median_ms=ms, mean_ms=ms, min_ms=ms, max_ms=ms, iqr_ms=0.0, trials=5, method="fake")
+        return Evaluation(candidate_id="c", problem_id=ps[0].problem.id, outcome=Outcome.OK, reason="ok", timing=t,
+                          ref_timing=t.model_copy(update={"median_ms": 1.0}), wall_s=1.0)
+
+    res = search(ps, verdict, budget=3)
+    assert [t.technique for t in res.trials] == ["cuda", "triton_mm", "triton_mm"]
+    assert [p.layout for p in res.trials[2].params] == ["nhwc"] and res.trials[1].params[0].layout == "nchw"
