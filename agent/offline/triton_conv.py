@@ -209,19 +209,10 @@ def _flat_loop(spec: TConvSpec) -> list[str]:
     valid = ["mmask[:, None]", "kmask[None, :]"]
     xoff = [f"(c * {isp})[None, :]"]
     for d in range(nd):
-        if not s.transposed:
-            loop.append(f"i{d} = ib{d}[:, None] + (k{d} * {s.dilation[d]})[None, :]")
-            valid += [f"(i{d} >= 0)", f"(i{d} < {s.in_size[d]})"]
-        else:
-            loop.append(f"t{d} = tb{d}[:, None] - (k{d} * {s.dilation[d]})[None, :]")
-            if s.stride[d] > 1:  # shifted by a multiple of the stride before % and //: no negative operands
-                # (C and Python round those differently), and no tl.where on an index (see rkc above)
-                q = -(-(s.kernel[d] - 1) * s.dilation[d] // s.stride[d])  # t >= -(kernel - 1) * dilation
-                loop += [f"tp{d} = t{d} + {q * s.stride[d]}", f"i{d} = tp{d} // {s.stride[d]} - {q}"]
-                valid += [f"(t{d} >= 0)", f"(tp{d} % {s.stride[d]} == 0)", f"(i{d} < {s.in_size[d]})"]
-            else:
-                loop.append(f"i{d} = t{d}")
-                valid += [f"(i{d} >= 0)", f"(i{d} < {s.in_size[d]})"]
+        lines, ok = _window_index(s, d, f"ib{d}[:, None] + (k{d} * {s.dilation[d]})[None, :]",
+                                  f"tb{d}[:, None] - (k{d} * {s.dilation[d]})[None, :]")
+        loop += lines
+        valid += ok
         xoff.append(f"i{d} * {istr[d]}" if istr[d] != 1 else f"i{d}")
     loop.append(f"valid = {' & '.join(valid)}")
     loop.append(f"a = tl.load(X + xrow[:, None] + {' + '.join(xoff)}, mask=valid, other=0.0)")
@@ -250,18 +241,9 @@ def _nhwc_loop(spec: TConvSpec, nb: str) -> list[str]:
     body = _unravel("kk", s.kernel, [f"k{d}" for d in range(nd)])
     valid = ["mmask"]
     for d in range(nd):
-        if not s.transposed:
-            body.append(f"i{d} = ib{d} + k{d} * {s.dilation[d]}")
-            valid += [f"(i{d} >= 0)", f"(i{d} < {s.in_size[d]})"]
-        else:
-            body.append(f"t{d} = tb{d} - k{d} * {s.dilation[d]}")
-            if s.stride[d] > 1:  # as in _flat_loop: shifted by a multiple of the stride, no tl.where
-                q = -(-(s.kernel[d] - 1) * s.dilation[d] // s.stride[d])
-                body += [f"tp{d} = t{d} + {q * s.stride[d]}", f"i{d} = tp{d} // {s.stride[d]} - {q}"]
-                valid += [f"(t{d} >= 0)", f"(tp{d} % {s.stride[d]} == 0)", f"(i{d} < {s.in_size[d]})"]
-            else:
-                body.append(f"i{d} = t{d}")
-                valid += [f"(i{d} >= 0)", f"(i{d} < {s.in_size[d]})"]
+        lines, ok = _window_index(s, d, f"ib{d} + k{d} * {s.dilation[d]}", f"tb{d} - k{d} * {s.dilation[d]}")
+        body += lines
+        valid += ok
     sp = " + ".join(f"i{d} * {istr[d]}" if istr[d] != 1 else f"i{d}" for d in range(nd))
     body += [f"rv = {' & '.join(valid)}", f"xsp = xrow + ({sp}) * {s.cin}",
              f"for c0 in range(0, {icg}, BLOCK_K):"]
@@ -275,6 +257,20 @@ def _nhwc_loop(spec: TConvSpec, nb: str) -> list[str]:
              "acc = tl.dot(a, b, acc, input_precision=PREC)"]
     body += ["    " + ln for ln in inner]
     return L + ["    " + ln for ln in body]
+
+
+def _window_index(s: ConvSpec, d: int, direct: str, transposed: str) -> tuple[list[str], list[str]]:
+    """Lines computing input index i{d} of window dimension d (from `direct`, or for a transposed convolution
+    from t{d} = `transposed`), and the conditions under which it reads the input."""
+    if not s.transposed:
+        return [f"i{d} = {direct}"], [f"(i{d} >= 0)", f"(i{d} < {s.in_size[d]})"]
+    if s.stride[d] == 1:
+        return [f"t{d} = {transposed}", f"i{d} = t{d}"], [f"(i{d} >= 0)", f"(i{d} < {s.in_size[d]})"]
+    # shifted by a multiple of the stride before % and //: no negative operands (C and Python round those
+    # differently), and no tl.where on an index (see `_flat_loop`'s rkc)
+    q = -(-(s.kernel[d] - 1) * s.dilation[d] // s.stride[d])  # t >= -(kernel - 1) * dilation
+    return ([f"t{d} = {transposed}", f"tp{d} = t{d} + {q * s.stride[d]}", f"i{d} = tp{d} // {s.stride[d]} - {q}"],
+            [f"(t{d} >= 0)", f"(tp{d} % {s.stride[d]} == 0)", f"(i{d} < {s.in_size[d]})"])
 
 
 def _kflat(nd: int, kernel: tuple[int, ...]) -> str:
