@@ -154,6 +154,11 @@ class Audit(Record):
     clock_spread_ms: float | None = Field(default=None, description="interquartile range of those pairs (ms)")
     seeds: tuple[int, ...] = ()
     wall_s: float = 0.0
+    timer_only: bool = Field(default=False, description=(
+        "it overturned on the runner's timer alone (its fresh run ok, the judge's clock content)"))
+    first: str | None = Field(default=None, description=(
+        "the first audit's one-line reason when it disagreed on the runner's timer alone (its fresh run ok): "
+        "a second audit, in another fresh process on another seed, then decided"))
 
 
 class Evaluation(Record):

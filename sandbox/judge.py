@@ -330,7 +330,16 @@ class Judge:
     # ------------------------------------------------------------------ candidates
 
     def audit(self, problem: Problem, cand: Candidate, config: SandboxConfig, original: Evaluation) -> Evaluation:
-        """Measure an accepted candidate again: fresh runner, fresh inputs, the judge's own clock."""
+        """Measure an accepted candidate again: fresh runner, fresh inputs, the judge's own clock; a
+        disagreement on the runner's timer alone is measured once more before it overturns (audit.confirm)."""
+        from kevolve.sandbox import audit
+
+        first = self._audit_once(problem, cand, config, original)
+        if not audit.wants_second(first):
+            return first
+        return audit.confirm(first, self._audit_once(problem, cand, config, original))
+
+    def _audit_once(self, problem: Problem, cand: Candidate, config: SandboxConfig, original: Evaluation) -> Evaluation:
         from kevolve.sandbox import audit
         from kevolve.sandbox.config import CompileBaseline
 

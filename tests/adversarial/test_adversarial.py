@@ -109,6 +109,16 @@ def test_times_forged_inside_the_runner_are_overturned_by_the_audit(evaluate) ->
     assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "audit_mismatch"), ev.reason
     assert ev.audit is not None and not ev.audit.passed and ev.audit.judge_clock_speedup is not None
     assert "judge's own clock" in ev.reason
+    assert ev.audit.first is None  # the judge's clock overturns at once: no second audit to wait for
+
+
+def test_a_timer_disagreement_is_measured_by_a_second_audit_before_it_overturns(evaluate) -> None:  # noqa: ANN001
+    # a tolerance no two measurements meet: the first audit disagrees on the runner's timer alone, a
+    # second one (another fresh runner and seed) disagrees too, and only then is the verdict overturned
+    ev = evaluate("relu", HONEST_RELU, audit=True, audit_tolerance=1e-9)
+    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "audit_mismatch"), ev.reason
+    assert ev.audit is not None and ev.audit.first is not None and ev.audit.first.startswith("audit_mismatch: ")
+    assert "a second audit" in ev.reason and ev.audit.timer_only
 
 
 def test_an_honest_candidate_passes_its_audit(evaluate) -> None:  # noqa: ANN001

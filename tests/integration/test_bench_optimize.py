@@ -39,6 +39,7 @@ def test_optimize_mode_generates_then_evaluates_and_explains_failures(tmp_path: 
         server.stop()
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     generated = run_dir / "generated" / "level1" / "1_ReLU.py"
+    assert generated.is_file(), r.stdout[-3000:] + r.stderr[-3000:]
     assert generated.read_text() == honest.read_text()  # the agent's best, its own file, as a solution file
     data = json.loads((run_dir / "results.json").read_text())
     status = {p["file"]: (p["status"], p["reason"]) for p in data["problems"]}

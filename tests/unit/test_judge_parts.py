@@ -130,6 +130,28 @@ def test_the_audit_overturns_disagreement_and_keeps_agreement() -> None:
     assert failed.outcome is Outcome.REJECTED and "measured again" in failed.reason
 
 
+def test_a_disagreement_on_the_runners_timer_alone_must_repeat_in_a_second_audit() -> None:
+    from kevolve.sandbox.audit import confirm, decide, wants_second
+
+    apart = decide(_ev(2.0), _ev(2.5), 2.4, (1,), 1.0)  # the timer disagrees, the judge's clock is content
+    assert apart.outcome is Outcome.REJECTED and wants_second(apart)
+    kept = confirm(apart, decide(_ev(2.0), _ev(2.05), 1.9, (2,), 2.0))
+    assert kept.ok and kept.audit is not None and kept.audit.passed and kept.audit.seeds == (2,)
+    assert kept.audit.first == apart.reason and kept.audit.wall_s == 3.0 and "not confirmed" in kept.audit.reason
+    again = confirm(apart, decide(_ev(2.0), _ev(1.5), 1.4, (2,), 2.0))  # slow again: overturned
+    assert again.outcome is Outcome.REJECTED and again.reason.startswith("audit_mismatch: 1.500x")
+    assert "a second audit" in again.reason and again.audit is not None and not again.audit.passed
+    assert not wants_second(again)  # two audits at most
+    wrong = confirm(apart, decide(_ev(2.0), _ev(2.0, Outcome.INCORRECT), None, (2,), 2.0))
+    assert wrong.outcome is Outcome.REJECTED and "measured again" in wrong.reason
+    # overturned at once: a fresh run that is not ok, and the judge's clock (even beside a timer disagreement)
+    assert not wants_second(decide(_ev(2.0), _ev(2.0, Outcome.INCORRECT), None, (), 1.0))
+    assert not wants_second(decide(_ev(10.0), _ev(10.0), 1.9, (), 1.0))
+    both = decide(_ev(10.0), _ev(5.0), 0.5, (), 1.0)
+    assert both.outcome is Outcome.REJECTED and not wants_second(both)
+    assert not wants_second(decide(_ev(2.0), _ev(2.05), 1.9, (), 1.0))  # agreement: nothing to repeat
+
+
 def test_the_judge_clock_speedup_cancels_what_the_clock_adds_to_both_runners() -> None:
     from kevolve.sandbox.audit import judge_clock_speedup
 
