@@ -3,6 +3,7 @@ print the results as JSON.
 
     python tests/triton_interpret_check.py gemm_batchnorm bmm            # max errors vs the module
     python tests/triton_interpret_check.py --compile gemm_batchnorm bmm  # compiled for sm_90 (no GPU)
+    python tests/triton_interpret_check.py --split=4 matvec              # bare products in 4 K slices
 
 A process of its own because TRITON_INTERPRET must be set (or not) before `triton` is first imported
 (its standard library is decorated at import), which a pytest session cannot promise. For each fixture
@@ -19,6 +20,7 @@ import sys  # noqa: E402
 
 COMPILE = "--compile" in sys.argv
 NHWC = "--nhwc" in sys.argv
+SPLIT = next((int(a.removeprefix("--split=")) for a in sys.argv if a.startswith("--split=")), None)
 os.environ["TRITON_INTERPRET"] = "0" if COMPILE else "1"  # this process's own setting, before triton's import
 
 import json  # noqa: E402
@@ -62,6 +64,8 @@ def check(name: str) -> list[float]:
     first = p.defaults()
     if NHWC:  # the Triton convolutions' channels-last layout (`triton_conv._nhwc_loop`)
         first = [replace(x, layout="nhwc") if f.group.kind == "tconv" else x for x, f in zip(first, p.fused)]
+    if SPLIT is not None:  # the Triton product's K slices (`triton_mm._split_source`), where legal
+        first = [replace(x, split_k=SPLIT) if f.group.kind == "mm" else x for x, f in zip(first, p.fused)]
     for params in (p.legalize(first), [mutate(x, f.group, rng) for x, f in zip(first, p.fused)]):
         ns: dict = {"__name__": "kevolve_candidate_check"}
         exec(compile(p.source(params), name, "exec"), ns)  # noqa: S102 — a generated source

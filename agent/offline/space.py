@@ -25,12 +25,13 @@ TILE_KS = (16, 32, 64)
 WARPS = (4, 8)
 STAGES = (2, 3, 4, 5)
 PRECISIONS = ("tf32x3", "ieee")
+SPLITS = (1, 2, 4, 8, 16, 32, 64)  # Triton product: slices of K (a bare product only)
 CONV_PRECISIONS = ("tf32", "tf32x3", "ieee")
 """Triton convolutions ('tconv'): TF32 first, as cuDNN runs PyTorch's float32 convolutions by default"""
 TRITON_KINDS = ("mm", "tconv")
 SMEM_BYTES = 200 * 1024  # an H100 block may use up to 227 KB of shared memory; leave room for the epilogue
 MARK = "# kevolve-offline: "
-_MM_FIELDS = ("tile_m", "tile_n", "tile_k", "warps", "stages", "precision", "layout")
+_MM_FIELDS = ("tile_m", "tile_n", "tile_k", "warps", "stages", "precision", "layout", "split_k")
 LAYOUTS = ("nchw", "nhwc")
 _MARK_RE = re.compile(r"^# kevolve-offline: (\{.*\})\s*$", re.MULTILINE)
 
@@ -72,6 +73,10 @@ class KernelParams:
     layout: str = "nchw"
     """Triton convolution: 'nchw' reads the input as it is (one flat loop over channels x window), 'nhwc' has
     the launcher make it channels-last, so each step's loads run along a group's channels"""
+    split_k: int = 1
+    """Triton product with no epilogue: K cut into this many slices, one program per (tile, slice), each
+    adding its partial product into a zeroed output (a matrix-vector product's 16 row tiles of a 1M-long K,
+    KernelBench L1 4, kept 16 of the H100's 132 SMs busy: 0.13x eager)"""
 
 
 def default_params(group: Group) -> KernelParams:
@@ -79,7 +84,8 @@ def default_params(group: Group) -> KernelParams:
     if group.kind == "gemm":
         return KernelParams(block=256, vec=1, unroll=2)
     if group.kind == "mm":
-        return legal(KernelParams(block=256, vec=1), group)
+        p = legal(KernelParams(block=256, vec=1), group)
+        return legal(replace(p, split_k=auto_split(group, p)), group)
     if group.kind == "tconv":
         return legal(KernelParams(block=256, vec=1, tile_m=128, tile_n=64, tile_k=32, warps=4, stages=3,
                                   precision="tf32"), group)
@@ -129,9 +135,36 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
 
 
 def _legal_mm(p: KernelParams, group: Group) -> KernelParams:
-    """Tiles no larger than the product needs, at most 128 accumulators per thread, pipeline within smem."""
+    """Tiles no larger than the product needs, at most 128 accumulators per thread, pipeline within smem;
+    K slices only for a product with no epilogue (the slices' sums meet in the output), each at least
+    MIN_SLICE_STEPS steps of tile_k deep."""
     s = group.gemm
-    return replace(_legal_tiles(p, s.m, s.n, 32, 8, PRECISIONS), layout="nchw")
+    q = _legal_tiles(p, s.m, s.n, 32, 8, PRECISIONS)
+    split = p.split_k if p.split_k in SPLITS and bare_product(group) else 1
+    while split > 1 and -(-s.k // q.tile_k) < split * MIN_SLICE_STEPS:
+        split //= 2
+    return replace(q, layout="nchw", split_k=split)
+
+
+MIN_SLICE_STEPS = 8
+_SPLIT_SMS = 132  # H100 / H200: how many programs make the machine busy (two per SM)
+
+
+def bare_product(group: Group) -> bool:
+    """An `mm` group that writes the product as it is (no epilogue leaves)."""
+    return group.kind == "mm" and len(group.leaves) == 1
+
+
+def auto_split(group: Group, p: KernelParams) -> int:
+    """The K slices that give a bare product with few output tiles two programs per SM (1 otherwise)."""
+    s = group.gemm
+    if not bare_product(group):
+        return 1
+    programs = -(-s.m // p.tile_m) * -(-s.n // p.tile_n) * s.batch
+    split = 1
+    while programs * split < 2 * _SPLIT_SMS and split < SPLITS[-1]:
+        split *= 2
+    return split
 
 
 def _legal_tconv(p: KernelParams, group: Group) -> KernelParams:
@@ -139,7 +172,7 @@ def _legal_tconv(p: KernelParams, group: Group) -> KernelParams:
     output channels (tiles down to 16, tl.dot's least), depth (its input channels x the window)."""
     s = group.spec
     q = _legal_tiles(p, s.m, s.ocg, 16, 4, CONV_PRECISIONS)  # type: ignore[attr-defined]
-    return replace(q, layout=p.layout if p.layout in LAYOUTS else LAYOUTS[0])
+    return replace(q, layout=p.layout if p.layout in LAYOUTS else LAYOUTS[0], split_k=1)
 
 
 def _legal_tiles(p: KernelParams, m: int, n: int, n_low: int, warps_default: int,
@@ -184,6 +217,8 @@ def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
                    "precision": CONV_PRECISIONS if group.kind == "tconv" else PRECISIONS}
         if group.kind == "tconv":
             choices["layout"] = LAYOUTS
+        elif bare_product(group):
+            choices["split_k"] = SPLITS
     elif group.kind != "fused":
         choices |= {"unroll": UNROLLS} | ({"ilp": ILPS} if group.kind == "conv" else {})
     elif group.is_pointwise:
@@ -258,7 +293,8 @@ def decode_technique(source: str) -> str | None:
 def describe(p: KernelParams, group: Group) -> str:
     """The settings that matter for this group's kind, in a few words (for reports: 'rows split vec4 u2 1-pass')."""
     if group.kind in TRITON_KINDS:
-        return f"{group.kind} {p.tile_m}x{p.tile_n}x{p.tile_k} {p.precision}" + (" nhwc" if p.layout == "nhwc" else "")
+        return (f"{group.kind} {p.tile_m}x{p.tile_n}x{p.tile_k} {p.precision}" + (" nhwc" if p.layout == "nhwc" else "")
+                + (f" split{p.split_k}" if p.split_k > 1 else ""))
     if group.kind != "fused":
         return f"{group.kind} b{p.block}"
     if group.is_pointwise:

@@ -212,6 +212,8 @@ def constants(group: Group, p: KernelParams) -> tuple[dict[str, object], dict[st
     s = group.gemm
     consts = {"BLOCK_M": p.tile_m, "BLOCK_N": p.tile_n, "BLOCK_K": p.tile_k, "GROUP_M": 8,
               "EVEN_K": s.k % p.tile_k == 0, "PREC": p.precision}
+    if p.split_k > 1:
+        consts["SPLIT_K"] = p.split_k
     return consts, {"num_warps": p.warps, "num_stages": p.stages}
 
 
@@ -228,6 +230,8 @@ def kernel_source(name: str, group: Group, p: KernelParams) -> str:
         leaf[i] = f"v{i}"
     lines, res = emit(group.out, leaf, "e")
     bias = ["    acc = acc + tl.load(BIAS + rn[None, :], mask=rn[None, :] < N, other=0.0)"] if spec.bias else []
+    if p.split_k > 1:
+        return _split_source(name, group, p, args, spec)
     return f'''@triton.jit
 def {name}({", ".join(args)}, {", ".join(INT_ARGS)},
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -267,6 +271,54 @@ def {name}({", ".join(args)}, {", ".join(INT_ARGS)},
 '''
 
 
+def _split_source(name: str, group: Group, p: KernelParams, args: list[str], spec: MMSpec) -> str:
+    """A bare product whose K is cut into SPLIT_K slices: program (tile, batch, slice) adds its slice's
+    partial product into the output, which the launcher zeroes (the bias once, by slice 0)."""
+    bias = ("    acc = acc + tl.load(BIAS + rn[None, :], mask=rn[None, :] < N, other=0.0) * (ks == 0).to(tl.float32)"
+            if spec.bias else "")
+    return f'''@triton.jit
+def {name}({", ".join(args)}, {", ".join(INT_ARGS)},
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+        EVEN_K: tl.constexpr, PREC: tl.constexpr, SPLIT_K: tl.constexpr):
+    """{group.describe()}, K in {p.split_k} slices"""
+    pid = tl.program_id(0)
+    bat = tl.program_id(1)
+    ks = tl.program_id(2)
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    width = GROUP_M * num_n
+    first = (pid // width) * GROUP_M
+    gsz = tl.minimum(num_m - first, GROUP_M)
+    pm = first + (pid % width) % gsz
+    pn = (pid % width) // gsz
+    rm = pm * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pn * BLOCK_N + tl.arange(0, BLOCK_N)
+    steps = tl.cdiv(K, BLOCK_K)
+    per = tl.cdiv(steps, SPLIT_K)
+    lo = ks * per
+    hi = tl.minimum(lo + per, steps)
+    rk = tl.arange(0, BLOCK_K)
+    am = {_hinted("rm % M", "BLOCK_M", spec.gemm.m % p.tile_m == 0)}
+    bn = {_hinted("rn % N", "BLOCK_N", spec.gemm.n % p.tile_n == 0)}
+    a_ptrs = A + bat * s_ab + am[:, None] * s_am + (lo * BLOCK_K + rk[None, :]) * s_ak
+    b_ptrs = B + bat * s_bb + (lo * BLOCK_K + rk[:, None]) * s_bk + bn[None, :] * s_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(lo, hi):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            a = tl.load(a_ptrs, mask=rk[None, :] < K - k0 * BLOCK_K, other=0.0)
+            b = tl.load(b_ptrs, mask=rk[:, None] < K - k0 * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PREC)
+        a_ptrs += BLOCK_K * s_ak
+        b_ptrs += BLOCK_K * s_bk
+    cmask = (rm[:, None] < M) & (rn[None, :] < N)
+{bias}
+    tl.atomic_add(C + bat * M * N + rm[:, None] * N + rn[None, :], acc, mask=cmask)
+'''
+
+
 def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     """Python launcher of an `mm` group: operand strides read at run time, epilogue leaves contiguous."""
     g = fz.group
@@ -291,18 +343,20 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
         lines.append("    a2 = a2.contiguous()")
     tiles = f"{-(-s.m // p.tile_m) * -(-s.n // p.tile_n)}"
     args = [*ops[:2], "out", *ops[2:], *epi, str(s.m), str(s.n), str(s.k), "*sa", "*sb"]
-    lines += launch_tail(name, f"({tiles}, {s.batch})", args, g, epi, epi_specs, constants(g, p))
+    split = p.split_k > 1
+    grid = f"({tiles}, {s.batch}, {p.split_k})" if split else f"({tiles}, {s.batch})"
+    lines += launch_tail(name, grid, args, g, epi, epi_specs, constants(g, p), zeroed=split)
     return "\n".join(lines) + "\n"
 
 
 def launch_tail(name: str, grid: str, args: list[str], g: Group, epi: list[str], epi_specs: list,
-                consts_opts: tuple[dict[str, object], dict[str, int]]) -> list[str]:
+                consts_opts: tuple[dict[str, object], dict[str, int]], zeroed: bool = False) -> list[str]:
     """A Triton launcher's last lines: epilogue leaves made 0-d fp32 tensors (Python numbers) or contiguous,
-    the output, the launch with its constexprs and options, the return."""
+    the output (zeroed for a kernel that adds into it), the launch with its constexprs and options, the return."""
     lines = [f"    {n} = torch.full((), float({n}), device=dev, dtype=torch.float32)" if leaf.scalar
              else f"    {n} = {n}.contiguous()" for n, leaf in zip(epi, epi_specs, strict=True)]
     kw = ", ".join(f"{k}={v!r}" for k, v in {**consts_opts[0], **consts_opts[1]}.items())
-    return lines + [f"    out = torch.empty({tuple(g.out_shape)!r}, device=dev, dtype=torch.float32)",
+    return lines + [f"    out = torch.{'zeros' if zeroed else 'empty'}({tuple(g.out_shape)!r}, device=dev, dtype=torch.float32)",
                     f"    {name}[{grid}]({', '.join(args)}, {kw})", "    return out"]
 
 
