@@ -21,7 +21,7 @@ from testpaths import FIXTURES
 pytestmark = pytest.mark.gpu
 FUSED = ["chain_scalars", "conv_relu_bias", "linear_gelu_softmax", "conv_groupnorm", "gemm_batchnorm", "layernorm_3d",
          "rmsnorm", "reductions", "logsumexp_chain", "mse_loss", "instnorm_logsoftmax", "only_matmul", "bmm",
-         "gelu_global_pool", "only_conv", "tensor_constant", "row_output_bias"]
+         "gelu_global_pool", "only_conv", "tensor_constant", "row_output_bias", "matvec", "linear_long_k"]
 
 
 @pytest.fixture(autouse=True)
@@ -176,3 +176,28 @@ def test_triton_convolutions_compute_what_the_module_computes_in_each_precision(
         scale = float(want.abs().max()) or 1.0
         err = float((got - want).abs().max()) / scale
         assert err < tol, (prec, layout, err)
+
+
+@pytest.mark.parametrize("name", ["matvec", "linear_long_k", "only_matmul", "bmm", "gemm_batchnorm"])
+def test_triton_products_compute_what_the_module_computes_with_k_in_slices(name, tmp_path):
+    """The Triton plan's product (`triton_mm.py`) against the module in full fp32, tf32x3 and ieee, as the
+    defaults choose (K in slices for a bare product with few tiles and a long K) and in 1 and 4 slices
+    where legal."""
+    from dataclasses import replace
+
+    from kevolve.agent.offline.generate import plans
+
+    problem = _problem(name)
+    (tri,) = [p for p in plans(problem) if p.technique == "triton_mm"]
+    for prec, split in itertools.product(("tf32x3", "ieee"), (None, 1, 4)):
+        params = tri.legalize([replace(x, precision=prec, **({} if split is None else {"split_k": split}))
+                               if f.group.kind == "mm" else x for x, f in zip(tri.defaults(), tri.fused)])
+        ns, ref, new = _build_from_file(tri.source(params), problem, tmp_path)
+        torch.manual_seed(1)
+        inputs = [t.cuda() if isinstance(t, torch.Tensor) else t for t in load_namespace(problem)["get_inputs"]()]
+        with torch.no_grad():
+            want, got = ref(*inputs), new(*inputs)
+        torch.cuda.synchronize()
+        assert got.shape == want.shape
+        err = float((got - want).abs().max()) / (float(want.abs().max()) or 1.0)
+        assert err < 1e-4, (prec, split, [q.split_k for q in params], err)
