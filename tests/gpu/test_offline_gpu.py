@@ -21,7 +21,8 @@ from testpaths import FIXTURES
 pytestmark = pytest.mark.gpu
 FUSED = ["chain_scalars", "conv_relu_bias", "linear_gelu_softmax", "conv_groupnorm", "gemm_batchnorm", "layernorm_3d",
          "rmsnorm", "reductions", "logsumexp_chain", "mse_loss", "instnorm_logsoftmax", "only_matmul", "bmm",
-         "gelu_global_pool", "only_conv", "tensor_constant", "row_output_bias", "matvec", "linear_long_k"]
+         "gelu_global_pool", "only_conv", "tensor_constant", "row_output_bias", "matvec", "linear_long_k",
+         "einsum_4d"]
 
 
 @pytest.fixture(autouse=True)
@@ -178,7 +179,7 @@ def test_triton_convolutions_compute_what_the_module_computes_in_each_precision(
         assert err < tol, (prec, layout, err)
 
 
-@pytest.mark.parametrize("name", ["matvec", "linear_long_k", "only_matmul", "bmm", "gemm_batchnorm"])
+@pytest.mark.parametrize("name", ["matvec", "linear_long_k", "only_matmul", "bmm", "gemm_batchnorm", "einsum_4d"])
 def test_triton_products_compute_what_the_module_computes_with_k_in_slices(name, tmp_path):
     """The Triton plan's product (`triton_mm.py`) against the module in full fp32, tf32x3 and ieee, as the
     defaults choose (K in slices for a bare product with few tiles and a long K) and in 1 and 4 slices

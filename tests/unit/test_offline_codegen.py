@@ -16,7 +16,8 @@ from kevolve.sandbox.static_checks import custom_kernel_names
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
 FUSABLE = ["chain_scalars", "conv_relu_bias", "linear_gelu_softmax", "conv_groupnorm", "gemm_batchnorm",
            "layernorm_3d", "rmsnorm", "reductions", "logsumexp_chain", "mse_loss", "instnorm_logsoftmax",
-           "only_matmul", "bmm", "gelu_global_pool", "only_conv", "tensor_constant", "row_output_bias"]
+           "only_matmul", "bmm", "gelu_global_pool", "only_conv", "tensor_constant", "row_output_bias", "matvec",
+           "linear_long_k", "einsum_4d"]
 
 
 def _problem(name: str):
