@@ -195,8 +195,9 @@ class WorkerProcess:
         """Spawn the sandbox's worker; it imports torch and waits for its job."""
         return self.spawn([sys.executable, "-m", self.module, self.device])
 
-    def spawn(self, worker_argv: list[str]) -> WorkerProcess:
-        """Spawn `worker_argv` as this worker: under the launcher, in a containment of its own."""
+    def spawn(self, worker_argv: list[str], pass_fds: tuple[int, ...] = ()) -> WorkerProcess:
+        """Spawn `worker_argv` as this worker: under the launcher, in a containment of its own
+        (`pass_fds`: descriptors the worker inherits, under the same numbers)."""
         env = scrubbed_env(self.device, self.scratch)
         self.containment = contain(self.scratch.name, self.containment_kind,
                                    getattr(self.launcher, "pids_limit", None))
@@ -205,7 +206,7 @@ class WorkerProcess:
         try:
             self.proc = subprocess.Popen(
                 self.containment.wrap(argv), stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT,
-                cwd=self.scratch, env=env, start_new_session=True, close_fds=True,
+                cwd=self.scratch, env=env, start_new_session=True, close_fds=True, pass_fds=pass_fds,
             )
         except OSError:
             self.containment.kill_all()

@@ -27,7 +27,7 @@ from kevolve.sandbox.oracle import ProblemState, prepare
 from kevolve.sandbox.protocol import JudgeReply, ReferenceSummary, RunnerJob, StepResult
 from kevolve.sandbox.runner_proc import Gone, RunnerProcess
 from kevolve.sandbox.schedule import enough, stats
-from kevolve.sandbox.session import Facts, Flusher, Session
+from kevolve.sandbox.session import Facts, Flusher, ForgedAnswer, Session
 from kevolve.sandbox.slots import Slots, _plain
 from kevolve.sandbox.static_checks import custom_kernel_names
 
@@ -46,6 +46,7 @@ class ReferenceRunner:
 
     def __init__(self, judge: Judge, state: ProblemState, config: SandboxConfig, role: str) -> None:
         self.state, self.role = state, role
+        self.spoiled = False  # an answer it did not write was read from its channel
         t0 = time.monotonic()
         self.runner = judge.take_runner(config)
         folder = None if judge.device.type == "cuda" else self.runner.scratch
@@ -63,15 +64,30 @@ class ReferenceRunner:
         if not (isinstance(msg, dict) and msg.get("op") == "ready"):
             raise h.StageError("problem_error", _over(msg, role, self.limit_gb)
                                or f"the reference failed to load in its runner: {_why(msg)}")
+        self.slots.hide()  # mapped by the runner: no name another process could open them by
         self.start_s = time.monotonic() - t0  # waiting for a warm runner, then loading the model there
 
     def call(self, key: str, deadline: float, op: str = "call", pad_ms: float = 0.05, noflush: bool = False) -> StepResult:
+        """One call of the reference; ForgedAnswer when the answer does not echo the call's nonce."""
         i = self.slots.slot_for(key)
-        msg = self.runner.request({"op": op, "slot": i, "pad_ms": pad_ms, "noflush": noflush}, deadline)
+        nonce = secrets.randbits(62) + 1
+        msg = self.runner.request({"op": op, "slot": i, "pad_ms": pad_ms, "noflush": noflush, "nonce": nonce},
+                                  deadline)
         if isinstance(msg, Gone) or not msg.get("ok"):
             raise h.StageError("problem_error", _over(msg, self.role, self.limit_gb)
                                or f"the reference failed in its runner: {_why(msg)}")
-        return StepResult.model_validate(msg)
+        try:
+            res = StepResult.model_validate(msg)
+        except ValueError:
+            res = None
+        if res is None or res.nonce != nonce:
+            # The reference's runner is trusted code that echoes every nonce: another process wrote this
+            # answer into its channel (a candidate run without bubblewrap, which reaches the user's other
+            # processes). Its channel is out of step from here on: the problem is prepared again.
+            self.spoiled = True
+            raise ForgedAnswer("rejected", f"tampering: an answer in the {self.role} reference's channel that its "
+                                           "runner did not write (it does not echo the call's nonce)")
+        return res
 
     def time(self, config: SandboxConfig, flush: Flusher, first_deadline: float) -> TimingStats:
         """Time the model alone (the problem's session baseline), as candidates are timed."""
@@ -393,6 +409,8 @@ class Judge:
             session.close()
             runner.finish(cand.source, keep_scratch=self.keep_scratch)
             session.facts.phase_s["retire"] = time.monotonic() - t_end
+        if eager is not None and eager.spoiled:  # its channel is out of step: prepared again next time
+            self._drop((problem.id, state.seed, config.n_draws))
         if isinstance(runner, RunnerProcess) and runner.launcher is None:  # no sandbox: after it is gone
             self._check_bytecode(facts)
         facts.phase_s["start"] = waited

@@ -122,5 +122,32 @@ def cmdline(pid: int) -> str:
         return ""
 
 
-__all__ = ["ProcStat", "children", "cmdline", "locks_hard_limit", "read_stat", "reap", "signal_exact",
-           "subtree", "table"]
+_PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
+
+
+def set_dumpable(on: bool) -> bool:
+    """prctl(PR_SET_DUMPABLE): off, the process's /proc files (fd/, mem, environ, maps) belong to root
+    and ptrace refuses it, so another process of the same user (a candidate run without bubblewrap)
+    can neither open its descriptors nor read or write its memory. Root is not stopped by this.
+    Reset to on by every execve; False where prctl is not there (not Linux)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_DUMPABLE, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def dumpable() -> bool | None:
+    """This process's PR_GET_DUMPABLE (None where prctl is not there)."""
+    import ctypes
+
+    try:
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0))
+    except (OSError, AttributeError):
+        return None
+
+
+__all__ = ["ProcStat", "children", "cmdline", "dumpable", "locks_hard_limit", "read_stat", "reap", "set_dumpable",
+           "signal_exact", "subtree", "table"]

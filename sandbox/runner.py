@@ -186,7 +186,25 @@ def _oom_score_adj(value: int) -> None:
         pass
 
 
+def _channel_fds() -> tuple[int, int] | None:
+    """The inherited pipes (`--fds=R,W`, a local runner), or None (a container's: FIFOs in /scratch)."""
+    for a in sys.argv[2:]:
+        if a.startswith("--fds="):
+            r, w = a.removeprefix("--fds=").split(",")
+            return int(r), int(w)
+    return None
+
+
 def main() -> None:
+    from kevolve.sandbox.procfs import set_dumpable
+
+    # Until its job says it runs a candidate, this runner may become a problem's trusted reference:
+    # nothing of the same user gets at its descriptors or memory meanwhile (procfs.set_dumpable)
+    set_dumpable(False)
+    fds = _channel_fds()
+    if fds is not None:
+        for fd in fds:
+            os.set_inheritable(fd, False)  # not handed on to what it runs (compile workers, a candidate's programs)
     _oom_score_adj(1000)  # before torch: everything this process starts inherits it
     import torch
     import torch.utils.cpp_extension  # noqa: F401 - imported before candidate code can patch it
@@ -206,12 +224,14 @@ def main() -> None:
     if device.type == "cuda":
         preimport()
     guards = integrity.Guards(integrity.runner_modules())
-    ch = Channel.fifos(scratch, "cmd", "res")
+    ch = Channel(*fds) if fds is not None else Channel.fifos(scratch, "cmd", "res")
     ch.send({"op": "warm", "pid": os.getpid()})
     try:
         job = RunnerJob.model_validate(ch.recv())
         if job.role != "candidate":
             _oom_score_adj(0)
+        else:
+            set_dumpable(True)  # untrusted anyway: the judge's memory watch reads its smaps as before
         serve(ch, job, scratch, device, guards)
     except h.StageError as e:
         ch.send(StepResult(ok=False, status=e.status, reason=e.reason, log=e.log[-4000:]).model_dump())  # type: ignore[arg-type]

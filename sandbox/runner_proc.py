@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from kevolve.sandbox.channel import Channel, ChannelClosed, Garbled, make_fifos
+from kevolve.sandbox.channel import Channel, ChannelClosed, Garbled
 from kevolve.sandbox.isolation import WorkerProcess, _dir_bytes, _group_stats, _over_memory, _rss_bytes, _tail
 from kevolve.sandbox.memory import gib, oom_killed, oom_kills, oom_reason
 
@@ -42,9 +44,22 @@ class RunnerProcess(WorkerProcess):
     module = "kevolve.sandbox.runner"
 
     def start(self) -> RunnerProcess:
-        make_fifos(self.scratch, "cmd", "res")
-        super().start()
-        self.ch = Channel.fifos(self.scratch, "res", "cmd")
+        # Two anonymous pipes the runner inherits: no name in the scratch directory that another
+        # process of the user (a candidate, without bubblewrap) could open and write answers into
+        # (a container's runner, which cannot inherit them, uses FIFOs in its own bind mount)
+        cmd_r, cmd_w = os.pipe()
+        res_r, res_w = os.pipe()
+        try:
+            self.spawn([sys.executable, "-m", self.module, self.device, f"--fds={cmd_r},{res_w}"],
+                       pass_fds=(cmd_r, res_w))
+        except BaseException:
+            for fd in (res_r, cmd_w):
+                os.close(fd)
+            raise
+        finally:
+            os.close(cmd_r)
+            os.close(res_w)
+        self.ch = Channel(res_r, cmd_w)
         self._over_memory = threading.Event()
         self._over_disk = threading.Event()
         self._stop_watch = threading.Event()
@@ -93,8 +108,18 @@ class RunnerProcess(WorkerProcess):
         try:
             self.ch.send(msg, alive=self.alive)
         except ChannelClosed:
-            return self.gone()
+            return self._closed()
         return self.receive(deadline)
+
+    def _closed(self, wait_s: float = 2.0) -> Gone:
+        """The runner's end of its pipes closed: it is exiting; let it finish (its own exit code, not
+        the SIGKILL `gone` would send a process still on its way out) for up to `wait_s`."""
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=wait_s)
+            except subprocess.TimeoutExpired:  # still running: `gone` kills it
+                pass
+        return self.gone()
 
     def receive(self, deadline: float) -> dict[str, Any] | Gone:
         """The runner's next message, or how it ended: timeout (killed), death, limits, garbage."""
@@ -107,7 +132,7 @@ class RunnerProcess(WorkerProcess):
             except Garbled as e:
                 return self.gone(garbled=str(e))
             except ChannelClosed:
-                return self.gone()
+                return self._closed()
             if msg is not None:
                 return msg
             if self._over_memory.is_set() or self._over_disk.is_set() or not self.alive():

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from kevolve.records import Candidate
+from kevolve.sandbox import harness as h
 from kevolve.sandbox.checks import Call, Ledger, check_call, classify
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.oracle import ProblemState
@@ -95,6 +96,10 @@ class Flusher:
 # a fast reference's hundredfold costs nothing worth stopping for, and a contended machine's hiccup of a
 # few hundred milliseconds must not end an honest evaluation.
 SLOW_FLOOR_S = 0.5
+
+
+class ForgedAnswer(h.StageError):
+    """An answer in a reference runner's channel that the runner did not write (judge.ReferenceRunner)."""
 
 
 class Verdict(Exception):
@@ -277,7 +282,7 @@ class Session:
         self.flush()
         t0 = time.perf_counter()
         pad = self.eager_pad()
-        r = self.eager.call(key, self.deadline, pad_ms=pad)
+        r = self._eager(key, pad_ms=pad)
         self._acc("flush", t0 - tf)
         self._acc("ref_calls", time.perf_counter() - t0)
         self._acc("ref_calls_device", r.ms / 1e3)
@@ -291,6 +296,12 @@ class Session:
             self.facts.ref_walls.append(r.wall_ms)
         else:
             self.eager_skips += 1
+
+    def _eager(self, key: str, **kw: Any) -> StepResult:
+        try:
+            return self.eager.call(key, self.deadline, **kw)
+        except ForgedAnswer as e:  # written while this candidate ran: its doing
+            raise Verdict(e.status, e.reason) from None
 
     # ------------------------------------------------------------------ phases
 
@@ -341,6 +352,9 @@ class Session:
         msg = self.runner.request(job, self.deadline)
         if isinstance(msg, dict) and msg.get("op") == "ready":
             self.facts.load_s = float(msg.get("load_s") or 0.0)
+            self.slots.hide()  # mapped by the runner (transport.SharedBuffer.hide)
+            for s in self.staging:
+                s.hide()
             return
         self._answer(msg)  # a failure report, or the runner gone
         raise Verdict("crashed", "bad_report: the runner answered its job with something else")
@@ -479,7 +493,7 @@ class Session:
                 raise Verdict("incorrect", self._classify())
             self.flush()
             t0 = time.perf_counter()
-            r = self.eager.call(key, self.deadline, pad_ms=0.0, noflush=True)
+            r = self._eager(key, pad_ms=0.0, noflush=True)
             self.facts.clock.append((c.judge_ms, c.ms, (time.perf_counter() - t0) * 1e3, r.ms))
 
     def _finish(self) -> None:
@@ -512,4 +526,4 @@ class Session:
             s.free()
 
 
-__all__ = ["Facts", "Flusher", "Session", "Verdict"]
+__all__ = ["Facts", "Flusher", "ForgedAnswer", "Session", "Verdict"]

@@ -67,6 +67,11 @@ class Slot:
             return None if self._print() == self.print_ else 0
         return intact(self.values, pristine)
 
+    def hide(self) -> None:
+        for b in self.bufs:
+            if b is not None:
+                b.hide()
+
     def free(self) -> None:
         for b in self.bufs:
             if b is not None:
@@ -122,6 +127,11 @@ class Slots:
     def changed(self, i: int) -> int | None:
         s = self.slots[i]
         return s.changed(self.pristine[s.holds])
+
+    def hide(self) -> None:
+        """Their files unnamed, once the runner has mapped them (SharedBuffer.hide)."""
+        for s in self.slots:
+            s.hide()
 
     def free(self) -> None:
         for s in self.slots:

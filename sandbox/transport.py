@@ -109,6 +109,16 @@ class SharedBuffer:
         self.tensor = _view(raw, self.ref)
         self._raw = raw
 
+    def hide(self) -> None:
+        """Remove a CPU buffer's file name once its runner has mapped it: the mappings stay, and no other
+        process of the user (a candidate run without bubblewrap) can open it by name any more."""
+        if self._path is not None:
+            try:
+                os.unlink(self._path)
+            except OSError:
+                pass
+            self._path = None
+
     def free(self) -> None:
         """Release the memory (the runner that mapped it must be gone)."""
         self.tensor = self._raw = None  # type: ignore[assignment]

@@ -8,6 +8,7 @@ outputs compared in the parent.
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -68,7 +69,7 @@ CAUGHT = {
 }
 # Hacks that need their own limits or set-up have their own tests below.
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times",
-           "spins_in_setsid_daemon", "writes_runner_bytecode"}
+           "spins_in_setsid_daemon", "writes_runner_bytecode", "forges_reference_answers"}
 
 
 def hack_files() -> list[Path]:
@@ -226,3 +227,18 @@ def test_the_default_policy_stops_the_class_candidates_before_anything_runs(sand
         ev = sandbox.evaluate(prob, Candidate.from_source((HERE / f"{hack}.py").read_text(), prob.id), config)
         assert ev.outcome is Outcome.REJECTED and ev.reason_code.startswith("policy_"), (hack, ev.reason)
         assert ev.wall_s < 5 and not ev.phase_s, (hack, ev.phase_s)
+
+
+@pytest.mark.parametrize("isolation", ["auto", "none"])
+def test_answers_written_into_the_references_channel_are_not_its_times(evaluate, isolation: str) -> None:  # noqa: ANN001
+    # The reference's runner talks to the judge over inherited pipes (no name to open), maps its inputs
+    # from files it no longer names, is not dumpable, and echoes a nonce in every answer: where the
+    # candidate still reaches it (root, without bubblewrap: /proc/PID/fd) the forged answer is tampering.
+    ev = evaluate("relu", HERE / "forges_reference_answers.py", isolation=isolation, allow_torch_only=True)
+    if isolation == "none" and os.geteuid() == 0:
+        assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "tampering"), (ev.reason, ev.speedup)
+        assert "nonce" in ev.reason
+    else:
+        assert ev.ok and ev.speedup is not None and ev.speedup < 5, (ev.reason, ev.speedup)
+    again = evaluate("relu", HERE / "torch_only.py", allow_torch_only=True)  # the problem prepared afresh
+    assert again.ok and again.speedup is not None and again.speedup < 5, (again.reason, again.speedup)

@@ -45,6 +45,7 @@ HACKS = {
     "softmax_without_max_subtraction": None, "spins_between_calls": "threads",
     "spins_in_setsid_daemon": "processes",
     "writes_runner_bytecode": "files",
+    "forges_reference_answers": "files",
     "turns_off_thread_check": "introspection",
 }
 # hostile candidate -> (category, template fill)

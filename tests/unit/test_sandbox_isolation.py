@@ -259,3 +259,18 @@ def test_a_judge_killed_before_it_answers_is_lost_with_how_it_died(tmp_path) -> 
             j.request({"op": "shutdown"}, 10.0)
     finally:
         j.close()
+
+
+def test_a_process_can_make_itself_undumpable_and_an_exec_makes_it_dumpable_again() -> None:
+    """procfs.set_dumpable, as a runner calls it first thing (its descriptors and memory out of reach of
+    the user's other processes): off in the process, on again in what it execs."""
+    import subprocess
+    import sys
+
+    code = ("from kevolve.sandbox.procfs import dumpable, set_dumpable; import subprocess, sys; "
+            "before = dumpable(); assert set_dumpable(False); "
+            "child = subprocess.run([sys.executable, '-c', 'from kevolve.sandbox.procfs import dumpable; "
+            "print(dumpable())'], capture_output=True, text=True).stdout.strip(); "
+            "print(before, dumpable(), child)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["True", "False", "True"], out.stdout + out.stderr
