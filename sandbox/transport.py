@@ -126,12 +126,7 @@ class SharedBuffer:
             torch.cuda.synchronize()
             _rt().cudaFree(ctypes.c_void_p(self._ptr))
             self._ptr = None
-        if self._path is not None:
-            try:
-                os.unlink(self._path)
-            except OSError:
-                pass
-            self._path = None
+        self.hide()
 
 
 _opened: list[int] = []  # runner side: IPC mappings stay open for the process's life

@@ -236,15 +236,25 @@ def kernel_source(name: str, group: Group, p: KernelParams) -> str:
         leaf[i] = f"v{i}"
     lines, res = emit(group.out, leaf, "e")
     bias = ["    acc = acc + tl.load(BIAS + rn[None, :], mask=rn[None, :] < N, other=0.0)"] if spec.bias else []
-    if p.split_k > 1:
-        return _split_source(name, group, p, args, spec)
+    # K in slices (a bare product, `space.auto_split`): program (tile, batch, slice) adds its slice's partial
+    # product into the output the launcher zeroed, the bias once (by slice 0)
+    split = p.split_k > 1
+    steps = ("\n    steps = tl.cdiv(K, BLOCK_K)\n    per = tl.cdiv(steps, SPLIT_K)\n    lo = ks * per"
+             "\n    hi = tl.minimum(lo + per, steps)") if split else ""
+    k_at = "(lo * BLOCK_K + rk{})" if split else "rk{}"
+    if split:
+        bias = [b + " * (ks == 0).to(tl.float32)" for b in bias]
+        store = "tl.atomic_add(C + bat * M * N + rm[:, None] * N + rn[None, :], acc, mask=cmask)"
+        loads, lines = [], []
+    else:
+        store = f"tl.store(C + bat * M * N + rm[:, None] * N + rn[None, :], {res}, mask=cmask)"
     return f'''@triton.jit
 def {name}({", ".join(args)}, {", ".join(INT_ARGS)},
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-        EVEN_K: tl.constexpr, PREC: tl.constexpr):
-    """{group.describe()}"""
+        EVEN_K: tl.constexpr, PREC: tl.constexpr{", SPLIT_K: tl.constexpr" if split else ""}):
+    """{group.describe()}{f", K in {p.split_k} slices" if split else ""}"""
     pid = tl.program_id(0)
-    bat = tl.program_id(1)
+    bat = tl.program_id(1){chr(10) + "    ks = tl.program_id(2)" if split else ""}
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)
     width = GROUP_M * num_n
@@ -253,14 +263,14 @@ def {name}({", ".join(args)}, {", ".join(INT_ARGS)},
     pm = first + (pid % width) % gsz
     pn = (pid % width) // gsz
     rm = pm * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pn * BLOCK_N + tl.arange(0, BLOCK_N)
+    rn = pn * BLOCK_N + tl.arange(0, BLOCK_N){steps}
     rk = tl.arange(0, BLOCK_K)
     am = {_hinted("rm % M", "BLOCK_M", spec.gemm.m % p.tile_m == 0)}
     bn = {_hinted("rn % N", "BLOCK_N", spec.gemm.n % p.tile_n == 0)}
-    a_ptrs = A + bat * s_ab + am[:, None] * s_am + rk[None, :] * s_ak
-    b_ptrs = B + bat * s_bb + rk[:, None] * s_bk + bn[None, :] * s_bn
+    a_ptrs = A + bat * s_ab + am[:, None] * s_am + {k_at.format("[None, :]")} * s_ak
+    b_ptrs = B + bat * s_bb + {k_at.format("[:, None]")} * s_bk + bn[None, :] * s_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, tl.cdiv(K, BLOCK_K)):
+    for k0 in {"range(lo, hi)" if split else "range(0, tl.cdiv(K, BLOCK_K))"}:
         if EVEN_K:
             a = tl.load(a_ptrs)
             b = tl.load(b_ptrs)
@@ -273,55 +283,7 @@ def {name}({", ".join(args)}, {", ".join(INT_ARGS)},
     cmask = (rm[:, None] < M) & (rn[None, :] < N)
 {chr(10).join(bias + loads)}
 {chr(10).join("    " + ln for ln in lines)}
-    tl.store(C + bat * M * N + rm[:, None] * N + rn[None, :], {res}, mask=cmask)
-'''
-
-
-def _split_source(name: str, group: Group, p: KernelParams, args: list[str], spec: MMSpec) -> str:
-    """A bare product whose K is cut into SPLIT_K slices: program (tile, batch, slice) adds its slice's
-    partial product into the output, which the launcher zeroes (the bias once, by slice 0)."""
-    bias = ("    acc = acc + tl.load(BIAS + rn[None, :], mask=rn[None, :] < N, other=0.0) * (ks == 0).to(tl.float32)"
-            if spec.bias else "")
-    return f'''@triton.jit
-def {name}({", ".join(args)}, {", ".join(INT_ARGS)},
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-        EVEN_K: tl.constexpr, PREC: tl.constexpr, SPLIT_K: tl.constexpr):
-    """{group.describe()}, K in {p.split_k} slices"""
-    pid = tl.program_id(0)
-    bat = tl.program_id(1)
-    ks = tl.program_id(2)
-    num_m = tl.cdiv(M, BLOCK_M)
-    num_n = tl.cdiv(N, BLOCK_N)
-    width = GROUP_M * num_n
-    first = (pid // width) * GROUP_M
-    gsz = tl.minimum(num_m - first, GROUP_M)
-    pm = first + (pid % width) % gsz
-    pn = (pid % width) // gsz
-    rm = pm * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pn * BLOCK_N + tl.arange(0, BLOCK_N)
-    steps = tl.cdiv(K, BLOCK_K)
-    per = tl.cdiv(steps, SPLIT_K)
-    lo = ks * per
-    hi = tl.minimum(lo + per, steps)
-    rk = tl.arange(0, BLOCK_K)
-    am = {_hinted("rm % M", "BLOCK_M", spec.gemm.m % p.tile_m == 0)}
-    bn = {_hinted("rn % N", "BLOCK_N", spec.gemm.n % p.tile_n == 0)}
-    a_ptrs = A + bat * s_ab + am[:, None] * s_am + (lo * BLOCK_K + rk[None, :]) * s_ak
-    b_ptrs = B + bat * s_bb + (lo * BLOCK_K + rk[:, None]) * s_bk + bn[None, :] * s_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(lo, hi):
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:
-            a = tl.load(a_ptrs, mask=rk[None, :] < K - k0 * BLOCK_K, other=0.0)
-            b = tl.load(b_ptrs, mask=rk[:, None] < K - k0 * BLOCK_K, other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=PREC)
-        a_ptrs += BLOCK_K * s_ak
-        b_ptrs += BLOCK_K * s_bk
-    cmask = (rm[:, None] < M) & (rn[None, :] < N)
-{bias}
-    tl.atomic_add(C + bat * M * N + rm[:, None] * N + rn[None, :], acc, mask=cmask)
+    {store}
 '''
 
 

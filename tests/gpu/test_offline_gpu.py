@@ -153,6 +153,18 @@ def _build_from_file(src: str, problem, folder):
 _SEQ = itertools.count()
 
 
+def _relative_error(src: str, problem, folder) -> float:
+    """Max |candidate - module| over max |module| on one draw of the problem's inputs (CUDA, full fp32)."""
+    _ns, ref, new = _build_from_file(src, problem, folder)
+    torch.manual_seed(1)
+    inputs = [t.cuda() if isinstance(t, torch.Tensor) else t for t in load_namespace(problem)["get_inputs"]()]
+    with torch.no_grad():
+        want, got = ref(*inputs), new(*inputs)
+    torch.cuda.synchronize()
+    assert got.shape == want.shape
+    return float((got - want).abs().max()) / (float(want.abs().max()) or 1.0)
+
+
 @pytest.mark.parametrize("name", CONVS)
 def test_triton_convolutions_compute_what_the_module_computes_in_each_precision(name, tmp_path):
     """The Triton plan's implicit-GEMM convolution (`triton_conv.py`) against the module in full fp32:
@@ -167,15 +179,7 @@ def test_triton_convolutions_compute_what_the_module_computes_in_each_precision(
     assert "tconv" in [f.group.kind for f in tri.fused]
     for (prec, tol), layout in itertools.product((("tf32x3", 1e-4), ("ieee", 1e-4), ("tf32", 2e-2)), ("nchw", "nhwc")):
         params = tri.legalize([replace(x, precision=prec, layout=layout) for x in tri.defaults()])
-        ns, ref, new = _build_from_file(tri.source(params), problem, tmp_path)
-        torch.manual_seed(1)
-        inputs = [t.cuda() if isinstance(t, torch.Tensor) else t for t in load_namespace(problem)["get_inputs"]()]
-        with torch.no_grad():
-            want, got = ref(*inputs), new(*inputs)
-        torch.cuda.synchronize()
-        assert got.shape == want.shape
-        scale = float(want.abs().max()) or 1.0
-        err = float((got - want).abs().max()) / scale
+        err = _relative_error(tri.source(params), problem, tmp_path)
         assert err < tol, (prec, layout, err)
 
 
@@ -193,12 +197,5 @@ def test_triton_products_compute_what_the_module_computes_with_k_in_slices(name,
     for prec, split in itertools.product(("tf32x3", "ieee"), (None, 1, 4)):
         params = tri.legalize([replace(x, precision=prec, **({} if split is None else {"split_k": split}))
                                if f.group.kind == "mm" else x for x, f in zip(tri.defaults(), tri.fused)])
-        ns, ref, new = _build_from_file(tri.source(params), problem, tmp_path)
-        torch.manual_seed(1)
-        inputs = [t.cuda() if isinstance(t, torch.Tensor) else t for t in load_namespace(problem)["get_inputs"]()]
-        with torch.no_grad():
-            want, got = ref(*inputs), new(*inputs)
-        torch.cuda.synchronize()
-        assert got.shape == want.shape
-        err = float((got - want).abs().max()) / (float(want.abs().max()) or 1.0)
+        err = _relative_error(tri.source(params), problem, tmp_path)
         assert err < 1e-4, (prec, split, [q.split_k for q in params], err)
