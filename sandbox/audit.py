@@ -96,9 +96,7 @@ def decide(original: Evaluation, again: Evaluation, clock_speedup: float | None,
     audit = Audit(passed=not why, reason=why or f"ok: {s1:.3f}x again on fresh inputs (judge's clock: "
                   + (f"{clock_speedup:.3f}x end to end{less})" if clock_speedup is not None else "n/a)"),
                   speedup=s1, judge_clock_speedup=clock_speedup, staging_ms=stage_ms, clock_ms=clock_ms,
-                  clock_spread_ms=clock_spread_ms, seeds=seeds, wall_s=wall_s)
-    if timer_only:
-        audit = audit.model_copy(update={"timer_only": True})
+                  clock_spread_ms=clock_spread_ms, seeds=seeds, wall_s=wall_s, timer_only=timer_only)
     if why:
         return original.model_copy(update={"outcome": Outcome.REJECTED, "reason": why, "audit": audit})
     return original.model_copy(update={"audit": audit})
