@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from pathlib import Path
 
@@ -61,8 +62,9 @@ class SandboxConfig(Record):
     cache_dir: Path = Field(default=Path.home() / ".cache" / "kevolve", description="builds, references")
     backend: Backend = Backend.LOCAL
     isolation: Isolation = Field(default=Isolation.AUTO, description="how the local backend confines workers")
-    bwrap: str | None = Field(default=None, description=f"the bubblewrap binary to run ({BWRAP_ENV} at the entry "
-                              "points); None = bwrap on PATH")
+    bwrap: str | None = Field(default_factory=lambda: os.environ.get(BWRAP_ENV) or None,
+                              description=f"the bubblewrap binary to run (default: {BWRAP_ENV}, so that every entry "
+                              "point and script honours it); None = bwrap on PATH")
     scratch_limit_gb: float = Field(default=8.0, description="bytes a worker may leave in its scratch dir")
     image: str = Field(default="kevolve-eval:latest", description="Docker image of the evaluation worker")
     cpus: float = Field(default=2.0, description="CPU limit of a Docker worker")

@@ -197,6 +197,17 @@ def test_kevolve_bwrap_reaches_the_sandbox_config_at_the_entry_point() -> None:
     assert build_config(llm="vllm:m", env={}, device="cpu").sandbox.bwrap is None
 
 
+def test_kevolve_bwrap_reaches_a_sandbox_config_made_by_a_script(monkeypatch) -> None:  # noqa: ANN001
+    """scripts/run_offline_gpu.py built its SandboxConfig without naming bwrap, and ran an H100 sample
+    unconfined although KEVOLVE_BWRAP was set: the config's default reads it."""
+    from kevolve.sandbox.config import SandboxConfig
+
+    monkeypatch.setenv("KEVOLVE_BWRAP", "/opt/bw/usr/bin/bwrap")
+    assert SandboxConfig().bwrap == "/opt/bw/usr/bin/bwrap"
+    monkeypatch.delenv("KEVOLVE_BWRAP")
+    assert SandboxConfig().bwrap is None
+
+
 def test_eval_with_isolation_bwrap_and_a_bad_kevolve_bwrap_refuses_in_one_line(fixtures, tmp_path) -> None:  # noqa: ANN001
     import subprocess
     import sys
