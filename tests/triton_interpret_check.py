@@ -4,6 +4,7 @@ print the results as JSON.
     python tests/triton_interpret_check.py gemm_batchnorm bmm            # max errors vs the module
     python tests/triton_interpret_check.py --compile gemm_batchnorm bmm  # compiled for sm_90 (no GPU)
     python tests/triton_interpret_check.py --split=4 matvec              # bare products in 4 K slices
+    python tests/triton_interpret_check.py --layout=library conv_relu_bias  # convolutions in this layout
 
 A process of its own because TRITON_INTERPRET must be set (or not) before `triton` is first imported
 (its standard library is decorated at import), which a pytest session cannot promise. For each fixture
@@ -19,7 +20,8 @@ import os
 import sys  # noqa: E402
 
 COMPILE = "--compile" in sys.argv
-NHWC = "--nhwc" in sys.argv
+LAYOUT = "nhwc" if "--nhwc" in sys.argv else next((a.removeprefix("--layout=") for a in sys.argv
+                                                   if a.startswith("--layout=")), None)
 SPLIT = next((int(a.removeprefix("--split=")) for a in sys.argv if a.startswith("--split=")), None)
 os.environ["TRITON_INTERPRET"] = "0" if COMPILE else "1"  # this process's own setting, before triton's import
 
@@ -62,8 +64,8 @@ def check(name: str) -> list[float]:
     rng = random.Random(1)
     errs = []
     first = p.defaults()
-    if NHWC:  # the Triton convolutions' channels-last layout (`triton_conv._nhwc_loop`)
-        first = [replace(x, layout="nhwc") if f.group.kind == "tconv" else x for x, f in zip(first, p.fused)]
+    if LAYOUT:  # the Triton convolutions' layout (KernelParams.layout), where legal
+        first = [replace(x, layout=LAYOUT) if f.group.kind == "tconv" else x for x, f in zip(first, p.fused)]
     if SPLIT is not None:  # the Triton product's K slices (`triton_mm._split_source`), where legal
         first = [replace(x, split_k=SPLIT) if f.group.kind == "mm" else x for x, f in zip(first, p.fused)]
     for params in (p.legalize(first), [mutate(x, f.group, rng) for x, f in zip(first, p.fused)]):
@@ -89,7 +91,7 @@ def compiled(name: str) -> list[str]:
     p = [v for v in plans(load_problem(FIXTURES / f"{name}.py")) if v.technique == "triton_mm"][0]
     out = []
     for prec in ("tf32x3", "ieee"):
-        params = p.legalize([replace(x, precision=prec, **({"layout": "nhwc"} if NHWC else {})) for x in p.defaults()])
+        params = p.legalize([replace(x, precision=prec, layout=LAYOUT or "nchw") for x in p.defaults()])
         with tempfile.TemporaryDirectory() as d:  # @triton.jit reads its function's source from a file
             path = os.path.join(d, f"cand_{name}_{prec}.py")
             with open(path, "w") as f:

@@ -158,13 +158,18 @@ def kernel_source(name: str, group: Group, p: KernelParams) -> str:
           f"mmask = rm < {spec.m}", f"nmask = rn < {ocg}", f"rmc = rm % {spec.m}"]
     L += _unravel("rmc", (s.batch, *s.out_size), ["n", *(f"o{d}" for d in range(nd))])
     nb = "n.to(tl.int64)" if _big(s) else "n"
-    if not s.transposed:
-        L += [f"ib{d} = o{d} * {s.stride[d]} - {s.padding[d]}" for d in range(nd)]
+    if p.layout == "library":  # X is the library's convolution, channels-last: [n, o..., cout]
+        rows = "rmc.to(tl.int64)" if _big(s) else "rmc"
+        L += ["cmask = mmask[:, None] & nmask[None, :]",
+              f"acc = tl.load(X + ({rows} * {s.cout})[:, None] + (g * {ocg} + rn)[None, :], mask=cmask, other=0.0)"]
     else:
-        L += [f"tb{d} = o{d} + {s.padding[d]}" for d in range(nd)]
-    L.append("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
-    L += _nhwc_loop(spec, nb) if p.layout == "nhwc" else _flat_loop(spec)
-    L.append("cmask = mmask[:, None] & nmask[None, :]")
+        if not s.transposed:
+            L += [f"ib{d} = o{d} * {s.stride[d]} - {s.padding[d]}" for d in range(nd)]
+        else:
+            L += [f"tb{d} = o{d} + {s.padding[d]}" for d in range(nd)]
+        L.append("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+        L += _nhwc_loop(spec, nb) if p.layout == "nhwc" else _flat_loop(spec)
+        L.append("cmask = mmask[:, None] & nmask[None, :]")
     if s.bias:
         L.append(f"acc = acc + tl.load(BIAS + g * {ocg} + rn, mask=nmask, other=0.0)[None, :]")
     # output [n, cout, o...]: a row's part and a column's part of the flat offset
@@ -307,7 +312,11 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     epi = [f"e{i}" for i in range(n_epi)]
     epi_specs = [g.leaves[i] for i in _epilogue_leaves(g)]
     lines = [f"def _kv_launch_{k}({', '.join(ops + epi)}):", f'    """{g.describe()}"""']
-    lines += [f"    {a} = {a}.contiguous()" for a in ops]
+    if p.layout == "library":  # the library's convolution (no bias: the kernel adds it) on channels-last operands
+        lines += _library_call(spec.conv)
+        lines += [f"    {a} = {a}.contiguous()" for a in ops[2:]]
+    else:
+        lines += [f"    {a} = {a}.contiguous()" for a in ops]
     if p.layout == "nhwc":  # channels last, and the weight with a group's channels innermost (`_nhwc_loop`)
         s = spec.conv
         icg, ocg, kvol = s.cin // s.groups, s.cout // s.groups, math.prod(s.kernel)
@@ -320,6 +329,18 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     args = ["a0", "a1", "out", *ops[2:], *epi]
     lines += launch_tail(name, repr(grid(g, p)), args, g, epi, epi_specs, constants(g, p))
     return "\n".join(lines) + "\n"
+
+
+def _library_call(s: ConvSpec) -> list[str]:
+    """Launcher lines: a0 (input) and a1 (weight) made channels-last, a0 replaced by their convolution with
+    torch.nn.functional, without bias, in channels-last memory (asked for again: a no-op when it already is)."""
+    nd = len(s.kernel)
+    fmt = "torch.channels_last" if nd == 2 else "torch.channels_last_3d"
+    call = (f"torch.nn.functional.conv_transpose{nd}d(a0, a1, None, {s.stride!r}, {s.padding!r}, "
+            f"{s.output_padding!r}, {s.groups}, {s.dilation!r})" if s.transposed else
+            f"torch.nn.functional.conv{nd}d(a0, a1, None, {s.stride!r}, {s.padding!r}, {s.dilation!r}, {s.groups})")
+    return [f"    a0 = a0.contiguous(memory_format={fmt})", f"    a1 = a1.contiguous(memory_format={fmt})",
+            f"    a0 = {call}.contiguous(memory_format={fmt})"]
 
 
 def conv_output(group: Group, operands: list[torch.Tensor]) -> torch.Tensor:

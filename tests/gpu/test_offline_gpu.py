@@ -169,7 +169,7 @@ def _relative_error(src: str, problem, folder) -> float:
 def test_triton_convolutions_compute_what_the_module_computes_in_each_precision(name, tmp_path):
     """The Triton plan's implicit-GEMM convolution (`triton_conv.py`) against the module in full fp32:
     tf32x3 and ieee within fp32 tolerance; tf32 within TF32's (what cuDNN itself does by default); both the
-    input as it is and channels-last."""
+    input as it is and channels-last; and the library's convolution with the epilogue in Triton (2-d, 3-d)."""
     from dataclasses import replace
 
     from kevolve.agent.offline.generate import plans
@@ -177,7 +177,7 @@ def test_triton_convolutions_compute_what_the_module_computes_in_each_precision(
     problem = _conv_problem(name) if "(" in name else _problem(name)
     (tri,) = [p for p in plans(problem) if p.technique == "triton_mm"]
     assert "tconv" in [f.group.kind for f in tri.fused]
-    for (prec, tol), layout in itertools.product((("tf32x3", 1e-4), ("ieee", 1e-4), ("tf32", 2e-2)), ("nchw", "nhwc")):
+    for (prec, tol), layout in itertools.product((("tf32x3", 1e-4), ("ieee", 1e-4), ("tf32", 2e-2)), ("nchw", "nhwc", "library")):
         params = tri.legalize([replace(x, precision=prec, layout=layout) for x in tri.defaults()])
         err = _relative_error(tri.source(params), problem, tmp_path)
         assert err < tol, (prec, layout, err)

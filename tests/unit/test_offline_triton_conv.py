@@ -29,7 +29,7 @@ def _variants(name: str):
 
 
 def test_triton_convolutions_match_the_module_under_the_interpreter():
-    errs = triton_check(*CONVS)
+    errs = triton_check("--layout=nchw", *CONVS)
     assert sorted(errs) == sorted(CONVS)
     for name, (default, mutated) in errs.items():
         assert default < 1e-4 and mutated < 1e-4, (name, default, mutated)
@@ -51,6 +51,40 @@ def test_triton_convolutions_compile_for_hopper_with_tensor_cores():
     for layout in ([], ["--nhwc"]):
         got = triton_check("--compile", *layout, "convt_grouped", "conv3d_dilated")
         assert got == {"convt_grouped": ["wgmma", "fma"], "conv3d_dilated": ["wgmma", "fma"]}, layout  # tf32x3, ieee
+    # the library layout's kernel is the epilogue alone: it compiles, with no product in it
+    got = triton_check("--compile", "--layout=library", "convt_grouped", "conv3d_dilated", "conv_relu_bias")
+    assert got == {name: ["fma", "fma"] for name in ("convt_grouped", "conv3d_dilated", "conv_relu_bias")}
+
+
+def test_library_convolutions_with_a_triton_epilogue_match_the_module_under_the_interpreter():
+    # cuDNN's convolution on channels-last operands without its bias (torch.nn.functional, on the CPU here);
+    # the kernel adds the bias and the element-wise chain to the channels-last result and writes the output
+    # in the module's layout
+    errs = triton_check("--layout=library", *CONVS)
+    assert sorted(errs) == sorted(CONVS)
+    for name, (default, mutated) in errs.items():
+        assert default < 1e-4 and mutated < 1e-4, (name, default, mutated)
+    tri = _variants("conv_relu_bias")[1]
+    src = tri.source()  # an epilogue after a 2-d convolution: the library layout is the default
+    assert tri.legalize(tri.defaults())[0].layout == "library"
+    assert "torch.nn.functional.conv2d(a0, a1, None, (1, 1), (0, 0), (1, 1), 1)" in src
+    assert "a0 = a0.contiguous(memory_format=torch.channels_last)" in src and "tl.dot" not in src
+    tt = _variants("convt_grouped")[1]
+    src = tt.source([replace(p, layout="library") for p in tt.defaults()])
+    assert "conv_transpose2d(a0, a1, None, (2, 2), (1, 1), (1, 1), 3, (1, 1))" in src
+    assert "BIAS + g * 3 + rn" in src  # the module's bias, added by the kernel
+    bare = _variants("only_conv")[1]
+    assert bare.legalize(bare.defaults())[0].layout == "nchw"  # no epilogue: the Triton convolution first
+
+
+def test_a_library_convolution_that_is_incorrect_is_repaired_by_the_triton_convolution_in_tf32x3():
+    # cuDNN's channels-last call may run TF32 where eager's NCHW call ran fp32 (`reduced_precision`): the
+    # repair is the implicit GEMM with fp32-level error
+    g = _variants("conv_relu_bias")[1].fused[0].group
+    p = default_params(g)
+    q = more_precise(p, g)
+    assert (p.layout, q.layout, q.precision) == ("library", "nchw", "tf32x3")
+    assert legal(replace(p, precision="ieee", stages=4, tile_k=64), g) == p  # one candidate, whatever those say
 
 
 def test_each_convolution_kind_becomes_one_triton_kernel():
@@ -70,7 +104,7 @@ def test_each_convolution_kind_becomes_one_triton_kernel():
 def test_convolutions_start_in_tf32_and_repair_towards_fp32():
     # cuDNN runs PyTorch's float32 convolutions in TF32 by default, so TF32 is the first try; an incorrect
     # verdict moves one step towards fp32 (a product's start, tf32x3, moves to ieee)
-    conv = _variants("only_conv")[1].fused[0].group
+    conv = _variants("only_conv")[1].fused[0].group  # no epilogue: the implicit GEMM is the default
     p = default_params(conv)
     assert p.precision == "tf32"
     assert [more_precise(p, conv).precision, more_precise(more_precise(p, conv), conv).precision] == ["tf32x3", "ieee"]
@@ -107,4 +141,4 @@ def test_the_search_tries_channels_last_convolutions_once_after_the_defaults():
 
     res = search(ps, verdict, budget=3)
     assert [t.technique for t in res.trials] == ["cuda", "triton_mm", "triton_mm"]
-    assert [p.layout for p in res.trials[2].params] == ["nhwc"] and res.trials[1].params[0].layout == "nchw"
+    assert [p.layout for p in res.trials[2].params] == ["nhwc"] and res.trials[1].params[0].layout == "library"
