@@ -104,6 +104,9 @@ def compiled(name: str) -> list[str]:
                     kmod = triton_mm if fz.group.kind == "mm" else triton_conv
                     ptx = kmod.compile_for(getattr(mod, f"kv_{fz.group.kind}_{k}"), fz.group, q)["ptx"]
                     out.append("wgmma" if "wgmma" in ptx else "mma" if "mma.sync" in ptx else "fma")
+                    if q.layout == "library":  # its input's channels-last copy, a kernel of its own
+                        ptx = triton_conv.compile_copy_for(getattr(mod, f"kv_tconv_{k}_cl"), fz.group)["ptx"]
+                        out.append("copy" if "st.global" in ptx else "no store")
     return out
 
 

@@ -90,8 +90,9 @@ def default_params(group: Group) -> KernelParams:
     if group.kind == "mm":
         p = legal(KernelParams(block=256, vec=1), group)
         return legal(replace(p, split_k=auto_split(group, p)), group)
-    if group.kind == "tconv":  # with an epilogue, the library's convolution first (see KernelParams.layout)
-        layout = "library" if group.spec.conv_leaf >= 0 else "nchw"  # type: ignore[attr-defined]
+    if group.kind == "tconv":  # with an epilogue, or feeding another kernel: the library's convolution first
+        spec = group.spec  # (KernelParams.layout; a lone convolution, KernelBench level 1, starts as the Triton one)
+        layout = "library" if spec.conv_leaf >= 0 or spec.library_first else "nchw"  # type: ignore[attr-defined]
         return legal(KernelParams(block=256, vec=1, tile_m=128, tile_n=64, tile_k=32, warps=4, stages=3,
                                   precision="tf32", layout=layout), group)
     if group.kind != "fused":  # direct kernels: a thread per output (per `ilp` output channels for conv)

@@ -51,9 +51,9 @@ def test_triton_convolutions_compile_for_hopper_with_tensor_cores():
     for layout in ([], ["--nhwc"]):
         got = triton_check("--compile", *layout, "convt_grouped", "conv3d_dilated")
         assert got == {"convt_grouped": ["wgmma", "fma"], "conv3d_dilated": ["wgmma", "fma"]}, layout  # tf32x3, ieee
-    # the library layout's kernel is the epilogue alone: it compiles, with no product in it
+    # the library layout's kernels are the epilogue alone (no product in it) and the input's channels-last copy
     got = triton_check("--compile", "--layout=library", "convt_grouped", "conv3d_dilated", "conv_relu_bias")
-    assert got == {name: ["fma", "fma"] for name in ("convt_grouped", "conv3d_dilated", "conv_relu_bias")}
+    assert got == {name: ["fma", "copy"] * 2 for name in ("convt_grouped", "conv3d_dilated", "conv_relu_bias")}
 
 
 def test_library_convolutions_with_a_triton_epilogue_match_the_module_under_the_interpreter():
@@ -67,14 +67,18 @@ def test_library_convolutions_with_a_triton_epilogue_match_the_module_under_the_
     tri = _variants("conv_relu_bias")[1]
     src = tri.source()  # an epilogue after a 2-d convolution: the library layout is the default
     assert tri.legalize(tri.defaults())[0].layout == "library"
-    assert "torch.nn.functional.conv2d(a0, a1, None, (1, 1), (0, 0), (1, 1), 1)" in src
-    assert "a0 = a0.contiguous(memory_format=torch.channels_last)" in src and "tl.dot" not in src
+    assert "torch.nn.functional.conv2d(xcl, a1, None, (1, 1), (0, 0), (1, 1), 1)" in src
+    assert "kv_tconv_0_cl[(2, 1, 2)](a0, xcl, BLOCK_C=4, BLOCK_S=64" in src and "tl.dot" not in src
     tt = _variants("convt_grouped")[1]
     src = tt.source([replace(p, layout="library") for p in tt.defaults()])
-    assert "conv_transpose2d(a0, a1, None, (2, 2), (1, 1), (1, 1), 3, (1, 1))" in src
+    assert "conv_transpose2d(xcl, a1, None, (2, 2), (1, 1), (1, 1), 3, (1, 1))" in src
     assert "BIAS + g * 3 + rn" in src  # the module's bias, added by the kernel
     bare = _variants("only_conv")[1]
-    assert bare.legalize(bare.defaults())[0].layout == "nchw"  # no epilogue: the Triton convolution first
+    assert bare.legalize(bare.defaults())[0].layout == "nchw"  # a lone convolution: the Triton convolution first
+    feeds = _variants("conv_groupnorm")[1]  # no epilogue, but its output feeds the group norm's kernel
+    assert [p.layout for p in feeds.legalize(feeds.defaults())] == ["library", "nchw"]
+    src = feeds.source()
+    assert "torch.nn.functional.conv2d(xcl, a1, None" in src and "BIAS + g * " in src and "tl.dot" not in src
 
 
 def test_a_library_convolution_that_is_incorrect_is_repaired_by_the_triton_convolution_in_tf32x3():
