@@ -52,6 +52,19 @@ def test_an_elementwise_chain_after_a_linear_layer_becomes_its_epilogue():
     assert decode_technique(src) == "triton_mm" and decode(src, p.problem.id) == p.legalize(p.defaults())
 
 
+def test_the_linear_gelu_fixture_is_one_triton_product_with_its_epilogue_in_tf32x3():
+    # tests/fixtures/problems/linear_gelu.py: the main job's candidate fixture for beating torch.compile (cuBLAS
+    # in fp32 there; tf32x3 keeps fp32-level error on tensor cores)
+    ps = plans(load_problem(Path(__file__).parent.parent / "fixtures" / "problems" / "linear_gelu.py"))
+    cuda, tri = ps
+    assert [f.group.kind for f in cuda.fused] == ["fused"]  # cuBLAS, then one epilogue kernel
+    (g,) = [f.group for f in tri.fused]
+    (q,) = tri.legalize(tri.defaults())
+    assert g.kind == "mm" and g.spec.bias and g.spec.gemm.m == 8192 and q.precision == "tf32x3"
+    forward = tri.source().split("class ModelNew")[1]
+    assert "self.linear(" not in forward and "gelu" not in forward
+
+
 def test_a_product_before_a_row_kernel_is_a_bare_triton_product():
     p = _triton_plan("linear_gelu_softmax")
     assert [f.group.kind for f in p.fused] == ["mm", "fused"]
