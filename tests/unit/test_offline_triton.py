@@ -22,7 +22,7 @@ if importlib.util.find_spec("triton") is None:  # not imported here: the interpr
     pytest.skip("needs triton", allow_module_level=True)
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
-PRODUCTS = ["gemm_batchnorm", "linear_gelu_softmax", "only_matmul", "bmm", "einsum_4d"]
+PRODUCTS = ["gemm_batchnorm", "linear_gelu_softmax", "only_matmul", "bmm", "einsum_4d", "conv1x1"]
 
 
 def _triton_plan(name: str):
@@ -63,6 +63,18 @@ def test_the_linear_gelu_fixture_is_one_triton_product_with_its_epilogue_in_tf32
     assert g.kind == "mm" and g.spec.bias and g.spec.gemm.m == 8192 and q.precision == "tf32x3"
     forward = tri.source().split("class ModelNew")[1]
     assert "self.linear(" not in forward and "gelu" not in forward
+
+
+def test_a_pointwise_convolution_is_a_batched_triton_product_over_nchw():
+    # weight (Cout, Cin) @ x[n] (Cin, positions): the NCHW input and output are that product's operand and
+    # result as they are; the CUDA plan keeps its direct convolution kernel
+    cuda, tri = plans(load_problem(FIXTURES / "conv1x1.py"))
+    assert [f.group.kind for f in cuda.fused] == ["conv"]
+    (g,) = [f.group for f in tri.fused]
+    assert g.kind == "mm" and (g.gemm.batch, g.gemm.m, g.gemm.n, g.gemm.k) == (3, 12, 35, 8)
+    assert not g.gemm.a_batched and g.gemm.b_batched
+    src = tri.source()
+    assert "a1 = a1.reshape(3, 8, 35)" in src and "out = torch.empty((3, 12, 5, 7)" in src
 
 
 def test_a_product_before_a_row_kernel_is_a_bare_triton_product():
