@@ -23,7 +23,7 @@ with an element-wise group fused after them: it won 7 and led the search to an 8
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 import torch.fx
@@ -70,13 +70,13 @@ class TConvSpec:
                 + (" +epilogue" if self.conv_leaf >= 0 else ""))
 
 
-def from_direct(fz: Fused) -> Fused | None:
+def from_direct(fz: Fused, library_first: bool = False) -> Fused | None:
     """The direct `conv` group `fz` as a `tconv` group (same leaves and nodes), or None when it is no conv."""
     g = fz.group
     if g.kind != "conv":
         return None
     s: ConvSpec = g.spec  # type: ignore[assignment]
-    spec = TConvSpec(conv=s, operands=3 if s.bias else 2)
+    spec = TConvSpec(conv=s, operands=3 if s.bias else 2, library_first=library_first)
     group = Group(shape=g.shape, reduce_dims=(), leaves=list(g.leaves), reductions=[], out=g.out, out_scope="elem",
                   out_shape=g.out_shape, nodes=list(g.nodes), kind=KIND, spec=spec)
     return Fused(group=group, nodes=list(fz.nodes), extra=list(fz.extra), leaf_refs=list(fz.leaf_refs))
@@ -89,10 +89,7 @@ def library_conv(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Fused | None:
     if node.op != "call_module" or type(gm.get_submodule(str(node.target))) not in _CONV:
         return None
     fz = CONV.find(node, gm)
-    out = None if fz is None else from_direct(fz)
-    if out is not None:
-        out.group.spec = replace(out.group.spec, library_first=True)
-    return out
+    return None if fz is None else from_direct(fz, library_first=True)
 
 
 def fuse_epilogue(conv: Fused, fz: Fused) -> Fused | None:
@@ -383,12 +380,12 @@ def _library_call(s: ConvSpec, name: str) -> list[str]:
     sp = math.prod(s.in_size)
     bc = _cl_block_c(s.cin)
     grid = (-(-sp // CL_BLOCK_S), -(-s.cin // bc), s.batch)
-    call = (f"torch.nn.functional.conv_transpose{nd}d(a0, a1, None, {s.stride!r}, {s.padding!r}, "
+    call = (f"torch.nn.functional.conv_transpose{nd}d(xcl, a1, None, {s.stride!r}, {s.padding!r}, "
             f"{s.output_padding!r}, {s.groups}, {s.dilation!r})" if s.transposed else
-            f"torch.nn.functional.conv{nd}d(a0, a1, None, {s.stride!r}, {s.padding!r}, {s.dilation!r}, {s.groups})")
+            f"torch.nn.functional.conv{nd}d(xcl, a1, None, {s.stride!r}, {s.padding!r}, {s.dilation!r}, {s.groups})")
     return ["    a0 = a0.contiguous()", f"    xcl = torch.empty_like(a0, memory_format={fmt})",
             f"    {name}_cl[{grid!r}](a0, xcl, BLOCK_C={bc}, BLOCK_S={CL_BLOCK_S}, num_warps=4)",
-            f"    a1 = a1.contiguous(memory_format={fmt})", f"    a0 = {call.replace('(a0, ', '(xcl, ', 1)}.contiguous(memory_format={fmt})"]
+            f"    a1 = a1.contiguous(memory_format={fmt})", f"    a0 = {call}.contiguous(memory_format={fmt})"]
 
 
 def conv_output(group: Group, operands: list[torch.Tensor]) -> torch.Tensor:
@@ -421,5 +418,5 @@ def compile_copy_for(kernel: object, group: Group, arch: int = 90) -> dict[str, 
                           {"num_warps": 4}, arch)
 
 
-__all__ = ["KIND", "compile_copy_for", "TConvSpec", "compile_for", "constants", "conv_output", "from_direct", "fuse_epilogue",
-           "kernel_source", "launcher_source", "library_conv", "pointer_args"]
+__all__ = ["KIND", "TConvSpec", "compile_copy_for", "compile_for", "constants", "conv_output", "from_direct",
+           "fuse_epilogue", "kernel_source", "launcher_source", "library_conv", "pointer_args"]

@@ -329,7 +329,8 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     if spec.b_layout == "nk":
         lines.append("    sb = (0, a1.stride(1), a1.stride(0))")
     elif s.b_batched:  # (a 1x1 convolution's input: its positions flattened)
-        lines += [f"    a1 = a1.reshape({s.batch}, {s.k}, {s.n})", "    sb = (a1.stride(0), a1.stride(1), a1.stride(2))"]
+        lines += [f"    a1 = a1.reshape({s.batch}, {s.k}, {s.n})",
+                  "    sb = (a1.stride(0), a1.stride(1), a1.stride(2))"]
     else:
         lines.append("    sb = (0, a1.stride(0), a1.stride(1))")
     if spec.bias:
