@@ -55,6 +55,7 @@ template <class T> static inline T min(T a, T b) { return b < a ? b : a; }
 template <class T> static inline T max(T a, T b) { return a < b ? b : a; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+using std::isnan;  // CUDA's isnan is a global function
 
 // Fibers: a minimal x86-64 SysV context switch (callee-saved registers and the stack pointer).
 extern "C" void kv_swap(void** save_sp, void* new_sp);

@@ -18,7 +18,6 @@ from kevolve.agent.offline.direct import (
     grid_stride,
     index_type,
     make_group,
-    per_output_blocks,
     signature,
     unravel,
     window_patches,
@@ -75,35 +74,78 @@ def _find(node: torch.fx.Node, gm: torch.fx.GraphModule) -> Fused | None:
     return make_group("pool", spec, [node], [x], so)
 
 
-def _max_body(s: PoolSpec, p: KernelParams) -> list[str]:
+def tile(g: Group, p: KernelParams) -> int:
+    """Outputs per thread along the last spatial dim (`ilp`, 1, 2 or 4): their windows' overlapping inputs are
+    loaded once (a stride-1 window of 8 reads 8 inputs per output one at a time, 2.75 for 4 outputs)."""
+    s: PoolSpec = g.spec  # type: ignore[assignment]
+    r = p.ilp if p.ilp in (1, 2, 4) else 1
+    while r > 1 and r > s.out_size[-1]:
+        r //= 2
+    return r
+
+
+def _outer_loops(s: PoolSpec, lines: list[str]) -> None:
+    """Window loops over every spatial dim but the last (max: their padding skipped; avg: clipped bounds)."""
     nd = len(s.kernel)
-    lines = ["float m = -INFINITY;"]
-    for d in range(nd):
-        if d == nd - 1:
-            lines.append(f"#pragma unroll {p.unroll}" if p.unroll > 1 else "#pragma unroll 1")
-        lines += [f"for (int k{d} = 0; k{d} < {s.kernel[d]}; ++k{d}) {{",
-                  f"  const int i{d} = o{d} * {s.stride[d]} - {s.padding[d]} + k{d} * {s.dilation[d]};",
-                  f"  if ((unsigned)i{d} >= {s.in_size[d]}u) continue;"]
-    lines += [f"const float v = __ldg(xc + {_offset(s)});", "if (v > m || isnan(v)) m = v;"]
-    lines += ["}"] * nd + ["out[i] = m;"]
+    for d in range(nd - 1):
+        if s.op == "max":
+            lines += [f"for (int k{d} = 0; k{d} < {s.kernel[d]}; ++k{d}) {{",
+                      f"  const int i{d} = o{d} * {s.stride[d]} - {s.padding[d]} + k{d} * {s.dilation[d]};",
+                      f"  if ((unsigned)i{d} >= {s.in_size[d]}u) continue;"]
+        else:
+            lines.append(f"for (int i{d} = b{d}; i{d} < e{d}; ++i{d}) {{")
+
+
+def _last_dim(s: PoolSpec, r: int) -> list[str]:
+    """Straight-line code over the last dim: each input the `r` windows read is loaded once and folded into
+    every output whose window holds it (max: NaN propagates, padding skipped; avg: padding adds nothing)."""
+    d = len(s.kernel) - 1
+    span = (r - 1) * s.stride[d] + (s.kernel[d] - 1) * s.dilation[d] + 1
+    uses: dict[int, list[int]] = {}
+    for o in range(r):
+        for k in range(s.kernel[d]):
+            uses.setdefault(o * s.stride[d] + k * s.dilation[d], []).append(o)
+    lines = [f"const int b_ = oL * {s.stride[d]} - {s.padding[d]};"]
+    for j in range(span):
+        if j not in uses:
+            continue
+        fold = [f"if (v > m{o} || isnan(v)) m{o} = v;" if s.op == "max" else f"acc{o} += v;" for o in uses[j]]
+        lines.append(f"{{ const int i{d} = b_ + {j}; if ((unsigned)i{d} < {s.in_size[d]}u) {{ "
+                     f"const float v = __ldg(xc + {_offset(s)}); {' '.join(fold)} }} }}")
     return lines
 
 
-def _avg_body(s: PoolSpec, p: KernelParams) -> list[str]:
+def _body(s: PoolSpec, r: int) -> list[str]:
+    """Outputs oL .. oL + r - 1 of the last dim (those past its end are computed and not stored)."""
     nd = len(s.kernel)
-    lines = ["float acc = 0.0f;", "int pool = 1, cnt = 1;"]
-    for d in range(nd):
-        lines += [f"int b{d} = o{d} * {s.stride[d]} - {s.padding[d]};",
-                  f"int e{d} = min(b{d} + {s.kernel[d]}, {s.in_size[d] + s.padding[d]});",
-                  f"pool *= e{d} - b{d};", f"b{d} = max(b{d}, 0); e{d} = min(e{d}, {s.in_size[d]});",
-                  f"cnt *= e{d} - b{d};"]
-    for d in range(nd):
-        if d == nd - 1:
-            lines.append(f"#pragma unroll {p.unroll}" if p.unroll > 1 else "#pragma unroll 1")
-        lines.append(f"for (int i{d} = b{d}; i{d} < e{d}; ++i{d}) {{")
-    lines += [f"acc += __ldg(xc + {_offset(s)});"] + ["}"] * nd
-    div = str(s.divisor) if s.divisor else ("pool" if s.count_include_pad else "cnt")
-    lines.append(f"out[i] = acc / (float)({div});")
+    last = nd - 1
+    lines: list[str] = []
+    if s.op == "max":
+        lines += [f"float m{o} = -INFINITY;" for o in range(r)]
+    else:
+        lines += [f"float acc{o} = 0.0f;" for o in range(r)]
+        lines.append("int pool = 1, cnt = 1;")  # the outer dims' part of the divisors
+        for d in range(last):
+            lines += [f"int b{d} = o{d} * {s.stride[d]} - {s.padding[d]};",
+                      f"int e{d} = min(b{d} + {s.kernel[d]}, {s.in_size[d] + s.padding[d]});",
+                      f"pool *= e{d} - b{d};", f"b{d} = max(b{d}, 0); e{d} = min(e{d}, {s.in_size[d]});",
+                      f"cnt *= e{d} - b{d};"]
+    _outer_loops(s, lines)
+    lines += _last_dim(s, r)
+    lines += ["}"] * last
+    for o in range(r):
+        store = [f"if (oL + {o} < {s.out_size[last]}) {{"] if o else ["{"]
+        if s.op == "max":
+            store.append(f"out[ob + {o}] = m{o};")
+        else:
+            store += [f"int b_{o} = (oL + {o}) * {s.stride[last]} - {s.padding[last]};",
+                      f"int e_{o} = min(b_{o} + {s.kernel[last]}, {s.in_size[last] + s.padding[last]});",
+                      f"const int pool{o} = pool * (e_{o} - b_{o});",
+                      f"b_{o} = max(b_{o}, 0); e_{o} = min(e_{o}, {s.in_size[last]});",
+                      f"const int cnt{o} = cnt * (e_{o} - b_{o});"]
+            div = str(s.divisor) if s.divisor else (f"pool{o}" if s.count_include_pad else f"cnt{o}")
+            store.append(f"out[ob + {o}] = acc{o} / (float)({div});")
+        lines.append(" ".join(store) + " }")
     return lines
 
 
@@ -114,14 +156,34 @@ def _offset(s: PoolSpec) -> str:
     return off
 
 
+def _groups(g: Group, r: int) -> int:
+    """Work items: every output row's last dim in runs of `r`."""
+    s: PoolSpec = g.spec  # type: ignore[assignment]
+    return s.planes * math.prod(s.out_size[:-1]) * -(-s.out_size[-1] // r)
+
+
 def kernel(name: str, g: Group, p: KernelParams) -> str:
     s: PoolSpec = g.spec  # type: ignore[assignment]
     nd = len(s.kernel)
-    idx = index_type(max(g.numel, s.planes * math.prod(s.in_size)))
-    body = unravel("i", (s.planes, *s.out_size), ["pl", *(f"o{d}" for d in range(nd))], idx)
+    r = tile(g, p)
+    idx = index_type(max(g.numel + r, s.planes * math.prod(s.in_size)))
+    runs = -(-s.out_size[-1] // r)
+    names = ["pl", *(f"o{d}" for d in range(nd - 1)), "og"]
+    body = unravel("i", (s.planes, *s.out_size[:-1], runs), names, idx)
+    body.append(f"const int oL = og * {r};")
+    # ob: the flat index of output (pl, o..., oL); rows of the last dim are out_size[-1] long
+    row = "pl"
+    for d in range(nd - 1):
+        row = f"({row}) * {s.out_size[d]}u + o{d}"
+    body.append(f"const {idx} ob = ({idx})({row}) * {s.out_size[-1]}u + oL;")
     body.append(f"const float* xc = in0 + (unsigned long long)pl * {math.prod(s.in_size)}ull;")
-    body += _max_body(s, p) if s.op == "max" else _avg_body(s, p)
-    return f"{signature(name, g, p)} {{\n{grid_stride(g, p, body, idx)}\n}}\n"
+    body += _body(s, r)
+    return f"{signature(name, g, p)} {{\n{grid_stride(g, p, body, idx, count=_groups(g, r))}\n}}\n"
+
+
+def _blocks(g: Group, p: KernelParams) -> int:
+    """One thread per run of `tile` outputs along the last dim."""
+    return -(-_groups(g, tile(g, p)) // p.block)
 
 
 def twin(g: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
@@ -148,4 +210,4 @@ def twin(g: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
     return (total / div).reshape(g.out_shape)
 
 
-KIND = DirectKind(find=_find, kernel=kernel, blocks=per_output_blocks, twin=twin)
+KIND = DirectKind(find=_find, kernel=kernel, blocks=_blocks, twin=twin)

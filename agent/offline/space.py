@@ -95,8 +95,10 @@ def default_params(group: Group) -> KernelParams:
         layout = "library" if spec.conv_leaf >= 0 or spec.library_first else "nchw"  # type: ignore[attr-defined]
         return legal(KernelParams(block=256, vec=1, tile_m=128, tile_n=64, tile_k=32, warps=4, stages=3,
                                   precision="tf32", layout=layout), group)
-    if group.kind != "fused":  # direct kernels: a thread per output (per `ilp` output channels for conv)
-        return KernelParams(block=256, vec=1, ilp=4 if group.kind == "conv" else 1, waves=8, unroll=1)
+    if group.kind != "fused":  # direct kernels: a thread per output (per `ilp` output channels for conv, per
+        # `ilp` outputs along the last dim for pooling: the windows' shared inputs loaded once)
+        return legal(KernelParams(block=256, vec=1, ilp=4 if group.kind in ("conv", "pool") else 1, waves=8,
+                                  unroll=1), group)
     if group.is_pointwise:
         vec = 4 if group.numel % 4 == 0 else 1
         return KernelParams(block=256, vec=vec, ilp=2 if group.numel >= 1 << 22 else 1, waves=8)
@@ -128,8 +130,9 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
         return _legal_mm(p, group)
     if group.kind == "tconv":
         return _legal_tconv(p, group)
-    if group.kind != "fused":
-        return replace(p, vec=1, ilp=p.ilp if group.kind == "conv" else 1, strategy="block", block=max(p.block, 64))
+    if group.kind != "fused":  # conv: output channels per thread; pool: outputs along the last dim per thread
+        return replace(p, vec=1, ilp=p.ilp if group.kind in ("conv", "pool") else 1, strategy="block",
+                       block=max(p.block, 64), unroll=1 if group.kind == "pool" else p.unroll)
     if group.is_pointwise:
         vec = p.vec if group.numel % p.vec == 0 else 1
         return replace(p, vec=vec, strategy="block", unroll=1)
@@ -235,7 +238,8 @@ def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
         elif bare_product(group):
             choices["split_k"] = SPLITS
     elif group.kind != "fused":
-        choices |= {"unroll": UNROLLS} | ({"ilp": ILPS} if group.kind == "conv" else {})
+        choices |= ({"unroll": UNROLLS} if group.kind != "pool" else {}) | (
+            {"ilp": ILPS} if group.kind in ("conv", "pool") else {})
     elif group.is_pointwise:
         choices |= {"vec": VECS, "ilp": ILPS}
     else:
@@ -313,7 +317,7 @@ def describe(p: KernelParams, group: Group) -> str:
         return (f"{group.kind} {p.tile_m}x{p.tile_n}x{p.tile_k} {p.precision}" + (" nhwc" if p.layout == "nhwc" else "")
                 + (f" split{p.split_k}" if p.split_k > 1 else ""))
     if group.kind != "fused":
-        return f"{group.kind} b{p.block}"
+        return f"{group.kind} b{p.block}" + (f" x{p.ilp}" if p.ilp > 1 and group.kind in ("conv", "pool") else "")
     if group.is_pointwise:
         return f"pw vec{p.vec} ilp{p.ilp}"
     return f"rows {p.strategy} vec{p.vec} u{p.unroll} {'1-pass' if p.onepass else '2-pass'}"

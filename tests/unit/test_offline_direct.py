@@ -57,3 +57,35 @@ def test_conv_threads_take_as_many_output_channels_as_divide_a_group():
     assert tiles("conv2d_eight_channels") == [1, 2, 4]
     assert tiles("conv_transpose1d") == [1, 2, 2]  # 2 output channels
     assert tiles("conv2d_grouped_dilated") == [1, 1, 1]  # 3 output channels per group
+
+
+@pytest.mark.parametrize("name", [n for n in DIRECT if "pool" in n])
+def test_pooling_kernels_run_on_the_cpu_with_several_outputs_per_thread(name):
+    """The generated CUDA (tests/cuda_cpu.py: g++ and a fiber shim) with 1, 2 and 4 outputs of the last dim per
+    thread, each input their windows share loaded once: equal to the module, NaN propagated by max pooling."""
+    import re
+    from dataclasses import replace
+
+    import cuda_cpu
+    from kevolve.agent.offline.pool import tile
+    from kevolve.agent.offline.trace import load_namespace
+
+    if not cuda_cpu.available():
+        pytest.skip("needs g++ on x86-64 Linux")
+    p = plan(direct_problem(name))
+    ns = load_namespace(p.problem)
+    torch.manual_seed(0)
+    model = ns["Model"]().eval()
+    x = ns["get_inputs"]()[0]
+    x[..., 1] = float("nan")
+    with torch.no_grad():
+        want = model(x)
+    for ilp in (1, 2, 4):
+        params = [replace(q, ilp=ilp) for q in p.defaults()]
+        src = p.source(params)
+        got = cuda_cpu.load(src)["_kv_launch_0"](x)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
+        r = tile(p.fused[0].group, params[0])
+        s = p.fused[0].group.spec
+        span = len({o * s.stride[-1] + k * s.dilation[-1] for o in range(r) for k in range(s.kernel[-1])})
+        assert len(re.findall(r"__ldg\(xc \+", src)) == span  # one load per input of the runs' windows
