@@ -75,10 +75,12 @@ def _find(node: torch.fx.Node, gm: torch.fx.GraphModule) -> Fused | None:
 
 
 def tile(g: Group, p: KernelParams) -> int:
-    """Outputs per thread along the last spatial dim (`ilp`, 1, 2 or 4): their windows' overlapping inputs are
+    """Outputs per thread along the last spatial dim (`ilp`: 1, 2, 4 or 8): their windows' overlapping inputs are
     loaded once (a stride-1 window of 8 reads 8 inputs per output one at a time, 2.75 for 4 outputs)."""
+    from kevolve.agent.offline.space import POOL_RUNS
+
     s: PoolSpec = g.spec  # type: ignore[assignment]
-    r = p.ilp if p.ilp in (1, 2, 4) else 1
+    r = p.ilp if p.ilp in POOL_RUNS else 1
     while r > 1 and r > s.out_size[-1]:
         r //= 2
     return r

@@ -17,6 +17,7 @@ from kevolve.agent.offline.ir import Group
 BLOCKS = (64, 128, 256, 512, 1024)
 VECS = (1, 2, 4)
 ILPS = (1, 2, 4)
+POOL_RUNS = (1, 2, 4, 8)  # pooling: outputs of the last dim per thread (`ilp`), their windows' shared inputs loaded once
 WAVES = (2, 4, 8, 16, 32)
 STRATEGIES = ("block", "warp", "thread", "split")
 UNROLLS = (1, 2, 4)
@@ -95,10 +96,10 @@ def default_params(group: Group) -> KernelParams:
         layout = "library" if spec.conv_leaf >= 0 or spec.library_first else "nchw"  # type: ignore[attr-defined]
         return legal(KernelParams(block=256, vec=1, tile_m=128, tile_n=64, tile_k=32, warps=4, stages=3,
                                   precision="tf32", layout=layout), group)
-    if group.kind != "fused":  # direct kernels: a thread per output (per `ilp` output channels for conv, per
-        # `ilp` outputs along the last dim for pooling: the windows' shared inputs loaded once)
-        return legal(KernelParams(block=256, vec=1, ilp=4 if group.kind in ("conv", "pool") else 1, waves=8,
-                                  unroll=1), group)
+    if group.kind == "pool":  # a thread per `ilp` outputs of the last dim: the fewest that load at most 3
+        return KernelParams(block=256, vec=1, ilp=_pool_run(group.spec), waves=8, unroll=1)  # inputs per output
+    if group.kind != "fused":  # direct kernels: a thread per output (per `ilp` output channels for conv)
+        return KernelParams(block=256, vec=1, ilp=4 if group.kind == "conv" else 1, waves=8, unroll=1)
     if group.is_pointwise:
         vec = 4 if group.numel % 4 == 0 else 1
         return KernelParams(block=256, vec=vec, ilp=2 if group.numel >= 1 << 22 else 1, waves=8)
@@ -122,6 +123,17 @@ ROW_VECS = (1, 2, 4)  # the last is the default where the row length allows it: 
 ROW_ONEPASS = (True, False)  # the first is the default
 
 
+def _pool_run(spec: object) -> int:
+    """Outputs of the last dim per pooling thread: the fewest (of POOL_RUNS) whose windows load at most 3 inputs
+    per output (a stride-1 window of 8: 4 outputs, 2.75 loads each; dilated by 3, as KernelBench L1 41: 8
+    outputs, 3.6 each), else the most."""
+    k, st, dil = spec.kernel[-1], spec.stride[-1], spec.dilation[-1]  # type: ignore[attr-defined]
+    for r in POOL_RUNS:
+        if len({o * st + j * dil for o in range(r) for j in range(k)}) <= 3 * r:
+            return r
+    return POOL_RUNS[-1]
+
+
 def legal(p: KernelParams, group: Group) -> KernelParams:
     """`p` adjusted to what the group allows (vector width must divide the size, …)."""
     if group.kind == "gemm":  # 256 threads, 4x4 outputs each; the k-step (unroll) is the one knob
@@ -130,9 +142,11 @@ def legal(p: KernelParams, group: Group) -> KernelParams:
         return _legal_mm(p, group)
     if group.kind == "tconv":
         return _legal_tconv(p, group)
-    if group.kind != "fused":  # conv: output channels per thread; pool: outputs along the last dim per thread
-        return replace(p, vec=1, ilp=p.ilp if group.kind in ("conv", "pool") else 1, strategy="block",
-                       block=max(p.block, 64), unroll=1 if group.kind == "pool" else p.unroll)
+    if group.kind == "pool":  # `ilp`: outputs along the last dim per thread (unroll means nothing there)
+        return replace(p, vec=1, ilp=p.ilp if p.ilp in POOL_RUNS else 1, strategy="block", block=max(p.block, 64),
+                       unroll=1)
+    if group.kind != "fused":  # conv: `ilp` output channels per thread
+        return replace(p, vec=1, ilp=p.ilp if group.kind == "conv" else 1, strategy="block", block=max(p.block, 64))
     if group.is_pointwise:
         vec = p.vec if group.numel % p.vec == 0 else 1
         return replace(p, vec=vec, strategy="block", unroll=1)
@@ -238,8 +252,8 @@ def mutate(p: KernelParams, group: Group, rng: random.Random) -> KernelParams:
         elif bare_product(group):
             choices["split_k"] = SPLITS
     elif group.kind != "fused":
-        choices |= ({"unroll": UNROLLS} if group.kind != "pool" else {}) | (
-            {"ilp": ILPS} if group.kind in ("conv", "pool") else {})
+        choices |= {"ilp": POOL_RUNS} if group.kind == "pool" else (
+            {"unroll": UNROLLS} | ({"ilp": ILPS} if group.kind == "conv" else {}))
     elif group.is_pointwise:
         choices |= {"vec": VECS, "ilp": ILPS}
     else:

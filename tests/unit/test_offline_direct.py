@@ -61,7 +61,7 @@ def test_conv_threads_take_as_many_output_channels_as_divide_a_group():
 
 @pytest.mark.parametrize("name", [n for n in DIRECT if "pool" in n])
 def test_pooling_kernels_run_on_the_cpu_with_several_outputs_per_thread(name):
-    """The generated CUDA (tests/cuda_cpu.py: g++ and a fiber shim) with 1, 2 and 4 outputs of the last dim per
+    """The generated CUDA (tests/cuda_cpu.py: g++ and a fiber shim) with 1, 2, 4 and 8 outputs of the last dim per
     thread, each input their windows share loaded once: equal to the module, NaN propagated by max pooling."""
     import re
     from dataclasses import replace
@@ -80,7 +80,7 @@ def test_pooling_kernels_run_on_the_cpu_with_several_outputs_per_thread(name):
     x[..., 1] = float("nan")
     with torch.no_grad():
         want = model(x)
-    for ilp in (1, 2, 4):
+    for ilp in (1, 2, 4, 8):
         params = [replace(q, ilp=ilp) for q in p.defaults()]
         src = p.source(params)
         got = cuda_cpu.load(src)["_kv_launch_0"](x)
@@ -89,3 +89,13 @@ def test_pooling_kernels_run_on_the_cpu_with_several_outputs_per_thread(name):
         s = p.fused[0].group.spec
         span = len({o * s.stride[-1] + k * s.dilation[-1] for o in range(r) for k in range(s.kernel[-1])})
         assert len(re.findall(r"__ldg\(xc \+", src)) == span  # one load per input of the runs' windows
+
+
+def test_a_pooling_thread_takes_the_fewest_outputs_that_load_at_most_three_inputs_each():
+    from kevolve.agent.offline.pool import PoolSpec
+    from kevolve.agent.offline.space import _pool_run
+
+    def run(k, stride, dilation):
+        return _pool_run(PoolSpec("max", 1, (64,), (64,), (k,), (stride,), (0,), (dilation,)))
+
+    assert [run(8, 1, 1), run(8, 1, 3), run(4, 2, 1), run(3, 2, 2)] == [4, 8, 2, 1]  # L1 44, L1 41, …
