@@ -22,7 +22,7 @@ if importlib.util.find_spec("triton") is None:  # not imported here: the interpr
     pytest.skip("needs triton", allow_module_level=True)
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
-PRODUCTS = ["gemm_batchnorm", "linear_gelu_softmax", "only_matmul", "bmm", "einsum_4d", "conv1x1"]
+PRODUCTS = ["gemm_batchnorm", "linear_gelu_softmax", "only_matmul", "bmm", "einsum_4d", "conv1x1", "matmul_deep"]
 
 
 def _triton_plan(name: str):
@@ -75,6 +75,17 @@ def test_a_pointwise_convolution_is_a_batched_triton_product_over_nchw():
     assert not g.gemm.a_batched and g.gemm.b_batched
     src = tri.source()
     assert "a1 = a1.reshape(3, 8, 35)" in src and "out = torch.empty((3, 12, 5, 7)" in src
+
+
+def test_a_deep_product_gets_both_operands_k_contiguous_and_a_shallow_one_as_they_are():
+    # Hopper's tensor cores read 32-bit operands K-major: from K = 256 on the launcher copies a transposed A and
+    # a row-major B into K-contiguous memory (no copy when they are already), never an activation as large as a
+    # 1x1 convolution's input
+    deep = _triton_plan("matmul_deep").source()
+    assert "a0 = a0.contiguous()" in deep and "a1 = a1.mT.contiguous().mT" in deep
+    for name in ("only_matmul", "bmm", "conv1x1"):  # K of 8, 33, 8
+        src = _triton_plan(name).source()
+        assert "mT.contiguous()" not in src and "a0 = a0.contiguous()" not in src, name
 
 
 def test_a_product_before_a_row_kernel_is_a_bare_triton_product():
