@@ -47,6 +47,7 @@ class ReferenceRunner:
     def __init__(self, judge: Judge, state: ProblemState, config: SandboxConfig, role: str) -> None:
         self.state, self.role = state, role
         self.spoiled = False  # an answer it did not write was read from its channel
+        self.last_window_ms = 0.0
         t0 = time.monotonic()
         self.runner = judge.take_runner(config)
         folder = None if judge.device.type == "cuda" else self.runner.scratch
@@ -67,12 +68,21 @@ class ReferenceRunner:
         self.slots.hide()  # mapped by the runner: no name another process could open them by
         self.start_s = time.monotonic() - t0  # waiting for a warm runner, then loading the model there
 
-    def call(self, key: str, deadline: float, op: str = "call", pad_ms: float = 0.05, noflush: bool = False) -> StepResult:
-        """One call of the reference; ForgedAnswer when the answer does not echo the call's nonce."""
+    def call(self, key: str, deadline: float, op: str = "call", pad_ms: float = 0.05) -> StepResult:
+        """One call of the reference; ForgedAnswer when an answer does not echo the call's nonce.
+
+        `last_window_ms`: the judge's clock from the command to the runner's account (its vetting
+        comes after), the same window session.Session.call times a candidate's call in."""
         i = self.slots.slot_for(key)
         nonce = secrets.randbits(62) + 1
-        msg = self.runner.request({"op": op, "slot": i, "pad_ms": pad_ms, "noflush": noflush, "nonce": nonce},
-                                  deadline)
+        t0 = time.perf_counter()
+        msg = self.runner.request({"op": op, "slot": i, "pad_ms": pad_ms, "nonce": nonce}, deadline)
+        self.last_window_ms = (time.perf_counter() - t0) * 1e3
+        res = self._read(msg, nonce, "call")
+        self._read(self.runner.receive(deadline), nonce, "vet")
+        return res
+
+    def _read(self, msg: dict[str, Any] | Gone, nonce: int, part: str) -> StepResult:
         if isinstance(msg, Gone) or not msg.get("ok"):
             raise h.StageError("problem_error", _over(msg, self.role, self.limit_gb)
                                or f"the reference failed in its runner: {_why(msg)}")
@@ -80,7 +90,7 @@ class ReferenceRunner:
             res = StepResult.model_validate(msg)
         except ValueError:
             res = None
-        if res is None or res.nonce != nonce:
+        if res is None or res.nonce != nonce or res.part != part:
             # The reference's runner is trusted code that echoes every nonce: another process wrote this
             # answer into its channel (a candidate run without bubblewrap, which reaches the user's other
             # processes). Its channel is out of step from here on: the problem is prepared again.
@@ -227,6 +237,22 @@ class Judge:
         """Every runner gone: the problems' (forget) and the spares. Idempotent."""
         self.forget()
         self._drop_spares()
+
+    def _spares_share_lane(self) -> bool:
+        """Spare runners start on the cores where candidates are timed (no spare cores of their own)."""
+        return not self.spare_cores or bool(self.spare_cores & self.lane_cores)
+
+    def settle_spares(self, limit_s: float = 30.0) -> None:
+        """Wait (up to `limit_s` in all) until every spare runner has finished starting: on a machine
+        whose spare cores are its lane's, a starting runner's imports share the cores with what is
+        being timed."""
+        deadline = time.monotonic() + limit_s
+        for _k, r in list(self.spares):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if r.alive():
+                r.wait_warm(left)
 
     def prewarm(self, config: SandboxConfig, n: int) -> None:
         """Have `n` spare runners starting now: a new problem needs one for its eager reference and
@@ -390,7 +416,8 @@ class Judge:
             return verdict.infra(problem, cand, summary, f"infra_error: runner failed to start: "
                                  f"{(gone.log_tail.strip().splitlines() or [''])[-1][:200]}", t0), Facts()
         session = Session(state, runner, eager, config, self.device, self.flush, clock_calls,
-                          ref_ms=summary.eager.median_ms if summary.eager is not None else None)
+                          ref_ms=summary.eager.median_ms if summary.eager is not None else None,
+                          quiet=self.settle_spares if self._spares_share_lane() else None)
         try:
             job = RunnerJob(role="candidate", source=cand.source, init_seed=state.seed,
                             init_args=_encode_args(state.init_args), slots=session.slots.encodings(),

@@ -51,6 +51,8 @@ class StepResult(Record):
 
     ok: bool
     nonce: int = Field(default=0, description="echoes the command's: a reply forged without it is bad_report")
+    part: Literal["call", "vet"] = Field(default="call", description=(
+        "each call is answered twice: its account once its outputs are staged, then its vetting's outcome"))
     status: Literal["done", "compile_error", "runtime_error", "crashed", "rejected"] = "done"
     reason: str = ""
     log: str = ""

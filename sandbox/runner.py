@@ -78,10 +78,14 @@ def _ablate(stepper: Any, model: Any, slot: Any, stage: bool) -> Any:
 
     try:
         with ablating():
-            res = stepper.step(model, slot, stage=stage)
+            res, vet = stepper.step(model, slot, stage=stage)
     except h.StageError as e:  # garbage in broke the forward: the kernels' results were needed
-        return StepResult(ok=True, staged=False, reason=f"ablation: {e.reason}", ablated=ablated_calls())
-    return res.model_copy(update={"ablated": ablated_calls()})
+        return StepResult(ok=True, staged=False, reason=f"ablation: {e.reason}", ablated=ablated_calls()), _nothing
+    return res.model_copy(update={"ablated": ablated_calls()}), vet
+
+
+def _nothing() -> None:
+    pass
 
 
 def _final(guards: Any, before: dict[str, str], l2_base: int | None, device: Any) -> dict[str, Any]:
@@ -104,6 +108,7 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
 
     from kevolve.sandbox import cuda_rt, settings
     from kevolve.sandbox import harness as h
+    from kevolve.sandbox.protocol import StepResult
     from kevolve.sandbox.step import Stepper, now
     from kevolve.sandbox.transport import TensorRef, open_ref, unshare
 
@@ -131,6 +136,7 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
             torch.cuda.synchronize(device)
     if guards.tampered():
         raise h.StageError("rejected", f"tampering: candidate replaced {', '.join(guards.tampered()[:4])}")
+    stepper.prepare()
     ch.send({"op": "ready", "load_s": now() - t0})
     around = _profile_around(device, job.custom_kernel_names)
     while True:
@@ -140,19 +146,33 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
             ch.send(_final(guards, before, l2_base, device))
             return
         slot = slots[int(cmd["slot"])]  # type: ignore[index]
+        nonce = cmd.get("nonce", 0)
         if op == "ablate":
-            res = _ablate(stepper, model, slot, bool(job.staging))
+            res, vet = _ablate(stepper, model, slot, bool(job.staging))
         else:
-            res = stepper.step(model, slot, stage=bool(job.staging), around=around if op == "profile" else None,
-                               pad_ms=float(cmd.get("pad_ms", 0.05)), flush=not cmd.get("noflush"))
-        res = res.model_copy(update={"nonce": cmd.get("nonce", 0)})
-        bad = guards.tampered()
-        if bad:
-            raise h.StageError("rejected", f"tampering: candidate replaced {', '.join(bad[:4])}")
-        changed = settings.changed(before)
-        if changed:
-            raise h.StageError("rejected", f"tampering: process setting changed: {changed[0]}")
-        ch.send(res.model_dump())
+            res, vet = stepper.step(model, slot, stage=bool(job.staging), around=around if op == "profile" else None,
+                                    pad_ms=float(cmd.get("pad_ms", 0.05)))
+        # Two answers per call: the account as soon as the outputs are staged (the judge's clock stops
+        # there and its comparison starts), then the vetting's (the judge reads it before it decides)
+        ch.send(res.model_copy(update={"nonce": nonce}).model_dump())
+        _intact(guards, before)  # first: a dispatcher kernel that did the work in the staging copy is tampering
+        vet()
+        _intact(guards, before)  # again once threads it waited for have ended
+        stepper.prepare()
+        ch.send(StepResult(ok=True, nonce=nonce, part="vet").model_dump())
+
+
+def _intact(guards: Any, before: dict[str, str]) -> None:
+    """Nothing the harness trusts was replaced, no process setting changed; else a StageError."""
+    from kevolve.sandbox import harness as h
+    from kevolve.sandbox import settings
+
+    bad = guards.tampered()
+    if bad:
+        raise h.StageError("rejected", f"tampering: candidate replaced {', '.join(bad[:4])}")
+    changed = settings.changed(before)
+    if changed:
+        raise h.StageError("rejected", f"tampering: process setting changed: {changed[0]}")
 
 
 KERNEL_LIBRARIES = ("cupy", "triton", "triton.language")

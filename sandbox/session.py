@@ -13,6 +13,7 @@ import secrets
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -96,6 +97,10 @@ class Flusher:
 # a fast reference's hundredfold costs nothing worth stopping for, and a contended machine's hiccup of a
 # few hundred milliseconds must not end an honest evaluation.
 SLOW_FLOOR_S = 0.5
+# CPU: pairs of calls timed again, on a quiet machine, before a mismatch between the runner's claims and
+# the judge's clock decides anything (a spare runner starting on the same two cores put 2-4 ms into
+# single windows, against 0.6 ms calls: 2026-11-26)
+RECLOCK_PAIRS = 20
 
 
 class ForgedAnswer(h.StageError):
@@ -128,6 +133,8 @@ class Facts:
     ablation_still_right: bool = False
     clock: list[tuple[float, float, float, float]] = field(default_factory=list)  # judge ms / claimed ms, cand and ref
     clock_stage_ms: float = 0.0  # what staging a call's outputs adds to the candidate's side of that clock
+    # each timed call and the reference's call after it, as clock: the judge's window and the claimed ms
+    pairs: list[tuple[float, float, float, float]] = field(default_factory=list)
     retimed: bool = False  # the first timing pass looked like side-stream work and was done again (verdict.py)
     # over the timing phase: CPU seconds of the runner's processes, and seconds it spent inside calls
     cpu_window: tuple[float, float] | None = None
@@ -137,8 +144,10 @@ class Session:
     """Drives one candidate runner (and the problem's eager runner) through the schedule."""
 
     def __init__(self, state: ProblemState, runner: RunnerProcess, eager: Any, config: SandboxConfig,
-                 device: torch.device, flush: Flusher, clock_calls: int = 0, ref_ms: float | None = None) -> None:
+                 device: torch.device, flush: Flusher, clock_calls: int = 0, ref_ms: float | None = None,
+                 quiet: Callable[[], None] | None = None) -> None:
         self.clock_calls = clock_calls
+        self.quiet = quiet or (lambda: None)  # waits until no runner is starting beside this session (judge.py)
         # calls without the pad on each side: the audit's judge clock needs clock_calls of them; every CUDA
         # evaluation takes config.launch_calls for its launch-inclusive time (the same calls serve both)
         self.unpadded = max(clock_calls, config.launch_calls if config.is_cuda else 0)
@@ -160,7 +169,7 @@ class Session:
 
     # ------------------------------------------------------------------ one call
 
-    def _answer(self, msg: dict[str, Any] | Gone, nonce: int | None = None) -> StepResult:
+    def _answer(self, msg: dict[str, Any] | Gone, nonce: int | None = None, part: str = "call") -> StepResult:
         if isinstance(msg, Gone):
             raise Verdict("gone", "", gone=msg)
         try:
@@ -172,10 +181,16 @@ class Session:
         if nonce is not None and res.nonce != nonce:
             raise Verdict("crashed", "bad_report: an answer that does not echo its command's nonce "
                                      "(not written by the runner's harness)")
+        if res.part != part:
+            raise Verdict("crashed", f"bad_report: a {res.part} answer where the call's {part} answer was due")
         return res
 
-    def call(self, key: str, phase: str, slot: int | None = None, op: str = "call", pad_ms: float | None = None,
-             noflush: bool = False) -> Call:
+    def _vetted(self, nonce: int) -> None:
+        """The runner's second answer to a call: its vetting (threads, outputs changed after return,
+        guards, settings) held, or the verdict it reached."""
+        self._answer(self.runner.receive(self.deadline), nonce, "vet")
+
+    def call(self, key: str, phase: str, slot: int | None = None, op: str = "call", pad_ms: float | None = None) -> Call:
         """One candidate call on `key`'s values, checked; raises Verdict when it decides the outcome."""
         self.n += 1
         ts = time.perf_counter()
@@ -187,9 +202,12 @@ class Session:
         nonce = secrets.randbits(62) + 1
         pad = self.pad() if pad_ms is None else pad_ms
         t_send = time.perf_counter()
-        res = self._answer(self.runner.request({"op": op, "slot": i, "nonce": nonce, "pad_ms": pad,
-                                                "noflush": noflush}, self.deadline), nonce)
+        msg = self.runner.request({"op": op, "slot": i, "nonce": nonce, "pad_ms": pad}, self.deadline)
+        # The judge's clock stops at the runner's account, sent once the outputs are staged: what is
+        # inside is the call, its staging and two pipe hops (step.Stepper.prepare: the harness's other
+        # work comes before the command or after the account), compared with the claims (timer_mismatch)
         judge_ms = (time.perf_counter() - t_send) * 1e3
+        res = self._answer(msg, nonce)
         self._acc("calls", judge_ms / 1e3)
         self._acc("calls_device", res.ms / 1e3)
         if self.config.is_cuda:  # no pad is queued on the CPU
@@ -206,6 +224,7 @@ class Session:
         c = self.facts.ledger.add(check_call(self.n, key, phase, staged, truth, draw.eager_err,
                                              self.config.tolerance_factor, res.ms, res.wall_ms, note,
                                              judge_ms=judge_ms, host_ms=res.host_ms))
+        self._vetted(nonce)  # compared first: what the runner writes into its staging from now on is not seen
         t2 = time.perf_counter()
         moved = self.slots.changed(i)
         t3 = time.perf_counter()
@@ -274,10 +293,10 @@ class Session:
             cache[key] = moved
         return cache[key]
 
-    def eager_call(self, key: str) -> None:
+    def eager_call(self, key: str) -> StepResult | None:
         """One call of the reference on the same draw, in its own runner, timed alike."""
         if self.eager is None:
-            return
+            return None
         tf = time.perf_counter()
         self.flush()
         t0 = time.perf_counter()
@@ -296,6 +315,7 @@ class Session:
             self.facts.ref_walls.append(r.wall_ms)
         else:
             self.eager_skips += 1
+        return r
 
     def _eager(self, key: str, **kw: Any) -> StepResult:
         try:
@@ -317,15 +337,25 @@ class Session:
         f = self.facts
         try:
             self.deadline = time.monotonic() + self.config.timeout_s
-            if self.clock_calls and self.eager is not None:  # before the candidate's code is loaded anywhere
+            # before the candidate's code is loaded anywhere; on the CPU every evaluation checks its claims
+            # against the judge's clock (verdict.py: timer_mismatch)
+            if (self.clock_calls or not self.config.is_cuda) and self.eager is not None:
                 f.clock_stage_ms = self._staging_cost()
             self._timed_phase("compile", lambda: self._load(job))
             self._timed_phase("correctness", self._correctness)
             if f.ledger.misses:
                 raise Verdict("incorrect", self._classify())
+            if not self.config.is_cuda:
+                # CPU calls are timed by the host's clocks, and on a machine whose spare runners start on
+                # the lane's own cores a starting runner (torch's imports) shares them with the timed calls:
+                # both runners' times and the judge's windows moved by 2-4 ms on 0.6 ms calls (2 cores,
+                # 2026-11-26). Waiting costs little: the next candidate waits for that runner anyway.
+                self._timed_phase("quiet", self.quiet)
             self._timed_phase("timing", self._timing)
             if self.config.is_cuda and self._side_suspect():
                 self._timed_phase("retime", self._retime)
+            if not self.config.is_cuda and self._clock_suspect():
+                self._timed_phase("reclock", self._reclock)
             if self.unpadded and self.eager is not None:
                 self._timed_phase("clock", self._clock)
             if self.config.profile:
@@ -380,6 +410,28 @@ class Session:
 
         return side_stream_seen(self.facts)
 
+    def _clock_suspect(self) -> bool:
+        from kevolve.sandbox.verdict import timer_mismatch
+
+        return self.eager is not None and timer_mismatch(self.facts, self.config) is not None
+
+    def _reclock(self) -> None:
+        """More timed calls, each with the reference's after it, on a quiet machine, when the runner's
+        claims and the judge's clock disagreed over the timing pass: the verdict's rule then reads these
+        pairs alone (verdict.timer_mismatch). The calls are timed calls like any (same command, same
+        checks): a candidate cannot tell them apart, so a forged timer disagrees here too."""
+        self.quiet()
+        self.facts.pairs.clear()
+        pool = self.state.pool
+        for i in range(RECLOCK_PAIRS):
+            key = pool[i % len(pool)]
+            c = self.call(key, "timed")
+            if c.miss is not None:
+                raise Verdict("incorrect", self._classify())
+            r = self.eager_call(key)
+            if r is not None and self.eager is not None:
+                self.facts.pairs.append((c.judge_ms, c.ms, self.eager.last_window_ms, r.ms))
+
     def _retime(self) -> None:
         """The timing pass again, once, when the first one looked like side-stream work (verdict.py's
         rule would fire). A contended GPU machine can delay an honest runner's device-wide sync for a
@@ -401,14 +453,17 @@ class Session:
             self.facts.ref_ms.clear()
             self.facts.ref_walls.clear()
         t0 = time.monotonic()
-        cpu0, first = self.runner.cpu_seconds(), len(self.facts.ledger.calls)
+        cpu0, first, ref0 = self.runner.cpu_seconds(), len(self.facts.ledger.calls), len(self.facts.pairs)
+        ref_cpu0 = self.eager.runner.cpu_seconds() if self.eager is not None else 0.0
         i = 0
         while True:
             key = pool[i % len(pool)]
             c = self.call(key, "timed")
             if c.miss is not None:
                 raise Verdict("incorrect", self._classify())
-            self.eager_call(key)
+            r = self.eager_call(key)
+            if r is not None and self.eager is not None:  # both calls by the judge's clock (timer_mismatch)
+                self.facts.pairs.append((c.judge_ms, c.ms, self.eager.last_window_ms, r.ms))
             i += 1
             if fresh and i % FRESH_EVERY == 0:
                 c = self.call(fresh.pop(0), "fresh")
@@ -421,9 +476,19 @@ class Session:
             c = self.call(key, "fresh")
             if c.miss is not None:
                 raise Verdict("incorrect", self._classify())
-        busy = sum(c.judge_ms for c in self.facts.ledger.calls[first:]) / 1e3
-        self.facts.cpu_window = (self.runner.cpu_seconds() - cpu0, busy)
-        self.facts.cpu_s["runner.timing"], self.facts.cpu_s["runner.timing_calls_wall"] = self.facts.cpu_window
+        calls = self.facts.ledger.calls[first:]
+        busy = sum(c.judge_ms for c in calls) / 1e3
+        used = self.facts.cpu_s["runner.timing"] = self.runner.cpu_seconds() - cpu0
+        # What the harness does between calls (vetting, guards, flush, poisoning) is outside the judge's
+        # windows, the same in both runners: the reference's CPU time beyond its windows, per call, is
+        # taken off the candidate's (trusted code, timed alike, on the same schedule)
+        pairs = self.facts.pairs[ref0:]
+        if self.eager is not None and pairs:
+            ref_out = max(0.0, self.eager.runner.cpu_seconds() - ref_cpu0 - sum(p[2] for p in pairs) / 1e3)
+            self.facts.cpu_s["ref.timing_outside_calls"] = ref_out
+            used = max(0.0, used - ref_out * len(calls) / len(pairs))
+        self.facts.cpu_window = (used, busy)
+        self.facts.cpu_s["runner.timing_calls_wall"] = busy
 
     def _ablation(self) -> None:
         """One call with the custom kernels' results replaced by random values: the output must change."""
@@ -432,6 +497,7 @@ class Session:
         self.flush()
         nonce = secrets.randbits(62) + 1
         res = self._answer(self.runner.request({"op": "ablate", "slot": i, "nonce": nonce}, self.deadline), nonce)
+        self._vetted(nonce)
         if self.slots.changed(i) is not None:
             self.slots.refill(i, key)  # random values may have reached an input: not the candidate's doing
         if res.ablated and res.staged:
@@ -488,13 +554,12 @@ class Session:
         pool = self.state.pool
         for i in range(self.unpadded):
             key = pool[i % len(pool)]
-            c = self.call(key, "clock", pad_ms=0.0, noflush=True)  # the judge has flushed; nothing else runs
+            c = self.call(key, "clock", pad_ms=0.0)  # caches flushed before the command, by both
             if c.miss is not None:
                 raise Verdict("incorrect", self._classify())
             self.flush()
-            t0 = time.perf_counter()
-            r = self._eager(key, pad_ms=0.0, noflush=True)
-            self.facts.clock.append((c.judge_ms, c.ms, (time.perf_counter() - t0) * 1e3, r.ms))
+            r = self._eager(key, pad_ms=0.0)
+            self.facts.clock.append((c.judge_ms, c.ms, self.eager.last_window_ms, r.ms))
 
     def _finish(self) -> None:
         msg = self.runner.request({"op": "finish"}, self.deadline)

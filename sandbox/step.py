@@ -1,4 +1,4 @@
-"""One call of a model in a runner: flush, time, vet the outputs, copy them to the judge's staging.
+"""One call of a model in a runner: time it, copy its outputs to the judge's staging, then vet them.
 
 Runs inside the untrusted runner. It keeps no history: each call's times and facts are sent to
 the judge as soon as they exist, and the judge alone decides what they mean. The clocks and sync
@@ -98,8 +98,7 @@ class Stepper:
         if self.cuda:
             _cuda_sync()  # type: ignore[misc]
 
-    def _timed(self, fn: Callable[[], list[Any]], pad_ms: float,
-               flush: bool = True) -> tuple[list[Any], float, float, float, bool]:
+    def _timed(self, fn: Callable[[], list[Any]], pad_ms: float) -> tuple[list[Any], float, float, float, bool]:
         """(outputs, event-or-host ms, ms until every stream was done, host ms of the call, covered).
 
         "Every stream done" = the event time plus how long a device-wide sync still waited once the
@@ -107,8 +106,6 @@ class Stepper:
 
         `covered`: the GPU was still in the pad when the host had queued the whole call, so the
         events saw device time only, not launch gaps."""
-        if flush:
-            self._flush()
         if not self.cuda:
             h0 = _perf()
             out = fn()
@@ -167,13 +164,33 @@ class Stepper:
         _record(end)
         return _sync_residual(end)
 
-    def step(self, model: Any, x: Sequence[Any], stage: bool = True,
-             around: Callable[[Callable[[], list[Any]]], Any] | None = None, pad_ms: float = 0.05,
-             flush: bool = True) -> StepResult:
-        """One vetted call. `around` wraps the call (the profiler); raises StageError on a verdict."""
-        vet_threads = self.vet_threads  # read before the model's code runs: turning it off in forward does nothing
-        threads = integrity.live_threads()
+    def prepare(self) -> None:
+        """What comes before a call and is no part of it, done before its command arrives: the allocator
+        poisoned with each output's size, the caches flushed, the live threads noted.
+
+        Done ahead, so that the judge's own clock, from its command to this runner's first answer, holds
+        the call, its output checks and its staging and nothing else of the harness: the judge compares
+        that clock with the times the runner claims (verdict.py: timer_mismatch), and any harness work
+        inside it is time a candidate that skips it could claim it did not spend. No candidate code runs
+        between this and the call but what the runner's own loop triggers (finalizers)."""
+        self._threads = frozenset(integrity.live_threads())
         integrity.poison_allocator(self.specs, self.device)
+        self._flush()
+
+    def step(self, model: Any, x: Sequence[Any], stage: bool = True,
+             around: Callable[[Callable[[], list[Any]]], Any] | None = None,
+             pad_ms: float = 0.05) -> tuple[StepResult, Callable[[], None]]:
+        """One call, its outputs checked for kind and staged for the judge: (its account, the vetting).
+
+        The account goes to the judge at once; the vetting (threads left behind, outputs that changed
+        after forward returned) runs after it and raises StageError on a verdict. `around` wraps the
+        call (the profiler). `prepare` must have run since the last call."""
+        vet_threads = self.vet_threads  # read before the model's code runs: turning it off in forward does nothing
+        threads = getattr(self, "_threads", None)
+        if threads is None:
+            self.prepare()
+            threads = self._threads
+        self._threads = None
         box: list[Any] = []
 
         def run() -> list[Any]:
@@ -182,34 +199,38 @@ class Stepper:
             return out
 
         if around is None:
-            outs, ms, wall, host_ms, covered = self._timed(run, pad_ms, flush)
+            outs, ms, wall, host_ms, covered = self._timed(run, pad_ms)
         else:
             extra = around(run)
             outs, ms, wall, host_ms, covered = box[0], 0.0, 0.0, 0.0, True
         bad = integrity.output_problems(outs, self.device)
         if bad:
             raise h.StageError("rejected", bad)
-        at_return = [o.detach().clone() for o in outs] if not self.cuda else None
-        if vet_threads and integrity.live_threads() - threads:
-            integrity.settle_threads(threads, _SETTLE_S)
-            if integrity.live_threads() - threads:
-                raise h.StageError("rejected", "background_thread: forward left a thread running after it returned")
-        if at_return is not None and any(not _same(a, o) for a, o in zip(at_return, outs, strict=True)):
-            raise h.StageError("rejected", "async_output: output changed after forward returned "
-                                           "(work left on a side stream or a background thread)")
         specs = tuple(OutputSpec(shape=tuple(o.shape), dtype=str(o.dtype)) for o in outs)
         staged = stage and len(outs) == len(self.staging) and all(
             tuple(o.shape) == tuple(s.shape) and o.dtype == s.dtype for o, s in zip(outs, self.staging, strict=True))
-        if staged:
+        if staged:  # the outputs as forward returned them: what the judge compares
             for o, s in zip(outs, self.staging, strict=True):
                 s.copy_(o)
             if self.cuda:
                 _cuda_sync()  # type: ignore[misc]
+        # CPU: the outputs at return, to see whether they change once forward has returned
+        at_return = None if self.cuda else (list(self.staging) if staged else [o.detach().clone() for o in outs])
         res = StepResult(ok=True, ms=ms, wall_ms=wall, host_ms=host_ms, covered=covered, outputs=specs, staged=staged)
         if around is not None:
             prof, unjoined = extra
             res = res.model_copy(update={"profile": prof, "unjoined_stream_kernels": tuple(unjoined)})
-        return res
+
+        def vet() -> None:
+            if vet_threads and integrity.live_threads() - threads:
+                integrity.settle_threads(threads, _SETTLE_S)
+                if integrity.live_threads() - threads:
+                    raise h.StageError("rejected", "background_thread: forward left a thread running after it returned")
+            if at_return is not None and any(not _same(a, o) for a, o in zip(at_return, outs, strict=True)):
+                raise h.StageError("rejected", "async_output: output changed after forward returned "
+                                               "(work left on a side stream or a background thread)")
+
+        return res, vet
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -35,6 +35,12 @@ _COUNT_MARGIN_MS = 0.005
 # CPU time the candidate's runner may use in the timing phase beyond the time it spent inside calls
 # (a single thread uses at most that): this share of it plus this much (/proc counts in 10 ms ticks).
 _CPU_RATIO, _CPU_SLACK_S = 0.5, 0.05
+# CPU: the judge's own clock around each timed call (its command to the runner's account: the call, its
+# staging, two pipe hops; step.Stepper.prepare keeps the harness's other work out of it), less what that
+# window holds beyond the call on the reference's side (trusted, the call right after), may exceed the
+# candidate's claimed time by this share plus this much (pipe and scheduler noise) before the claim is
+# called forged.
+_CLOCK_RATIO, _CLOCK_SLACK_MS = 1.25, 0.05
 # A cache keyed on input content answers the rotated pool from memory; never-seen inputs, timed
 # once each, then cost more than the pool's median by a margin noise does not reach.
 _CACHE_RATIO, _CACHE_SLACK_MS = 1.5, 0.05
@@ -137,6 +143,9 @@ def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> st
         return f"tampering: process setting changed: {fin.settings_changed[0]}"
     if fin is not None and fin.l2_raised:
         return f"l2_persist: candidate raised the persisting L2 set-aside ({fin.l2_raised})"
+    forged = timer_mismatch(facts, config)
+    if forged:
+        return forged
     if not config.is_cuda and facts.cpu_window is not None:
         used, busy = facts.cpu_window
         if used - busy > _CPU_RATIO * busy + _CPU_SLACK_S:
@@ -159,6 +168,32 @@ def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> st
                 f"{statistics.median(excess):.3f} ms after it ended, median; the timed stream {med:.3f} ms)")
     return custom_kernel_rule(p.profile if p else None, summary.profile, config, facts.ablation_still_right,
                               facts.ablated)
+
+
+def timer_mismatch(facts: Facts, config: SandboxConfig) -> str | None:
+    """CPU: the runner claims less time than the judge's own clock leaves for its calls.
+
+    The runner's timer lives in the candidate's process, where native code (or Python reaching the
+    harness's objects) can make it read anything; the judge's clock cannot be reached from there. Per
+    timed call, the judge's window less what the reference's window holds beyond its own (trusted)
+    time and less the staging of the outputs is what the call itself took; its median must not exceed
+    the median claim by more than _CLOCK_RATIO and _CLOCK_SLACK_MS. On the GPU the window also holds the
+    pad queued before the call, whose length the runner controls: the audit's looser clock rule applies
+    there (audit.py)."""
+    from kevolve.sandbox.audit import judge_clock
+
+    if config.is_cuda:
+        return None
+    got = judge_clock(facts.pairs, facts.clock_stage_ms)
+    if got is None:
+        return None
+    seen = got[0]
+    claimed = statistics.median(p[1] for p in facts.pairs)
+    if seen <= _CLOCK_RATIO * claimed + _CLOCK_SLACK_MS:
+        return None
+    return (f"timer_mismatch: the runner's timer claims {claimed:.3f} ms a call, the judge's own clock sees "
+            f"{seen:.3f} ms (median of {len(facts.pairs)} calls, each against the reference's call after it; "
+            f"the claims are not the time the calls took)")
 
 
 def side_stream_seen(facts: Facts, excess: list[float] | None = None) -> bool:

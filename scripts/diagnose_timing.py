@@ -62,9 +62,9 @@ def main() -> None:
 
     roles: dict[int, str] = {}
 
-    def logged_ref(self, key, deadline, op="call", pad_ms=0.05, noflush=False):
+    def logged_ref(self, key, deadline, op="call", pad_ms=0.05):
         roles[id(self.runner)] = self.role
-        return ref_call(self, key, deadline, op, pad_ms, noflush)
+        return ref_call(self, key, deadline, op, pad_ms)
 
     def logged_request(self, msg, deadline):
         out = runner_request(self, msg, deadline)

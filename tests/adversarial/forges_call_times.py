@@ -3,9 +3,11 @@
 Class 1 taken to its end (frames): from forward, the candidate walks up to the runner's loop, finds
 the channel object it answers the judge on, and gives that object (not its class, which the guards
 watch) a `send` that divides every reported time by 20 before passing the answer on. Outputs,
-nonces and checks are untouched, so the evaluation itself accepts it with a forged speedup.
-Expected (evaluation): ok with the forged time; (audit): rejected, audit_mismatch — the judge's own
-clock, outside the candidate's process, sees the real time.
+nonces and checks are untouched.
+Expected (CPU): rejected, timer_mismatch — the judge's own clock around every timed call, outside the
+candidate's process, sees the real time (before 2026-11-26 the evaluation accepted it with the forged
+speedup and only the audit overturned it). On the GPU, whose window also holds the pad the runner
+queues, the evaluation accepts it and the audit's clock overturns it (audit_mismatch, tests/gpu).
 """
 import sys
 

@@ -69,7 +69,7 @@ CAUGHT = {
 }
 # Hacks that need their own limits or set-up have their own tests below.
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times",
-           "spins_in_setsid_daemon", "writes_runner_bytecode", "forges_reference_answers"}
+           "forges_times_slightly", "spins_in_setsid_daemon", "writes_runner_bytecode", "forges_reference_answers"}
 
 
 def hack_files() -> list[Path]:
@@ -105,12 +105,15 @@ def test_phase_times_come_from_the_judge_whatever_clocks_the_candidate_patched(e
     assert ev.wall_s >= 0
 
 
-def test_times_forged_inside_the_runner_are_overturned_by_the_audit(evaluate) -> None:  # noqa: ANN001
-    ev = evaluate("relu", HERE / "forges_call_times.py", audit=True)
-    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "audit_mismatch"), ev.reason
-    assert ev.audit is not None and not ev.audit.passed and ev.audit.judge_clock_speedup is not None
-    assert "judge's own clock" in ev.reason
-    assert ev.audit.first is None  # the judge's clock overturns at once: no second audit to wait for
+@pytest.mark.parametrize("isolation", ["auto", "none"])
+@pytest.mark.parametrize("hack", ["forges_call_times", "forges_times_slightly"])
+def test_times_forged_inside_the_runner_are_rejected_by_the_judges_clock(evaluate, hack: str,  # noqa: ANN001
+                                                                          isolation: str) -> None:
+    # 20x and 1.8x: the audit's end-to-end clock (5x of slack, for the GPU's launch work) let the second
+    # through; the judge's clock around every timed call on the CPU does not. Without an audit.
+    ev = evaluate("relu", HERE / f"{hack}.py", isolation=isolation)
+    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "timer_mismatch"), ev.reason
+    assert "judge's own clock" in ev.reason and ev.speedup is None and ev.audit is None
 
 
 def test_a_timer_disagreement_is_measured_by_a_second_audit_before_it_overturns(evaluate) -> None:  # noqa: ANN001

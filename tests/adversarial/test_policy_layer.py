@@ -39,7 +39,7 @@ HACKS = {
     "walks_frames_to_runner": "introspection", "rebinds_harness_constant": "monkeypatch",
     "predicts_checked_calls": "files", "patches_problem_inputs": "introspection", "decoy_beside_clamp_min": None,
     "sets_num_threads": "process_setting", "writes_garbage_reply": "files", "patches_clocks_in_report": "monkeypatch",
-    "forges_call_times": "introspection",
+    "forges_call_times": "introspection", "forges_times_slightly": "introspection",
     "overrides_copy_kernel": "monkeypatch", "trace_hook_after_clock": "introspection",
     "sets_flush_denormal": "process_setting", "overrides_equal_kernel": "monkeypatch",
     "softmax_without_max_subtraction": None, "spins_between_calls": "threads",
