@@ -20,6 +20,19 @@ from typing import Any
 MAX_FRAME = 64 * 2**20  # a profile with thousands of kernels stays far below this
 
 
+def _no_lone_surrogates(obj: Any) -> Any:
+    """`obj` with every lone surrogate (JSON's "\\udcff" alone) replaced by U+FFFD: such a string cannot be
+    written as UTF-8, and one in a candidate's exception text stopped `kevolve eval` from printing its
+    verdict (red team, 2026-11-26). A valid pair becomes the character it encodes."""
+    if isinstance(obj, str):
+        return obj.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(obj, list):
+        return [_no_lone_surrogates(v) for v in obj]
+    if isinstance(obj, dict):
+        return {_no_lone_surrogates(k): _no_lone_surrogates(v) for k, v in obj.items()}
+    return obj
+
+
 class ChannelClosed(Exception):
     """The other end closed its side (exited, crashed, or was killed)."""
 
@@ -84,7 +97,7 @@ class Channel:
                         raise Garbled("frame is not JSON") from None
                     if not isinstance(obj, dict):
                         raise Garbled("frame is not a JSON object")
-                    return obj
+                    return _no_lone_surrogates(obj) if b"\\u" in data else obj
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return None

@@ -71,6 +71,17 @@ def test_malformed_candidate_is_a_verdict_with_exit_code_0(case: str, fixtures: 
     assert out["speedup"] is None
 
 
+def test_a_reason_that_cannot_be_written_as_utf8_is_still_printed(fixtures: Path, tmp_path: Path) -> None:
+    # red team (2026-11-26): lone surrogates in a candidate's exception text reached the reason, and the
+    # plain report could not write them: `error: kevolve failed: UnicodeEncodeError`, no verdict
+    solution = tmp_path / "solution.py"
+    solution.write_text("import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                        "        raise ValueError('bad \\udcff\\ud800 text')\n")
+    r = kevolve_eval(str(fixtures / "problems" / "relu.py"), str(solution), cache=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "runtime_error" in r.stdout and "bad" in r.stdout and "kevolve failed" not in r.stderr + r.stdout
+
+
 CONTRACT = {"status", "reason", "speedup", "runtime_ms", "ref_runtime_ms", "compile_ref_runtime_ms",
             "checks", "kernels", "device"}
 
