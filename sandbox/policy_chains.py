@@ -8,15 +8,18 @@ to modules they import.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 import types
 from functools import cache
+from typing import Callable
 
-from kevolve.sandbox.policy_tables import (ALLOW, BACKENDS, BACKENDS_QUERIES, FILE_METHODS, GLOBAL_HOOK_PREFIX,
+from kevolve.sandbox.policy_tables import (ALLOW, ARRAY_FILE_NAMES, ARRAY_RNG_NAMES, BACKENDS, BACKENDS_QUERIES,
+                                           FILE_METHODS, GLOBAL_HOOK_PREFIX,
                                            HEAVY, KNOWN_MODULES, MEMBERS, MODULES, OWN_SUBMODULES, PARTIAL,
                                            PRIVATE_OK, REROOT, RNG_NAMES, RNG_ROOTS, SETTER_PREFIXES, STDLIB,
-                                           STDLIB_DENIED)
+                                           STDLIB_DENIED, TOGGLE_NAMES)
 
 Chain = tuple[str, ...]
 Verdict = tuple[str, str] | None  # (category, what) or allowed
@@ -164,4 +167,51 @@ def _heavy(chain: Chain, ctx: str) -> Verdict:
         return "monkeypatch", f"uses {name} (a hook on every module)"
     if last in FILE_METHODS:
         return "files", f"uses {name}"
+    return _heavy_by_name(chain, ctx)
+
+
+def _heavy_by_name(chain: Chain, ctx: str) -> Verdict:
+    """Rules by member name wherever it lives: numpy and CuPy re-export their file readers and RNG
+    under several modules (numpy.rec.fromfile, numpy.random.mtrand.seed), and a mode switch is a
+    setting whatever object carries it."""
+    name, last = dotted(chain), chain[-1]
+    if chain[0] in ("numpy", "cupy") and last in ARRAY_FILE_NAMES:
+        return "files", f"uses {name} (file I/O)"
+    if chain[0] in ("numpy", "cupy") and chain[1:2] == ("random",) and last in ARRAY_RNG_NAMES:
+        return "process_setting", f"uses {name} (the global RNG)"
+    if last == "import_module":
+        return "import", f"uses {name} (imports a module by name)"
+    if last in TOGGLE_NAMES and ctx == "call":
+        return "process_setting", f"calls {name} (switches a process-wide mode)"
     return None
+
+
+_SELF_DECORATORS = frozenset(("classmethod", "property", "setter", "getter", "deleter", "no_grad", "inference_mode",
+                              "enable_grad", "ignore", "unused", "export", "lru_cache", "cache"))
+
+
+_CTX_METHODS = frozenset(("forward", "backward", "setup_context", "jvp", "vjp"))
+
+
+def binds_self(fn: ast.AST, cls: ast.AST | None, resolve: Callable[[ast.expr], set[Chain]]) -> bool:
+    """A def whose first parameter is the method's own self, cls or ctx: undecorated, decorated only by
+    names that keep that binding (torch's and functools' wrappers among them), or an autograd Function's
+    static forward/backward (ctx). A @staticmethod's or a lambda's first parameter is whatever the caller
+    passes (`Box.put(obj, v)`); taking a method through its class is policy_forms.method_through_class."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    for d in fn.decorator_list:
+        d = d.func if isinstance(d, ast.Call) else d
+        name = d.attr if isinstance(d, ast.Attribute) else d.id if isinstance(d, ast.Name) else None
+        if name == "staticmethod" and _autograd_ctx(fn, cls) or name in _SELF_DECORATORS:
+            continue
+        if not any(c[0] in HEAVY or c[0] == "functools" for c in resolve(d)):
+            return False
+    return True
+
+
+def _autograd_ctx(fn: ast.FunctionDef | ast.AsyncFunctionDef, cls: ast.AST | None) -> bool:
+    """forward/backward of a class deriving from (torch.autograd.)Function: their first parameter is ctx."""
+    bases = getattr(cls, "bases", ())
+    return fn.name in _CTX_METHODS and any(
+        (b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", None)) == "Function" for b in bases)

@@ -14,6 +14,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
+from kevolve.sandbox.policy_native_names import normalised, using_hits
 from kevolve.sandbox.policy_static import NotStatic, Text
 from kevolve.sandbox.policy_tables import HEAVY
 
@@ -37,7 +38,7 @@ def _used(names: str, std: bool = True, as_value: bool = True) -> str:
     where that is no plausible variable (as_value); not as members (x.open()) or other namespaces'
     functions (std::bind() where std=False)."""
     ns = r"(?:::)?(?:std::)?" if std else r"(?:::)?"
-    called = r"(?<![\w.:])(?<!->)" + ns + rf"(?:{names})\s*\("
+    called = r"(?<![\w.:])(?<!->)" + ns + rf"(?:{names})\s*\(|\(\s*" + ns + rf"(?:{names})\s*\)\s*\("
     taken = r"(?:&\s*|(?<![\w:])::)" + rf"(?:{names})\b|" + r"(?:[=,(]|\breturn)\s*" + ns + rf"(?:{names})\s*[;,)]"
     return f"{called}|{taken}" if as_value else called + r"|(?:&\s*|(?<![\w:])::)" + rf"(?:{names})\b"
 _CUDA_API = (r"(?:cuda(?:Event|Stream|Device|Malloc|Free|Memcpy|Memset|Launch|Graph|Get|Set|Func|Ctx|Profiler|Host"
@@ -65,22 +66,25 @@ RULES: tuple[tuple[str, str, str], ...] = (
      r"posix_spawnp?|daemon|setsid|killpg|ptrace|process_vm_readv|process_vm_writev|sigaction)\b|"
      + _used(r"system|kill|raise") + "|" + _used(r"signal", as_value=False), "code"),
     ("process exit", r"\b(?:_exit|_Exit|quick_exit)\b|" + _used(r"exit|abort|terminate"), "code"),
-    ("threads", r"\bpthread_create\b|\bstd::(?:thread|jthread|async)\b|\bboost::thread\b|\bCreateThread\b|"
+    ("threads", r"\bpthread_\w+|\bthrd_\w+|(?<![\w.:>])(?:clone|clone3|__clone)\s*\(|\b(?:std::)?jthread\b|"
+     r"\bstd::(?:thread|jthread|async)\b|\bboost::thread\b|\bCreateThread\b|"
      r"\bat::(?:launch|intraop_launch|internal::launch)\b|\bc10::ThreadPool\b|\bcu(?:da)?LaunchHostFunc\b|"
      r"\bcu(?:da)?StreamAddCallback\b", "code"),
     ("files", r"\b(?:fopen|fopen64|freopen|fdopen|open64|openat|opendir|mkfifo)\b|"
      + _used(r"open|creat|unlink|truncate", as_value=False)
-     + r"|\bstd::(?:i|o)?fstream\b|\bstd::filebuf\b|\bstd::filesystem\b",
+     + r"|\b(?:basic_)?(?:i|o)?fstream\b|\b(?:basic_)?filebuf\b|\bfilesystem\b|\b(?:openat2|open_by_handle_at|"
+     r"name_to_handle_at|fopen_s|_wfopen|tmpfile|mkstemp\w*|mkdtemp|__open\w*|__libc_open\w*)\b",
      "code"),
     ("sockets", r"\b(?:socket|getaddrinfo|gethostbyname|sendto|recvfrom)\b|"
      + _used(r"connect|bind|listen|accept", std=False, as_value=False)
      + r"|\bsockaddr\w*|\bcurl_\w+", "code"),
     ("sockets", r"#\s*include\s*[<\"](?:sys/socket\.h|netinet/|arpa/inet\.h|netdb\.h|curl/)", "text"),
     ("memory mapping", r"\b(?:mmap|mmap64|mprotect|mremap|madvise|shm_open|memfd_create)\b", "code"),
-    ("environment", r"\b(?:getenv|secure_getenv|setenv|putenv|unsetenv|clearenv|environ)\b", "code"),
+    ("environment", r"\b_{0,2}(?:getenv|secure_getenv|setenv|putenv|unsetenv|clearenv|environ)\b", "code"),
     ("environment", r"LD_PRELOAD", "text"),
-    ("load-time constructor", r"__attribute__\s*\(\(\s*(?:constructor|destructor)|\[\[\s*gnu::(?:constructor|"
-     r"destructor)|\bsection\s*\(\s*\"\s*\.(?:init|fini|ctors|dtors|preinit)", "text"),
+    ("load-time constructor", r"__attribute__\s*\(\([^;{]*?\b_*(?:constructor|destructor|init_priority)_*\b|"
+     r"\[\[[^\]]*\b_*(?:constructor|destructor)_*\b|\.init_array|"
+     r"\bsection\s*\(\s*\"\s*\.(?:init|fini|ctors|dtors|preinit)", "text"),
     ("L2 persistence", r"\bcudaLimitPersistingL2CacheSize\b|\bCU_LIMIT_PERSISTING_L2_CACHE_SIZE\b|"
      r"\b(?:cuda|CU)?[aA]ccessPolicyWindow\b|\bcu(?:da)?CtxResetPersistingL2Cache\b|"
      r"\bcudaAccessPropertyPersisting\b|\bCU_ACCESS_PROPERTY_PERSISTING\b|\bhitProp\b", "code"),
@@ -90,12 +94,16 @@ RULES: tuple[tuple[str, str, str], ...] = (
      r"DevicePrimaryCtxReset|DevicePrimaryCtxSetFlags|ThreadExit|DeviceSetMemPool|DeviceSetGraphMemAttribute)\b|"
      r"\bcublasSetMathMode\b|\bcublasSetAtomicsMode\b",
      "code"),
-    ("process-wide torch setting", r"\bglobalContext\s*\(\s*\)\s*\.\s*set\w*|\b(?:at|torch|c10)::(?:set_num_threads|"
-     r"set_num_interop_threads|manual_seed|set_default_dtype)\b|\bset(?:Current)?CUDAStream\s*\(|"
+    ("process-wide torch setting", r"\bglobalContext\b|\bset_num_(?:interop_)?threads\b|"
+     r"\b(?:at|torch|c10)::(?:manual_seed|set_default_dtype)\b|\bset(?:Current)?CUDAStream\s*\(|"
      r"\bCUDACachingAllocator::set\w*|\bGradMode::set_enabled\b|\btls_set_dispatch_key_\w+|"
      r"\bset_current_seed\b|\bset_philox_offset_per_thread\b|\b(?:c10|at)::cuda::set_device\b|"
      r"\b(?:omp_set_num_threads|omp_set_dynamic|omp_set_nested|omp_set_max_active_levels|mkl_set_num_threads|"
      r"openblas_set_num_threads)\b", "code"),
+    ("process-wide OS setting", r"\b(?:sched_set\w+|setpriority|setrlimit|prlimit\w*|prctl|ioprio_set|personality|"
+     r"umask|chdir|fchdir|chroot|setuid|setgid|seteuid|setegid|setresuid|setresgid)\b|" + _used(r"nice", std=False),
+     "code"),
+    ("assembly behind a macro", r"#\s*define\s+\w+(?:\([^)]*\))?\s+(?:__asm__|__asm|asm)\b", "code"),
     ("operator registration", r"\bc10::Dispatcher\b|\bDispatcher::singleton\b|\b(?:torch|c10)::RegisterOperators\b|"
      r"\btorch::Library\b|\bTORCH_LIBRARY_FRAGMENT\b", "code"),
     ("token pasting", r"##|%:%:", "code"),
@@ -109,7 +117,9 @@ _FLAG_DENY = re.compile(r"-{1,2}wrap\b|-{1,2}defsym|-Wl,-init|-Wl,-fini|-Wl,-e\b
                         r"/(?:proc|dev|etc|sys|root|home)\b")
 _ASM = re.compile(r"\b(?:__asm__|__asm|asm)\b\s*(?:(?:volatile|__volatile__|goto|inline)\s*)*\(")
 _ASM_DENY = re.compile(r"\bsyscall\b|\bsysenter\b|\bint\s+\$?(?:0x80|128)\b|\.incbin|\.include|\.init_array|"
-                       r"\.ctors|\.section|\.pushsection|\bwrmsr\b|@PLT|@GOTPCREL|\bcall[lq]?\s+[*%]", re.I)
+                       r"\.ctors|\.section|\.pushsection|\.(?:byte|[248]byte|hword|word|short|int|long|quad|octa|inst\w*|insn|"
+                       r"ascii|asciz|string\d*|incbin|value|fill|skip|space|zero|dc(?:\.\w)?|rept|macro|irp\w*)\b|"
+                       r"\bwrmsr\b|@PLT|@GOTPCREL|\bcall[lq]?\s+[*%]", re.I)
 _INCLUDE = re.compile(r"(?:#|%:)\s*include(?:_next)?\s*(?:<([^>\n]*)>|\"([^\"\n]*)\"|(\S+))")
 _DEFINE_API = re.compile(r"#\s*define\s+(" + _CUDA_API + r")\b")
 _DECLARE_API = re.compile(r"\b([A-Za-z_][\w:]*(?:\s*<[^<>;{}()]*>)?)([\s*&]+)(" + _CUDA_API + r")\s*\(")
@@ -179,12 +189,22 @@ def scan_source(source: Text) -> list[tuple[int, str]]:
     """(python line, sub-detail) of every rule the C/C++/CUDA text breaks."""
     spliced, index = _splice(source.value)
     code, text = _views(spliced)
+    norm = normalised(code)
+    if norm is not code:  # rules run on the spelled-out code; report at the original line
+        starts = [0] + [i + 1 for i, ch in enumerate(code) if ch == "\n"]
+        hits_norm = [(starts[norm.count("\n", 0, m.start())], f"{what} ({m.group(0).strip()[:40]})")
+                     for what, pattern, view in _COMPILED if view == "code" for m in pattern.finditer(norm)]
+        code_hits = True
+    else:
+        hits_norm, code_hits = [], False
 
     def line(pos: int) -> int:
         return source.line_at(pos if index is None else index[min(pos, len(index) - 1)] if index else 0)
 
     hits = [(line(m.start()), f"{what} ({m.group(0).strip()[:40]})")
             for what, pattern, view in _COMPILED for m in pattern.finditer(code if view == "code" else text)]
+    hits += [(line(pos), what) for pos, what in hits_norm] if code_hits else []
+    hits += using_hits(code, line)
     hits += _asm_hits(code, text, line) + _declarations(code, line) + _includes(text, line)
     hits += _library_hits(code, line)
     return hits
@@ -220,7 +240,7 @@ def _includes(text: str, line) -> list[tuple[int, str]]:  # noqa: ANN001
         path = m.group(1) or m.group(2)
         if path is None:
             hits.append((line(m.start()), f"computed #include ({m.group(3)[:40]})"))
-        elif path.startswith("/") or ".." in path or path.startswith("~"):
+        elif _outside(path):
             hits.append((line(m.start()), f"#include of a file outside the toolkit headers ({path[:40]})"))
     return hits
 
@@ -275,7 +295,34 @@ def check_native_call(call: ast.Call, entry: str, model: Model) -> list[Finding]
             if bad:
                 out.append(("native", expr.lineno, f"compiler flag {flag.strip()[:40]!r}"))
         out += [("native", ln, what) for ln, what in scan_source(flag_text)]
+    out += _include_dirs(call, model)
     out += _extension_name(call, entry, model)
+    return out
+
+
+_INCLUDE_FLAG = re.compile(r"^-(?:I|isystem|iquote|idirafter|iprefix|iwithprefix\w*)\s*(\S*)|^--include-path[= ]?(\S*)")
+
+
+def _outside(path: str) -> bool:
+    return path.startswith(("/", "~")) or ".." in path
+
+
+def _include_dirs(call: ast.Call, model: Model) -> list[Finding]:
+    """Include directories may not be absolute or climb out (`extra_include_paths=["/"]` plus
+    `#include "etc/passwd"` quotes a host file into the compile log)."""
+    out: list[Finding] = []
+    for k in call.keywords:
+        if k.arg not in _FLAG_KWARGS:
+            continue
+        try:
+            items = model.static.text(k.value).value.split("\n")
+        except (NotStatic, RecursionError):
+            continue  # reported as flags not statically known
+        for item in (i.strip() for i in items):
+            m = _INCLUDE_FLAG.match(item)
+            path = item if k.arg == "extra_include_paths" else (m.group(1) or m.group(2)) if m else None
+            if path and _outside(path):
+                out.append(("files", call.lineno, f"include directory outside the build ({path[:40]})"))
     return out
 
 

@@ -15,12 +15,14 @@ import re
 import tokenize
 
 from kevolve.sandbox.policy_chains import TYPE_OF, classify, dotted, dunder, is_class, module_category, store_category
+from kevolve.sandbox.policy_forms import FormRules
 from kevolve.sandbox.policy_native import NATIVE_ENTRIES, check_native_call
 from kevolve.sandbox.policy_positions import position_ok, protected_value
 from kevolve.sandbox.policy_scope import Chain, Model
 from kevolve.sandbox.policy_static import NotStatic, Text
 from kevolve.contract import parse_python
-from kevolve.sandbox.policy_tables import (ATTR_BUILTINS, BUILTINS, DUNDER_NAMES, DUNDER_READ, FILE_METHODS,
+from kevolve.sandbox.policy_tables import (ATTR_BUILTINS, BUILTINS, CONTEXT_DUNDERS, DUNDER_NAMES, DUNDER_READ,
+                                           FILE_METHODS,
                                            FRAME_ATTRS, MUTATORS, REGISTER_METHODS, SECRET_ENV,
                                            SECRET_ENV_PREFIXES, THREAD_METHODS)
 
@@ -34,7 +36,7 @@ def _secret(var: str) -> bool:
     return bool(_SECRET.search(var)) or var.upper().startswith(SECRET_ENV_PREFIXES)
 
 
-class PythonRules(ast.NodeVisitor):
+class PythonRules(FormRules, ast.NodeVisitor):
     """Walk the tree once and collect every finding (the caller picks which to report)."""
 
     def __init__(self, model: Model) -> None:
@@ -58,6 +60,7 @@ class PythonRules(ast.NodeVisitor):
         self._scoped(node, node.body)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.defined_dunder(node)
         for d in node.decorator_list:
             self.visit(d)
         self._arguments(node.args)
@@ -177,6 +180,9 @@ class PythonRules(ast.NodeVisitor):
                     self.foreign_receiver(node.value, node, dotted_attr=node.attr)
             else:
                 self.chains(node, chains)
+        if not store:
+            self.method_through_class(node)
+            self.format_read(node.value, node.attr, node)
         self.generic_visit(node)
 
     def _at(self, node: ast.AST, verdict: tuple[str, str]) -> tuple[str, ast.AST, str]:
@@ -184,7 +190,10 @@ class PythonRules(ast.NodeVisitor):
 
     def attribute_name(self, node: ast.AST, attr: str, store: bool) -> None:
         """Rules about an attribute name on any receiver: dunders, frame attributes, file/thread methods."""
-        if dunder(attr):
+        if attr in CONTEXT_DUNDERS and not store:
+            self.add("process_setting", node, f"calls .{attr} by hand (a context manager left open changes "
+                                              "state for the whole process)")
+        elif dunder(attr):
             if store:
                 self.add("monkeypatch", node, f"assigns .{attr}")
             elif attr not in DUNDER_READ:
@@ -267,8 +276,9 @@ class PythonRules(ast.NodeVisitor):
         if writes_onto_arg and node.args and self.m.resolve(node.args[0]):
             self.add("monkeypatch", node, f"relabels {dotted(sorted(self.m.resolve(node.args[0]))[0])} (functools "
                                           "wrapper attributes written onto it)")
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and (f.attr == "use" or
-                                                                          f.attr.startswith(("set_", "enable_"))):
+        self.class_from_dict(node)
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and (f.attr in ("use", "enable", "disable")
+                                                                          or f.attr.startswith(("set_", "enable_"))):
             made = {c for c in self.m.resolve(f.value.func) if c[0] in ("torch", "cupy", "numpy", "triton")}
             if made:
                 self.add("process_setting", node, f"{dotted(sorted(made)[0])}(…).{f.attr}() changes process-wide "
@@ -293,6 +303,7 @@ class PythonRules(ast.NodeVisitor):
         store = fn in ("setattr", "delattr")
         for attr in names:
             self.attribute_name(node, attr, store)
+            self.format_read(node.args[0], attr, node)
             chains = {(*c, attr) for c in self.m.resolve(node.args[0])}
             if store:
                 for c in chains:
@@ -328,7 +339,15 @@ class PythonRules(ast.NodeVisitor):
                 self.add("environment", node, "sets or deletes an environment variable")
         elif chains and not isinstance(node.ctx, ast.Load):
             self.add("monkeypatch", node, f"assigns an item of {dotted(sorted(chains)[0])}")
+        elif not isinstance(node.ctx, ast.Load):
+            self.item_store(node)
         self.generic_visit(node)
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        self.with_across_yield(node)
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
 
     def visit_Compare(self, node: ast.Compare) -> None:
         for op, right in zip(node.ops, node.comparators):

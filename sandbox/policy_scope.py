@@ -11,7 +11,7 @@ import ast
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from kevolve.sandbox.policy_chains import TYPE, TYPE_OF, canonical, is_class
+from kevolve.sandbox.policy_chains import TYPE, TYPE_OF, binds_self, canonical, is_class
 from kevolve.sandbox.policy_static import NotStatic, StaticEval
 from kevolve.sandbox.policy_tables import KNOWN_MODULES, OWN_SUBMODULES, REROOT
 
@@ -61,9 +61,13 @@ class Model:
         self.bindings: dict[str, int] = defaultdict(int)  # how many statements bind each name
         self.made: dict[str, list[bool]] = defaultdict(list)  # per binding: the candidate made the object
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
+        self._defs: list[tuple[ast.AST, ast.AST | None]] = []  # (function, enclosing scope)
         self._collect(tree, [])
         self.static = StaticEval(self.values, self.opaque, self.resolve, self.own_receiver)
         self._resolve_aliases()
+        for fn, outer in self._defs:  # @staticmethod, a lambda, an unknown decorator: no own self
+            if not binds_self(fn, outer, self.resolve):
+                self.scopes[fn].first_param = None
 
     # ----- collection -------------------------------------------------------------------------
     def _collect(self, node: ast.AST, stack: list[ast.AST]) -> None:
@@ -74,6 +78,7 @@ class Model:
             stack = [*stack, node]
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 self._params(node.args, self.scopes[node])
+                self._defs.append((node, stack[-2] if len(stack) > 1 else None))
         scope = self.scopes[stack[-1]] if stack else None
         self._bind(node, stack, scope)
         for child in ast.iter_child_nodes(node):

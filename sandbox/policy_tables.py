@@ -27,7 +27,9 @@ MODULES: dict[str, str] = {
                      "faulthandler", "trace", "pdb", "bdb", "profile", "cProfile", "pstats", "site", "sysconfig",
                      "torch.profiler", "torch.autograd.profiler", "torch.fx", "torch.cuda.profiler",
                      "numpy.ctypeslib", "cupy.cuda.profiler", "cupy.cuda.runtime", "cupy.cuda.driver",
-                     "torch.utils.cpp_backtrace", "torch.monitor"), "introspection"),
+                     "torch.utils.cpp_backtrace", "torch.monitor",
+                     # run Python given as strings (Timer(stmt=…) exec()s it) or compile TorchScript source
+                     "torch.utils.benchmark", "torch.utils.jit", "torch.jit.frontend"), "introspection"),
     **dict.fromkeys(("torch.library", "torch.overrides", "torch.utils.flop_counter", "torch.utils.module_tracker"),
                     "monkeypatch"),
     **dict.fromkeys(("torch.compiler", "torch.export", "torch.cuda.tunable", "torch.cuda.green_contexts",
@@ -61,6 +63,7 @@ MEMBERS: dict[str, str] = {
     "os": "import", **dict.fromkeys(("os.path", "os.sep", "os.pathsep", "os.linesep", "os.name", "os.curdir",
                                      "os.pardir", "os.extsep", "os.cpu_count", "os.getpid", "os.fspath",
                                      "os.PathLike", "os.urandom"), ALLOW),
+    "os.path.expandvars": "environment",  # substitutes any $NAME, credentials included
     **{f"os.{n}": "processes" for n in (
         "system", "popen", "fork", "forkpty", "execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp",
         "execvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
@@ -82,18 +85,15 @@ MEMBERS: dict[str, str] = {
     "torch.jit.save": "files", "torch.jit.load": "files",
     "torch.save": "files", "torch.load": "files",
     "torch.utils.cpp_extension": "files",
+    "torch.jit.CompilationUnit": "introspection",  # TorchScript compiled from a string
+    "torch.ops.import_module": "import", "torch.ops.load_library": "files",  # importlib / dlopen by name
     **dict.fromkeys((f"torch.utils.cpp_extension.{n}" for n in (
         "load_inline", "CUDA_HOME", "ROCM_HOME", "CUDNN_HOME", "IS_HIP_EXTENSION", "include_paths",
         "library_paths", "is_ninja_available")), ALLOW),
     # numpy
-    **{f"numpy.{n}": "files" for n in ("load", "save", "savez", "savez_compressed", "savetxt", "loadtxt",
-                                        "genfromtxt", "fromfile", "memmap", "fromregex", "DataSource")},
     "numpy.lib.stride_tricks.as_strided": "introspection",  # unchecked strides: any host address
-    **{f"numpy.{n}": "process_setting" for n in ("seterr", "seterrcall", "setbufsize", "random.seed",
-                                                  "random.set_state")},
+    **{f"numpy.{n}": "process_setting" for n in ("seterr", "seterrcall", "setbufsize")},
     # cupy
-    **{f"cupy.{n}": "files" for n in ("load", "save", "savez", "savez_compressed", "fromfile")},
-    "cupy.random.seed": "process_setting",
     # read-only queries of CuPy's raw CUDA runtime bindings stay allowed
     **dict.fromkeys((f"cupy.cuda.runtime.{n}" for n in (
         "getDevice", "getDeviceCount", "getDeviceProperties", "deviceGetAttribute", "runtimeGetVersion",
@@ -151,7 +151,17 @@ RNG_NAMES = frozenset(("manual_seed", "manual_seed_all", "seed", "seed_all", "in
                        "get_rng_state_all", "set_rng_state", "set_rng_state_all", "fork_rng", "default_generator",
                        "default_generators"))
 RNG_ROOTS = ("torch", "torch.cuda", "torch.random", "torch.cuda.random", "torch.mps", "torch.xpu", "torch.cpu")
-GLOBAL_HOOK_PREFIX = "register_module_"  # torch.nn.modules.module.register_module_forward_hook & co.
+GLOBAL_HOOK_PREFIX = "register_module_"
+# numpy/CuPy members that read or write files, by name wherever they live (numpy.rec.fromfile,
+# numpy.ma.load …): the same readers are re-exported under several modules.
+ARRAY_FILE_NAMES = frozenset(("load", "loads", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt",
+                              "fromfile", "tofile", "memmap", "open_memmap", "fromregex", "DataSource", "recfromcsv",
+                              "recfromtxt", "dump", "dumps"))
+# numpy/CuPy members that read or reseed the global RNG, by name anywhere under numpy.random / cupy.random.
+ARRAY_RNG_NAMES = frozenset(("seed", "get_state", "set_state", "set_bit_generator", "get_bit_generator",
+                             "get_random_state", "set_random_state", "reset_states"))
+# Calls that switch a process-wide mode on or off (check_sparse_tensor_invariants.enable()).
+TOGGLE_NAMES = frozenset(("enable", "disable"))  # torch.nn.modules.module.register_module_forward_hook & co.
 
 # torch.backends: reading is fine; a store, or a call that is not a query, is a process setting.
 BACKENDS = "torch.backends"
@@ -159,7 +169,7 @@ BACKENDS_QUERIES = ("is_", "get_", "version", "preferred_blas_library_", "flags_
 
 # Builtin names (when not shadowed by the candidate) by category. getattr & co. have their own rules.
 BUILTINS: dict[str, str] = {
-    **dict.fromkeys(("eval", "exec", "compile", "globals", "locals", "vars", "dir", "breakpoint"),
+    **dict.fromkeys(("eval", "exec", "compile", "globals", "locals", "vars", "dir", "breakpoint", "id"),
                     "introspection"),
     "open": "files", "help": "processes",
     **dict.fromkeys(("exit", "quit", "SystemExit", "KeyboardInterrupt"), "exit"),
@@ -175,7 +185,7 @@ FRAME_ATTRS = frozenset((
     "co_freevars", "co_cellvars", "co_filename", "co_name", "co_qualname", "co_firstlineno", "co_lnotab",
     "co_linetable", "co_exceptiontable", "co_flags", "co_positions", "co_lines", "mro", "with_traceback"))
 # Method names that read or write files on any receiver (ndarray.tofile, cupy Module.load_file …).
-FILE_METHODS = frozenset(("tofile", "load_file", "from_file", "load_library"))
+FILE_METHODS = frozenset(("tofile", "load_file", "from_file", "load_library", "dump"))
 # Method names that run Python on a driver thread (CuPy stream callbacks), on any receiver.
 THREAD_METHODS = frozenset(("add_callback", "launch_host_func"))
 # Method names that register implementations for operators process-wide (OpOverload.py_impl …).
@@ -193,11 +203,22 @@ STDLIB_DENIED: dict[str, str] = {
     "functools.singledispatch": "introspection", "functools.singledispatchmethod": "introspection",
     "contextlib.chdir": "files", "time.tzset": "process_setting",
     "dataclasses.fields": "introspection",  # Field.type hands out the classes of annotations
+    "dataclasses.make_dataclass": "introspection",  # namespace= may define any dunder
+    # enter_context() without closing leaves a context manager (a setting) entered for the process
+    "contextlib.ExitStack": "process_setting", "contextlib.AsyncExitStack": "process_setting",
 }
 
 # Dunder attributes that may be read (anything else is introspection; any dunder store is monkeypatch).
 DUNDER_READ = frozenset(("__init__", "__new__", "__name__", "__qualname__", "__doc__", "__version__",
-                         "__module__", "__enter__", "__exit__", "__cuda_array_interface__", "__dlpack__"))
+                         "__module__", "__cuda_array_interface__", "__dlpack__"))
+# Dunder methods a candidate may define (in its own classes). Any other (__array_interface__,
+# __torch_function__, __getattr__, __format__, __del__ …) hands the interpreter, numpy or torch a hook.
+DUNDER_DEFS = frozenset(("__init__", "__call__", "__repr__", "__str__", "__len__", "__getitem__", "__setitem__",
+                         "__iter__", "__next__", "__contains__", "__enter__", "__exit__", "__post_init__"))
+# Defining these replaces what torch does for every op it dispatches: overriding, not reading.
+TORCH_HOOK_DEFS = frozenset(("__torch_function__", "__torch_dispatch__"))
+# Dunders read explicitly that open a context manager by hand (never closed: a setting left changed).
+CONTEXT_DUNDERS = frozenset(("__enter__", "__exit__", "__aenter__", "__aexit__"))
 # Dunder names (not attributes) a candidate may use or bind.
 DUNDER_NAMES = frozenset(("__name__", "__file__", "__doc__", "__debug__", "__all__", "__slots__", "__version__",
                           "__module__", "__qualname__", "__author__"))

@@ -205,6 +205,68 @@ EVASIONS = {
                                          "    def SRC(self):\n        return input()\n\n\nSRC = L().SRC\n"),
     "native_cupy_l2_persist": ("native", "import cupy as cp\nk = cp.RawKernel('extern \"C\" __global__ void k()"
                                          "{ cudaAccessPolicyWindow w; }', 'k')\n"),
+    # red-team B (2026-11-26): forms that reach attributes, items or hooks without an attribute expression
+    "match_class_pattern_attrs": ("introspection", "def f(e):\n    match e:\n        case object(__traceback__=object("
+                                                   "tb_frame=fr)):\n            return fr\n"),
+    "item_store_on_unresolved_local": ("monkeypatch", "def f(g):\n    g['relu'] = None\n"),
+    "item_store_on_passed_through_value": ("monkeypatch", "def f(o):\n    d = next(iter(o))\n    d['k'] = 1\n"),
+    "staticmethod_first_param_as_self": ("introspection", "class W:\n    @staticmethod\n    def get(self, n):\n"
+                                                          "        return getattr(self, n)\n"),
+    "method_taken_through_its_class": ("monkeypatch", "class W:\n    def put(self, v):\n        self.send = v\n\n\n"
+                                                      "def f(o):\n    W.put(o, 1)\n"),
+    "lambda_in_class_body_is_no_method": ("monkeypatch", "class W:\n    put = lambda self, v: setattr(self, 'send', v)"
+                                                         "\n"),
+    "benchmark_timer_execs_strings": ("introspection", "import torch.utils.benchmark as b\n"
+                                                       "b.Timer(stmt='import sys').timeit(1)\n"),
+    "torchscript_from_string": ("introspection", "cu = torch.jit.CompilationUnit('def f(x):\\n    return x')\n"),
+    "format_field_walks_attributes": ("introspection", "s = '{0.__globals__[torch].os.environ}'.format(torch.relu)\n"),
+    "format_method_taken_as_value": ("introspection", "f = '{0.__globals__}'.format\ns = f(torch.relu)\n"),
+    "setting_held_across_yield": ("process_setting", "from torch.nn.attention import SDPBackend, sdpa_kernel\n\n\n"
+                                                     "def g():\n    with sdpa_kernel([SDPBackend.MATH]):\n"
+                                                     "        yield 1\n\n\nnext(g())\n"),
+    "format_map_unreadable_template": ("introspection", "s = input().format_map({'x': torch.relu})\n"),
+    "expandvars_reads_secrets": ("environment", "import os\ns = os.path.expandvars('${OPENAI_API_KEY}')\n"),
+    "numpy_file_reader_under_rec": ("files", "import numpy as np\na = np.rec.fromfile('/etc/passwd', formats='u1')\n"),
+    "ndarray_dump_writes_file": ("files", "import numpy as np\nnp.arange(4).dump('x.pkl')\n"),
+    "numpy_masked_load_unpickles": ("files", "import numpy as np\na = np.ma.load('x.pkl')\n"),
+    "context_entered_by_hand": ("process_setting", "from torch.nn.attention import SDPBackend, sdpa_kernel\n"
+                                                   "k = sdpa_kernel([SDPBackend.MATH])\nk.__enter__()\n"),
+    "mode_enabled_by_call": ("process_setting", "torch.sparse.check_sparse_tensor_invariants.enable()\n"),
+    "exit_stack_left_open": ("process_setting", "import contextlib\ns = contextlib.ExitStack()\n"
+                                                "s.enter_context(torch.autograd.detect_anomaly())\n"),
+    "array_interface_hook": ("introspection", "class Raw:\n    @property\n    def __array_interface__(self):\n"
+                                              "        return {}\n"),
+    "torch_function_hook_defined": ("monkeypatch", "class T(torch.Tensor):\n    @classmethod\n"
+                                                   "    def __torch_function__(cls, f, t, a=(), k=None):\n"
+                                                   "        return 0\n"),
+    "builtin_id_addresses": ("introspection", "addr = id((1, 2))\n"),
+    "class_built_from_dict": ("introspection", "R = type('R', (), {'__array_interface__': {}})\n"),
+    "ops_import_module": ("import", "torch.ops.import_module('ctypes')\n"),
+    "numpy_rng_under_mtrand": ("process_setting", "import numpy as np\nnp.random.mtrand.seed(1234)\n"),
+    "numpy_rng_state_read": ("process_setting", "import numpy as np\nst = np.random.get_state()\n"),
+    "native_pybind_namespace_alias": ("native", "SRC = 'namespace q = pybind11;\\n"
+                                                "void f() { q::module_::import(\"sys\"); }'\n"),
+    "native_pybind_type_alias": ("native", "SRC = 'using M = pybind11::module_;\\n"
+                                           "void f() { M::import(\"sys\"); }'\n"),
+    "native_pybind_using_namespace": ("native", "SRC = 'using namespace pybind11;\\n"
+                                                "void f() { module_::import(\"sys\"); }'\n"),
+    "native_thread_namespace_alias": ("native", "SRC = 'namespace s = std;\\n"
+                                                "void f() { s::thread t([]{}); t.detach(); }'\n"),
+    "native_thread_using_std": ("native", "SRC = 'using namespace std;\\nvoid f() { thread t([]{}); t.detach(); }'\n"),
+    "native_c11_thread": ("native", "SRC = 'void f() { thrd_t u; thrd_create(&u, 0, 0); }'\n"),
+    "native_glibc_environ": ("native", "SRC = 'extern char** __environ;\\nvoid f() { char* e = __environ[0]; }'\n"),
+    "native_basic_ifstream": ("native", "SRC = 'void f() { std::basic_ifstream<char> in(\"/etc/hostname\"); }'\n"),
+    "native_parenthesised_open": ("native", "SRC = 'void f() { int fd = (open)(\"/etc/hostname\", 0); }'\n"),
+    "native_asm_data_directive": ("native", "SRC = 'long f() { long r; asm volatile(\".byte 0x0f, 0x05\" : \"=a\"(r)"
+                                            " : \"a\"(39L)); return r; }'\n"),
+    "native_context_through_reference": ("native", "SRC = 'void f() { auto& c = at::globalContext(); "
+                                                   "c.setFlushDenormal(true); }'\n"),
+    "native_threads_setting_using_at": ("native", "SRC = 'using namespace at;\\nvoid f() { set_num_threads(3); }'\n"),
+    "native_sched_setaffinity": ("native", "SRC = 'void f() { cpu_set_t s; sched_setaffinity(0, sizeof s, &s); }'\n"),
+    "native_constructor_not_first": ("native", "SRC = '__attribute__((used, constructor)) static void b() {}'\n"),
+    "native_include_root_dir": ("files", "SRC = '#include \"etc/passwd\"'\nFLAGS = []\n"
+                                         "ext2 = load_inline('e2', cpp_sources=SRC, functions=['f'], "
+                                         "extra_include_paths=['/'])\n"),
 }
 LOAD = ("from torch.utils.cpp_extension import load_inline\n"
         "ext = load_inline('e', cpp_sources=SRC, functions=FUNCS, extra_ldflags=FLAGS)\n")
