@@ -235,6 +235,9 @@ class ContainerRunner(RunnerProcess):
     def cpu_seconds(self) -> float:
         return 0.0  # docker stats would cost a second per call; not measured for containers
 
+    def precise_cpu_seconds(self) -> float | None:
+        return None
+
     def _stop(self) -> None:
         if self.container is None:
             return

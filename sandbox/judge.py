@@ -48,6 +48,7 @@ class ReferenceRunner:
         self.state, self.role = state, role
         self.spoiled = False  # an answer it did not write was read from its channel
         self.last_window_ms = 0.0
+        self.last_cpu: tuple[float, float] | None = None
         t0 = time.monotonic()
         self.runner = judge.take_runner(config)
         folder = None if judge.device.type == "cuda" else self.runner.scratch
@@ -75,11 +76,16 @@ class ReferenceRunner:
         comes after), the same window session.Session.call times a candidate's call in."""
         i = self.slots.slot_for(key)
         nonce = secrets.randbits(62) + 1
+        cpu0 = self.runner.precise_cpu_seconds()
         t0 = time.perf_counter()
         msg = self.runner.request({"op": op, "slot": i, "pad_ms": pad_ms, "nonce": nonce}, deadline)
         self.last_window_ms = (time.perf_counter() - t0) * 1e3
+        cpu_a = self.runner.precise_cpu_seconds()
         res = self._read(msg, nonce, "call")
         self._read(self.runner.receive(deadline), nonce, "vet")
+        cpu_v = self.runner.precise_cpu_seconds()
+        # its CPU in the call's window and in the vetting after it (session.Session.call: the candidate's)
+        self.last_cpu = None if None in (cpu0, cpu_a, cpu_v) else (cpu_a - cpu0, cpu_v - cpu_a)  # type: ignore[operator]
         return res
 
     def _read(self, msg: dict[str, Any] | Gone, nonce: int, part: str) -> StepResult:

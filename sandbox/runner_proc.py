@@ -154,6 +154,13 @@ class RunnerProcess(WorkerProcess):
         return Gone(returncode=code, timed_out=timed_out, memory_exceeded=over, disk_exceeded=self._over_disk.is_set(),
                     garbled=garbled, log_tail=tail, memory_note=note)
 
+    def precise_cpu_seconds(self) -> float | None:
+        """The runner's CPU time by its cgroup (microseconds, every process ever in it), read call by
+        call; None without one (the /proc fallback counts 10 ms ticks: too coarse for one call)."""
+        if self.proc is None or self.containment is None:
+            return None
+        return self.containment.cpu_seconds()
+
     def cpu_seconds(self) -> float:
         """User + system CPU time of the runner so far: its cgroup's where it has one (every process
         ever in it, a setsid daemon too), else its process group's live processes (their threads,

@@ -101,6 +101,7 @@ SLOW_FLOOR_S = 0.5
 # the judge's clock decides anything (a spare runner starting on the same two cores put 2-4 ms into
 # single windows, against 0.6 ms calls: 2026-11-26)
 RECLOCK_PAIRS = 20
+_CPU_PHASES = ("timed", "fresh")  # calls whose runner CPU time is read call by call (verdict.cpu_rule)
 
 
 class ForgedAnswer(h.StageError):
@@ -135,6 +136,12 @@ class Facts:
     clock_stage_ms: float = 0.0  # what staging a call's outputs adds to the candidate's side of that clock
     # each timed call and the reference's call after it, as clock: the judge's window and the claimed ms
     pairs: list[tuple[float, float, float, float]] = field(default_factory=list)
+    # timed and never-seen calls: the candidate runner's CPU seconds (cgroup) before the command, at its
+    # account and at its vetting's answer, and the call's window (ms); the reference's CPU in its calls'
+    # windows and vettings (verdict.cpu_rule)
+    cpu_calls: list[tuple[float, float, float, float]] = field(default_factory=list)
+    ref_cpu: list[tuple[float, float]] = field(default_factory=list)
+    active_ms: list[float] = field(default_factory=list)  # timed and never-seen calls: command to vetting's answer
     retimed: bool = False  # the first timing pass looked like side-stream work and was done again (verdict.py)
     # over the timing phase: CPU seconds of the runner's processes, and seconds it spent inside calls
     cpu_window: tuple[float, float] | None = None
@@ -201,12 +208,14 @@ class Session:
         self._acc("flush", time.perf_counter() - tf)
         nonce = secrets.randbits(62) + 1
         pad = self.pad() if pad_ms is None else pad_ms
+        cpu0 = self.runner.precise_cpu_seconds() if phase in _CPU_PHASES else None
         t_send = time.perf_counter()
         msg = self.runner.request({"op": op, "slot": i, "nonce": nonce, "pad_ms": pad}, self.deadline)
         # The judge's clock stops at the runner's account, sent once the outputs are staged: what is
         # inside is the call, its staging and two pipe hops (step.Stepper.prepare: the harness's other
         # work comes before the command or after the account), compared with the claims (timer_mismatch)
         judge_ms = (time.perf_counter() - t_send) * 1e3
+        cpu_a = self.runner.precise_cpu_seconds() if cpu0 is not None else None
         res = self._answer(msg, nonce)
         self._acc("calls", judge_ms / 1e3)
         self._acc("calls_device", res.ms / 1e3)
@@ -225,6 +234,11 @@ class Session:
                                              self.config.tolerance_factor, res.ms, res.wall_ms, note,
                                              judge_ms=judge_ms, host_ms=res.host_ms))
         self._vetted(nonce)  # compared first: what the runner writes into its staging from now on is not seen
+        cpu_v = self.runner.precise_cpu_seconds() if cpu_a is not None else None
+        if cpu0 is not None and cpu_a is not None and cpu_v is not None:
+            self.facts.cpu_calls.append((cpu0, cpu_a, cpu_v, judge_ms))
+        if phase in _CPU_PHASES:  # the runner's whole part of the call: window, vetting, next call's preparation
+            self.facts.active_ms.append((time.perf_counter() - t_send) * 1e3)
         t2 = time.perf_counter()
         moved = self.slots.changed(i)
         t3 = time.perf_counter()
@@ -302,6 +316,8 @@ class Session:
         t0 = time.perf_counter()
         pad = self.eager_pad()
         r = self._eager(key, pad_ms=pad)
+        if self.eager.last_cpu is not None:
+            self.facts.ref_cpu.append(self.eager.last_cpu)
         self._acc("flush", t0 - tf)
         self._acc("ref_calls", time.perf_counter() - t0)
         self._acc("ref_calls_device", r.ms / 1e3)
@@ -453,8 +469,7 @@ class Session:
             self.facts.ref_ms.clear()
             self.facts.ref_walls.clear()
         t0 = time.monotonic()
-        cpu0, first, ref0 = self.runner.cpu_seconds(), len(self.facts.ledger.calls), len(self.facts.pairs)
-        ref_cpu0 = self.eager.runner.cpu_seconds() if self.eager is not None else 0.0
+        cpu0, active0 = self.runner.cpu_seconds(), len(self.facts.active_ms)
         i = 0
         while True:
             key = pool[i % len(pool)]
@@ -476,17 +491,10 @@ class Session:
             c = self.call(key, "fresh")
             if c.miss is not None:
                 raise Verdict("incorrect", self._classify())
-        calls = self.facts.ledger.calls[first:]
-        busy = sum(c.judge_ms for c in calls) / 1e3
+        # Where the CPU time cannot be read call by call (no cgroup): over the phase, against the wall
+        # time of the runner's whole part of each call (window, vetting, preparation of the next)
+        busy = sum(self.facts.active_ms[active0:]) / 1e3
         used = self.facts.cpu_s["runner.timing"] = self.runner.cpu_seconds() - cpu0
-        # What the harness does between calls (vetting, guards, flush, poisoning) is outside the judge's
-        # windows, the same in both runners: the reference's CPU time beyond its windows, per call, is
-        # taken off the candidate's (trusted code, timed alike, on the same schedule)
-        pairs = self.facts.pairs[ref0:]
-        if self.eager is not None and pairs:
-            ref_out = max(0.0, self.eager.runner.cpu_seconds() - ref_cpu0 - sum(p[2] for p in pairs) / 1e3)
-            self.facts.cpu_s["ref.timing_outside_calls"] = ref_out
-            used = max(0.0, used - ref_out * len(calls) / len(pairs))
         self.facts.cpu_window = (used, busy)
         self.facts.cpu_s["runner.timing_calls_wall"] = busy
 

@@ -35,6 +35,9 @@ _COUNT_MARGIN_MS = 0.005
 # CPU time the candidate's runner may use in the timing phase beyond the time it spent inside calls
 # (a single thread uses at most that): this share of it plus this much (/proc counts in 10 ms ticks).
 _CPU_RATIO, _CPU_SLACK_S = 0.5, 0.05
+# Read call by call (cgroup): CPU the candidate's runner may use while it has no call to answer (it waits
+# on its pipe then), and how much more than the reference's runner it may spend vetting its calls
+_IDLE_SLACK_S, _IDLE_PER_CALL_S, _VET_RATIO = 0.02, 0.0002, 2.0
 # CPU: the judge's own clock around each timed call (its command to the runner's account: the call, its
 # staging, two pipe hops; step.Stepper.prepare keeps the harness's other work out of it), less what that
 # window holds beyond the call on the reference's side (trusted, the call right after), may exceed the
@@ -44,6 +47,12 @@ _CLOCK_RATIO, _CLOCK_SLACK_MS = 1.25, 0.05
 # A cache keyed on input content answers the rotated pool from memory; never-seen inputs, timed
 # once each, then cost more than the pool's median by a margin noise does not reach.
 _CACHE_RATIO, _CACHE_SLACK_MS = 1.5, 0.05
+# CPU, where the runner's calls are timed quietly (session: no runner starting beside them): the median
+# never-seen call may exceed the pool's median by this much. A memo keyed on a slot's address and
+# checked on 64 sampled values answered the pool in 0.093 ms and never-seen draws in 0.121-0.148 ms
+# (1.3x: within the rule above, ok at 1.62x eager: red team, 2026-11-26); honest C++ candidates read
+# 0.96-1.09x on this machine. Not yet applied on the GPU (not measured there).
+_CPU_CACHE_RATIO, _CPU_CACHE_SLACK_MS = 1.25, 0.005
 _FAMILIES = (("gemm", re.compile(r"aten::(mm|addmm|bmm|baddbmm|matmul|linear|addmv|mv|dot|_addmm_activation)$")),
              ("conv", re.compile(r"aten::(_?convolution|conv\w*|cudnn_convolution\w*|mkldnn_convolution\w*|"
                                  r"_slow_conv\w*|slow_conv\w*|thnn_conv\w*)$")))
@@ -143,20 +152,21 @@ def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> st
         return f"tampering: process setting changed: {fin.settings_changed[0]}"
     if fin is not None and fin.l2_raised:
         return f"l2_persist: candidate raised the persisting L2 set-aside ({fin.l2_raised})"
+    if not config.is_cuda:  # before the clock: a process of its own competing with its runner slows its windows
+        busy_cpu = cpu_rule(facts)
+        if busy_cpu:
+            return busy_cpu
     forged = timer_mismatch(facts, config)
     if forged:
         return forged
-    if not config.is_cuda and facts.cpu_window is not None:
-        used, busy = facts.cpu_window
-        if used - busy > _CPU_RATIO * busy + _CPU_SLACK_S:
-            return (f"background_cpu: the candidate's processes used {used:.2f} CPU-s during the timing phase, "
-                    f"its calls took {busy:.2f} s (threads working beside or between its calls; the reference "
-                    f"runs on one)")
     timed, fresh = facts.ledger.times("timed"), facts.ledger.times("fresh")
     med = statistics.median(timed) if timed else 0.0
     if fresh and min(fresh) > _CACHE_RATIO * med + _CACHE_SLACK_MS:
         return (f"input_cache: calls on never-seen inputs take {min(fresh):.3f} ms or more, on repeated inputs "
                 f"{med:.3f} ms (results cached by input content)")
+    if not config.is_cuda and len(fresh) >= 2 and statistics.median(fresh) > _CPU_CACHE_RATIO * med + _CPU_CACHE_SLACK_MS:
+        return (f"input_cache: calls on never-seen inputs take {statistics.median(fresh):.3f} ms (median), on repeated "
+                f"inputs {med:.3f} ms: more than {_CPU_CACHE_RATIO:g}x (results cached by input content)")
     p = facts.profile
     if p is not None and p.unjoined_stream_kernels:
         return (f"side_stream: kernel {p.unjoined_stream_kernels[0][:60]} still ran on another stream after "
@@ -168,6 +178,45 @@ def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> st
                 f"{statistics.median(excess):.3f} ms after it ended, median; the timed stream {med:.3f} ms)")
     return custom_kernel_rule(p.profile if p else None, summary.profile, config, facts.ablation_still_right,
                               facts.ablated)
+
+
+def cpu_rule(facts: Facts) -> str | None:
+    """background_cpu: the candidate's processes worked where a single thread answering calls would not.
+
+    With the runner's CPU time read call by call (its cgroup: session.Session.call), three places:
+    while it had no call to answer (between its vetting's answer and the next command: a runner waits on
+    its pipe then, so any work there is a thread or process of the candidate's own: precomputing the
+    next inputs, slowing the reference), inside its calls' windows (more than one core's worth: threads
+    the reference does not get), and in the vetting after each call (against what the reference's runner
+    spends there). Without a cgroup, the whole timing phase against the wall time of the runner's part of
+    each call, as before 2026-11-26."""
+    calls = facts.cpu_calls
+    if len(calls) >= 2:
+        n = len(calls)
+        idle = sum(max(0.0, nxt[0] - cur[2]) for cur, nxt in zip(calls, calls[1:], strict=False))
+        if idle > _IDLE_SLACK_S + _IDLE_PER_CALL_S * n:
+            return (f"background_cpu: the candidate's processes used {idle:.3f} CPU-s while its runner had no call "
+                    f"to answer ({n} calls; threads or processes working between its calls)")
+        inside = sum(c[1] - c[0] for c in calls)
+        windows = sum(c[3] for c in calls) / 1e3
+        if inside - windows > _CPU_RATIO * windows + _CPU_SLACK_S:
+            return (f"background_cpu: the candidate's processes used {inside:.2f} CPU-s inside its calls, which "
+                    f"took {windows:.2f} s (threads working beside its calls; the reference runs on one)")
+        vet = sum(c[2] - c[1] for c in calls)
+        if facts.ref_cpu:
+            ref_vet = sum(r[1] for r in facts.ref_cpu) / len(facts.ref_cpu) * n
+            if vet > _VET_RATIO * ref_vet + _CPU_SLACK_S:
+                return (f"background_cpu: the candidate's processes used {vet:.2f} CPU-s while the harness vetted "
+                        f"its {n} calls' outputs, the reference's runner {ref_vet:.2f} s for as many")
+        return None
+    if facts.cpu_window is None:
+        return None
+    used, busy = facts.cpu_window
+    if used - busy > _CPU_RATIO * busy + _CPU_SLACK_S:
+        return (f"background_cpu: the candidate's processes used {used:.2f} CPU-s during the timing phase, "
+                f"its calls took {busy:.2f} s (threads working beside or between its calls; the reference "
+                f"runs on one)")
+    return None
 
 
 def timer_mismatch(facts: Facts, config: SandboxConfig) -> str | None:

@@ -63,7 +63,7 @@ CAUGHT = {
     "trace_hook_after_clock": ("relu", Outcome.REJECTED, "tampering", "sys.gettrace"),  # 1 frames + hooks
     "sets_flush_denormal": ("relu", Outcome.REJECTED, "tampering", "set_flush_denormal"),  # 6 FP environment
     "overrides_equal_kernel": ("relu", Outcome.REJECTED, "tampering", "dispatch aten::equal"),  # 2 dispatcher
-    "spins_between_calls": ("relu", Outcome.REJECTED, "background_cpu", "CPU-s during the timing phase"),  # 6, 7
+    "spins_between_calls": ("relu", Outcome.REJECTED, "background_cpu", "CPU-s"),  # 6, 7
     # the thread rule a reference's runner goes without (2026-11-24), turned off from forward
     "turns_off_thread_check": ("relu", Outcome.REJECTED, "tampering", "Stepper.vet_threads"),  # 1 frames + 2 state
 }
