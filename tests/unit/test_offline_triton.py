@@ -140,8 +140,11 @@ def test_a_bare_product_with_few_tiles_and_a_long_k_cuts_k_into_slices():
 def test_sliced_products_match_the_module_under_the_interpreter():
     for split in (None, "--split=1", "--split=4"):
         errs = triton_check(*([split] if split else []), "matvec", "linear_long_k")
-        # |y| ~ 64 for matvec (4096 products of unit normals): 1e-4 is fp32's error there, not a loose bound
-        assert errs["matvec"][0] < 1e-4 and errs["linear_long_k"][0] < 1e-6, (split, errs)
+        # Against eager, itself fp32: on this draw eager's own max error against float64 is 9.2e-5 (|y| up to
+        # 136, 4096 products of unit normals), so two correct fp32 sums may differ by twice that; the
+        # K-contiguous launcher (6367ddf) summed in another order and read 1.07e-4 with one slice. The
+        # evaluator allows 8x eager's error: 2e-4 here is still fp32's error, not a loose bound.
+        assert errs["matvec"][0] < 2e-4 and errs["linear_long_k"][0] < 1e-6, (split, errs)
     assert triton_check("--compile", "matvec") == {"matvec": ["wgmma", "fma"]}  # tf32x3, then ieee
 
 
