@@ -1,6 +1,6 @@
 """The CPU's judge-side rules over hand-built facts: the runner's claimed times against the judge's own
 clock (`timer_mismatch`), its CPU time read call by call against where a single thread answering calls
-would spend it (`background_cpu`), and never-seen calls against repeated ones (`input_cache`)."""
+would spend it (`background_cpu`)."""
 
 from __future__ import annotations
 
@@ -75,24 +75,3 @@ def test_without_a_cgroup_the_phase_is_judged_as_a_whole() -> None:
     assert cpu_rule(f) is None
     f = Facts(cpu_window=(1.2, 0.45))
     assert cpu_rule(f) is not None
-
-
-def test_never_seen_calls_slower_than_repeated_ones_are_an_input_cache_on_the_cpu() -> None:
-    from kevolve.sandbox.verdict import _rules  # the rules in their order, as assemble applies them
-
-    def facts(fresh: list[float]) -> Facts:
-        f, led = Facts(), Ledger()
-        for i in range(40):
-            led.add(check_call(i, "d0", "timed", None, [], (), 8.0, 0.093, 0.093))
-        for i, ms in enumerate(fresh):
-            led.add(check_call(100 + i, "f0", "fresh", None, [], (), 8.0, ms, ms))
-        f.ledger = led
-        return f
-
-    from kevolve.sandbox.protocol import ReferenceSummary
-
-    summary = ReferenceSummary.model_construct(profile=None)
-    memo = _rules(facts([0.148, 0.124, 0.121]), summary, CPU.model_copy(update={"allow_torch_only": True}))
-    assert memo is not None and memo.startswith("input_cache: ") and "median" in memo
-    honest = _rules(facts([0.101, 0.094, 0.090]), summary, CPU.model_copy(update={"allow_torch_only": True}))
-    assert honest is None
