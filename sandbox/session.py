@@ -440,13 +440,16 @@ class Session:
         self.facts.pairs.clear()
         pool = self.state.pool
         for i in range(RECLOCK_PAIRS):
-            key = pool[i % len(pool)]
-            c = self.call(key, "timed")
-            if c.miss is not None:
-                raise Verdict("incorrect", self._classify())
-            r = self.eager_call(key)
-            if r is not None and self.eager is not None:
-                self.facts.pairs.append((c.judge_ms, c.ms, self.eager.last_window_ms, r.ms))
+            self._timed_pair(pool[i % len(pool)])
+
+    def _timed_pair(self, key: str) -> None:
+        """One timed call and the reference's on the same draw, both kept by the judge's clock too."""
+        c = self.call(key, "timed")
+        if c.miss is not None:
+            raise Verdict("incorrect", self._classify())
+        r = self.eager_call(key)
+        if r is not None and self.eager is not None:  # timer_mismatch reads the pair
+            self.facts.pairs.append((c.judge_ms, c.ms, self.eager.last_window_ms, r.ms))
 
     def _retime(self) -> None:
         """The timing pass again, once, when the first one looked like side-stream work (verdict.py's
@@ -473,12 +476,7 @@ class Session:
         i = 0
         while True:
             key = pool[i % len(pool)]
-            c = self.call(key, "timed")
-            if c.miss is not None:
-                raise Verdict("incorrect", self._classify())
-            r = self.eager_call(key)
-            if r is not None and self.eager is not None:  # both calls by the judge's clock (timer_mismatch)
-                self.facts.pairs.append((c.judge_ms, c.ms, self.eager.last_window_ms, r.ms))
+            self._timed_pair(key)
             i += 1
             if fresh and i % FRESH_EVERY == 0:
                 c = self.call(fresh.pop(0), "fresh")
