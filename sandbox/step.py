@@ -214,8 +214,13 @@ class Stepper:
                 s.copy_(o)
             if self.cuda:
                 _cuda_sync()  # type: ignore[misc]
-        # CPU: the outputs at return, to see whether they change once forward has returned
-        at_return = None if self.cuda else (list(self.staging) if staged else [o.detach().clone() for o in outs])
+        # CPU: the outputs at return, to see whether they change once forward has returned. Not in a
+        # reference's runner (trusted code, vet_threads off): a clone there sat inside the judge's window
+        # of every reference call and not of the candidate's (whose outputs are staged, a copy the judge
+        # takes off): the reference's window read ~0.05-0.1 ms longer on a 256 KB output, which the
+        # judge's clock took off the candidate's calls (timer_mismatch read a 1.8x forgery as ~1.3x)
+        at_return = None if self.cuda or not vet_threads else (
+            list(self.staging) if staged else [o.detach().clone() for o in outs])
         res = StepResult(ok=True, ms=ms, wall_ms=wall, host_ms=host_ms, covered=covered, outputs=specs, staged=staged)
         if around is not None:
             prof, unjoined = extra

@@ -110,9 +110,14 @@ def test_phase_times_come_from_the_judge_whatever_clocks_the_candidate_patched(e
 def test_times_forged_inside_the_runner_are_rejected_by_the_judges_clock(evaluate, hack: str,  # noqa: ANN001
                                                                           isolation: str) -> None:
     # 20x and 1.8x: the audit's end-to-end clock (5x of slack, for the GPU's launch work) let the second
-    # through; the judge's clock around every timed call on the CPU does not. Without an audit.
-    ev = evaluate("relu", HERE / f"{hack}.py", isolation=isolation)
-    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "timer_mismatch"), ev.reason
+    # through; the judge's clock around every timed call on the CPU does not. Without an audit. The 1.8x
+    # forgery on a call of ~1 ms: the rule's 0.05 ms of slack is its resolution, and on a fast CPU the
+    # 64x1024 ReLU takes about that (CI, 2026-11-26: the 1.8x forgery there was accepted on both
+    # isolations; the bound is in docs/VERIFICATION.md's Known limits).
+    problem = "relu_wide" if hack == "forges_times_slightly" else "relu"
+    ev = evaluate(problem, HERE / f"{hack}.py", isolation=isolation)
+    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "timer_mismatch"), (
+        f"{ev.reason} (claimed {ev.timing.median_ms if ev.timing else None} ms, speedup {ev.speedup})")
     assert "judge's own clock" in ev.reason and ev.speedup is None and ev.audit is None
 
 
