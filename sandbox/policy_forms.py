@@ -33,6 +33,11 @@ def format_fields(template: str) -> list[str]:
     return out
 
 
+def _test_call(call: ast.Call) -> bool:
+    """isinstance(x, A), issubclass(A, B), super(A, self): a class named, not handed on."""
+    return isinstance(call.func, ast.Name) and call.func.id in ("isinstance", "issubclass", "super")
+
+
 def _is_classmethod(f: ast.FunctionDef) -> bool:  # type: ignore[valid-type]
     return any(isinstance(d, ast.Name) and d.id == "classmethod" for d in f.decorator_list)
 
@@ -96,9 +101,12 @@ class FormRules:
 
     def method_through_class(self, node: ast.Attribute) -> None:
         """`Own.method(obj, …)` runs a method with any object as its self, so the method's `self.x = …`
-        and getattr(self, name) would reach that object: only `Own.method(self, …)` is allowed."""
+        and getattr(self, name) would reach that object: only `Own.method(self, …)` is allowed. `Own`
+        is any name that may hold one of the candidate's classes (`holds_class`: an alias, a parameter
+        handed one) and `Outer.Inner`."""
         recv, m = node.value, self.m  # type: ignore[attr-defined]
-        own_class = isinstance(recv, ast.Name) and isinstance(m.own.get(recv.id), ast.ClassDef) \
+        own_class = isinstance(recv, ast.Name) and self.holds_class(recv.id) \
+            or isinstance(recv, ast.Attribute) and isinstance(m.own.get(recv.attr), ast.ClassDef) \
             or isinstance(recv, ast.Call) and TYPE_OF in m.resolve(recv) \
             or isinstance(recv, ast.Name) and m.param_kind(recv.id, self.stack) == "first" and recv.id != "self"  # type: ignore[attr-defined]
         if not own_class or node.attr not in self._self_methods():
@@ -109,6 +117,124 @@ class FormRules:
             return
         self.add("monkeypatch", node, f"takes the method {node.attr} through its class (any object could be "  # type: ignore[attr-defined]
                                       "passed as its self)")
+
+    def class_value(self, node: ast.Name) -> None:
+        """One of the candidate's classes (or a name holding one) used as a value. It may be called,
+        have an attribute read (method_through_class judges a method taken), be tested against,
+        subclassed, aliased by a plain assignment, or handed to a parameter of the candidate's own
+        functions: each alias and parameter is then followed like the class (`holds_class`). Anywhere
+        else (a container, getattr, a foreign call, a default, a return) the policy would lose track of
+        it, and `K.put(obj, v)` would run the method with any object as its self."""
+        if not self.holds_class(node.id):
+            return
+        m = self.m  # type: ignore[attr-defined]
+        p = m.parents.get(node)
+        if isinstance(p, ast.Tuple):  # isinstance(x, (A, B)), except (A, B):
+            p = m.parents.get(p)
+            ok = isinstance(p, ast.ExceptHandler) or isinstance(p, ast.Call) and _test_call(p)
+        elif isinstance(p, ast.Call):
+            ok = p.func is node or _test_call(p) or self._class_arg(p, node) is not None \
+                or self._static_attr_of_class(p, node)
+        elif isinstance(p, ast.Assign):
+            ok = p.value is node and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) \
+                and m.scopes[self.stack[-1]].kind != "class"  # type: ignore[attr-defined]
+        elif isinstance(p, ast.ClassDef):
+            ok = node in p.bases
+        else:
+            ok = isinstance(p, (ast.Attribute, ast.ExceptHandler, ast.Compare, ast.MatchClass))
+        if not ok:
+            self.add("monkeypatch", node, f"hands its class {node.id} on as a value (the policy would lose "  # type: ignore[attr-defined]
+                                          "track of it: its methods could run with any object as self)")
+
+    def _static_attr_of_class(self, call: ast.Call, node: ast.Name) -> bool:
+        """hasattr/getattr/setattr(Own, "name", …) with a static name: Own.name, judged like it (a
+        method taken this way is the method taken through its class)."""
+        f = call.func
+        if not (isinstance(f, ast.Name) and f.id in ("hasattr", "getattr", "setattr") and len(call.args) >= 2
+                and call.args[0] is node and not call.keywords):
+            return False
+        try:
+            name = self.m.static.eval(call.args[1])  # type: ignore[attr-defined]
+        except (NotStatic, RecursionError):
+            return False
+        return isinstance(name, Text) and (f.id == "hasattr" or name.value not in self._self_methods())
+
+    def holds_class(self, name: str, stack: list[ast.AST] | None = None) -> bool:
+        """`name`, where `stack` (the visitor's scopes) reads it, may hold one of the candidate's classes."""
+        return (self._binder(name, self.stack if stack is None else stack), name) in self._class_holders()  # type: ignore[attr-defined]
+
+    def _binder(self, name: str, stack: list[ast.AST]) -> ast.AST | None:
+        """The innermost function scope in `stack` that binds `name`; None for a module-level name."""
+        for node in reversed(stack):
+            s = self.m.scopes.get(node)  # type: ignore[attr-defined]
+            if s is not None and s.kind == "function" and name in (s.params | s.assigned) \
+                    and name not in s.declared_global:
+                return node
+        return None
+
+    def _class_holders(self) -> set[tuple[ast.AST | None, str]]:
+        """(binding function or None, name) of every name that may hold one of the candidate's classes:
+        the classes themselves, plain aliases of them, and parameters of its own functions and methods
+        that a call hands one (to a fixed point)."""
+        if hasattr(self, "_holders"):
+            return self._holders
+        m = self.m  # type: ignore[attr-defined]
+        sites: list[tuple[ast.AST, list[ast.AST]]] = []  # every node with its function scopes
+
+        def walk(n: ast.AST, stack: list[ast.AST]) -> None:
+            for c in ast.iter_child_nodes(n):
+                sites.append((c, stack))
+                inner = stack + [c] if c in m.scopes else stack
+                walk(c, inner)
+
+        tree = next(n for n, sc in m.scopes.items() if sc.kind == "module")
+        walk(tree, [tree])
+        held: set[tuple[ast.AST | None, str]] = {(self._binder(n.name, st), n.name) for n, st in sites
+                                                 if isinstance(n, ast.ClassDef)}
+        self._holders = held
+        for _ in range(8):
+            before = len(held)
+            for n, st in sites:
+                holds = lambda e, st=st: isinstance(e, ast.Name) and (self._binder(e.id, st), e.id) in held
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                        and holds(n.value):
+                    held.add((self._binder(n.targets[0].id, st), n.targets[0].id))
+                elif isinstance(n, ast.Call):
+                    for a in [*n.args, *n.keywords]:
+                        if holds(a.value if isinstance(a, ast.keyword) else a):
+                            got = self._class_arg(n, a, st)
+                            if got is not None:
+                                held.add(got)
+            if len(held) == before:
+                break
+        return held
+
+    def _class_arg(self, call: ast.Call, arg: ast.AST, stack: list[ast.AST] | None = None) -> tuple[ast.AST, str] | None:
+        """(function, parameter) that `arg` of `call` binds when the callee is one of the candidate's
+        own functions, a method of the class being defined called on self or cls, or an own class's
+        __init__; None otherwise (or for *args/**kwargs, which the policy does not follow)."""
+        m = self.m  # type: ignore[attr-defined]
+        stack = self.stack if stack is None else stack  # type: ignore[attr-defined]
+        f, fn, skip = call.func, None, 0
+        if isinstance(f, ast.Name) and m.bindings.get(f.id) == 1:
+            fn = m.own.get(f.id)
+            if isinstance(fn, ast.ClassDef):
+                fn = next((b for b in fn.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
+                skip = 1
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
+            cls = next((c for c in reversed(stack) if isinstance(c, ast.ClassDef)), None)
+            fn = next((b for b in getattr(cls, "body", ()) if isinstance(b, ast.FunctionDef) and b.name == f.attr
+                       and not b.decorator_list), None)
+            skip = 1
+        if not isinstance(fn, ast.FunctionDef) or fn.decorator_list and skip == 0:
+            return None
+        params = [p.arg for p in fn.args.posonlyargs + fn.args.args][skip:]
+        if isinstance(arg, ast.keyword):
+            names = params + [p.arg for p in fn.args.kwonlyargs]
+            return (fn, arg.arg) if arg.arg in names else None
+        i = call.args.index(arg)  # type: ignore[arg-type]
+        return (fn, params[i]) if i < len(params) and not any(isinstance(a, ast.Starred) for a in call.args[:i + 1]) \
+            else None
 
     def _self_methods(self) -> set[str]:
         """Names of the candidate's methods whose first parameter is bound to the instance."""

@@ -166,6 +166,8 @@ class PythonRules(FormRules, ast.NodeVisitor):
                 self.add("introspection", node, f"passes {node.id} around")
         if isinstance(node.ctx, ast.Load) and not (isinstance(parent, ast.Attribute) and parent.value is node):
             self.chains(node, self.m.resolve(node))
+        if isinstance(node.ctx, ast.Load):
+            self.class_value(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         store = not isinstance(node.ctx, ast.Load)

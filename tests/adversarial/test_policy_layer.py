@@ -90,6 +90,7 @@ def test_default_policy_rejects_each_hostile_candidate(name: str) -> None:
     assert (v.category if v else None) == category, v
 
 
+_W = "class W:\n    def put(self, v):\n        self.send = v\n\n\n"
 EVASIONS = {
     # frames and the interpreter, however spelled
     "getattr_string_built": ("introspection", "import sys\nf = getattr(sys, '_get' + 'frame')(1)\n"),
@@ -267,6 +268,18 @@ EVASIONS = {
     "native_include_root_dir": ("files", "SRC = '#include \"etc/passwd\"'\nFLAGS = []\n"
                                          "ext2 = load_inline('e2', cpp_sources=SRC, functions=['f'], "
                                          "extra_include_paths=['/'])\n"),
+    # 2026-11-26: the class under another name (an alias, a parameter handed it, a container, getattr,
+    # a nested class): each passed the policy before, and ran W.put with a foreign object as its self
+    "method_through_class_alias": ("monkeypatch", _W + "K = W\n\n\ndef f(o):\n    K.put(o, 1)\n"),
+    "method_through_local_alias": ("monkeypatch", _W + "def f(o):\n    K = W\n    K.put(o, 1)\n"),
+    "method_through_class_param": ("monkeypatch", _W + "def g(c, o):\n    c.put(o, 1)\n\n\n"
+                                                  "def f(o):\n    g(W, o)\n"),
+    "method_through_method_param": ("monkeypatch", _W + "class M:\n    def mk(self, c, o):\n        c.put(o, 1)\n\n"
+                                                   "    def forward(self, o):\n        self.mk(W, o)\n"),
+    "class_through_getattr": ("monkeypatch", _W + "def f(o):\n    getattr(W, 'put')(o, 1)\n"),
+    "class_in_a_container": ("monkeypatch", _W + "def f(o):\n    [W][0].put(o, 1)\n"),
+    "nested_class_method": ("monkeypatch", "class O:\n    class W:\n        def put(self, v):\n"
+                                           "            self.send = v\n\n\ndef f(o):\n    O.W.put(o, 1)\n"),
 }
 LOAD = ("from torch.utils.cpp_extension import load_inline\n"
         "ext = load_inline('e', cpp_sources=SRC, functions=FUNCS, extra_ldflags=FLAGS)\n")

@@ -94,6 +94,14 @@ def test_the_optimize_config_slice_carries_policy_allow(tmp_path) -> None:
     HEAD + "class M(nn.Module):\n    def __init__(self):\n        nn.Module.__init__(self)\n"
            "        self.v = torch.__version__\n",
     HEAD + "if __name__ == '__main__':\n    print(nn.Module.__name__)\n",
+    # own classes as values where the policy follows them: ResNet's _make_layer(block, …), an alias
+    HEAD + "class Block(nn.Module):\n    expansion = 1\n\n    def __init__(self, n):\n"
+           "        super(Block, self).__init__()\n\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+           "        super(ModelNew, self).__init__()\n        self.l = self._make(Block, 4)\n\n"
+           "    def _make(self, block, n):\n        n = n * block.expansion\n"
+           "        return nn.Sequential(*[block(n) for _ in range(2)])\n",
+    HEAD + "class Fast(nn.Module):\n    pass\n\n\nModelNew = Fast\nok = isinstance(ModelNew(), (Fast, int))\n",
+    HEAD + "class Fn(torch.autograd.Function):\n    pass\n\n\nif not hasattr(Fn, 'kernel'):\n    k = getattr(Fn, 'kernel', None)\n",
 ])
 def test_honest_idioms_pass(source: str) -> None:
     assert reason(source) is None
