@@ -45,6 +45,12 @@ def isolation_rows(bwrap: str | None = None, gpu: bool = False) -> list[tuple[st
         gpu_works, gpu_why = probe("cuda", bwrap)
         rows.append(("isolation (local, GPU)", f"active: {gpu_why}" if gpu_works else f"none: {gpu_why}"))
     rows += doctor_rows()
+    from kevolve.sandbox import landlock
+
+    v = landlock.abi()
+    rows.append(("writes (isolation none)", f"Landlock ABI {v}: a CPU candidate's runner may write only its scratch "
+                 "(confine_writes; GPU runners with confine_writes=on)" if v else
+                 "no Landlock in this kernel: a candidate without a sandbox can write what the user can"))
     if works:
         rows.append(("containment (bwrap)", "also a PID namespace: the kernel kills all of it with the worker"))
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -69,6 +70,10 @@ class SandboxConfig(Record):
     image: str = Field(default="kevolve-eval:latest", description="Docker image of the evaluation worker")
     cpus: float = Field(default=2.0, description="CPU limit of a Docker worker")
     pids_limit: int = Field(default=512, description="process/thread limit of a sandboxed worker")
+    confine_writes: Literal["auto", "on", "off"] = Field(default="auto", description=(
+        "without a sandbox (isolation none), take file-system writes away from a candidate's runner outside its "
+        "scratch directory with Linux's Landlock, before its code loads; auto = CPU runners (not yet verified on "
+        "a GPU machine), where the kernel has Landlock"))
     containment: str | None = Field(default=None, description="how a runner's descendants are killed with it: "
                                     "cgroup | subreaper | process_group; None = the best this machine offers")
     audit: bool = Field(default=False, description="measure every ok verdict again (fresh runner, fresh inputs, "

@@ -43,6 +43,9 @@ class RunnerJob(Record):
     cache_dir: str
     build_dir: str | None = None
     custom_kernel_names: tuple[str, ...] = ()
+    confine_writes: bool = Field(default=False, description=(
+        "take file-system writes away outside the runner's scratch directory and /dev/shm before the model's code "
+        "loads (landlock.py): a candidate's runner without a sandbox"))
     threads: int = Field(default=1, description="intra-op threads for this runner, the same for every role")
 
 

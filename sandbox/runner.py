@@ -125,6 +125,12 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
     if stepper._pad is not None:
         guards.watch(stepper._pad, "driver", "function", "grid", "launch_fn")
     t0 = now()
+    confined = ""
+    if job.confine_writes:  # before any of the candidate's code: for good, for everything it starts
+        from kevolve.sandbox import landlock
+
+        why = landlock.confine_writes([scratch, Path("/dev/shm")])
+        confined = "landlock" if not why else f"not confined: {why}"
     model = _load(job, scratch, device)
     if job.role != "candidate" and slots:
         # The reference is trusted code that may start threads on its first call (torch.compile's
@@ -137,7 +143,7 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
     if guards.tampered():
         raise h.StageError("rejected", f"tampering: candidate replaced {', '.join(guards.tampered()[:4])}")
     stepper.prepare()
-    ch.send({"op": "ready", "load_s": now() - t0})
+    ch.send({"op": "ready", "load_s": now() - t0, "confined": confined})
     around = _profile_around(device, job.custom_kernel_names)
     while True:
         cmd = ch.recv()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,8 @@ CAUGHT = {
 }
 # Hacks that need their own limits or set-up have their own tests below.
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times",
-           "forges_times_slightly", "spins_in_setsid_daemon", "writes_runner_bytecode", "forges_reference_answers"}
+           "forges_times_slightly", "spins_in_setsid_daemon", "writes_runner_bytecode", "forges_reference_answers",
+           "plants_build_cache"}
 
 
 def hack_files() -> list[Path]:
@@ -119,6 +121,28 @@ def test_times_forged_inside_the_runner_are_rejected_by_the_judges_clock(evaluat
     assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "timer_mismatch"), (
         f"{ev.reason} (claimed {ev.timing.median_ms if ev.timing else None} ms, speedup {ev.speedup})")
     assert "judge's own clock" in ev.reason and ev.speedup is None and ev.audit is None
+
+
+@pytest.mark.parametrize("confine", ["auto", "off"])
+def test_a_candidate_without_a_sandbox_cannot_plant_in_the_build_cache(evaluate, cpu_config, confine: str) -> None:  # noqa: ANN001
+    # isolation none: the runner runs as the user. With its writes confined (Landlock, the default on the
+    # CPU) nothing lands in the cache; with confine_writes off the same candidate plants both files,
+    # which is what the confinement is for (and shows this test can fail).
+    from kevolve.sandbox import landlock
+
+    if landlock.abi() <= 0:
+        pytest.skip("this kernel has no Landlock")
+    ext = cpu_config.cache_dir.resolve() / "extensions"
+    planted = [ext / "by-source" / "kevolve-test-planted", ext / "kevolve-test-planted-scope"]
+    for p in planted:
+        shutil.rmtree(p, ignore_errors=True)
+    try:
+        ev = evaluate("relu", HERE / "plants_build_cache.py", isolation="none", confine_writes=confine)
+        landed = [p.exists() for p in planted]
+        assert landed == ([True, True] if confine == "off" else [False, False]), ev.reason
+    finally:
+        for p in planted:
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def test_a_timer_disagreement_is_measured_by_a_second_audit_before_it_overturns(evaluate) -> None:  # noqa: ANN001

@@ -46,6 +46,7 @@ HACKS = {
     "spins_in_setsid_daemon": "processes",
     "writes_runner_bytecode": "files",
     "forges_reference_answers": "files",
+    "plants_build_cache": "introspection",
     "turns_off_thread_check": "introspection",
 }
 # hostile candidate -> (category, template fill)

@@ -166,3 +166,15 @@ def test_an_honest_kernel_thousands_of_times_slower_is_stopped_after_three_calls
     assert ev.outcome is Outcome.TIMEOUT and ev.reason.startswith("too_slow: calls take 0."), ev.reason
     checked = sum(int(c.detail.split()[0]) for c in ev.checks if c.passed and c.name.startswith("correct:"))
     assert checked == 3, ev.checks
+
+
+@pytest.mark.parametrize("name", ["relu_cupy", "relu_inline", "relu_triton"])
+def test_honest_kernels_run_with_their_writes_confined_without_a_sandbox(sandbox, config, name: str) -> None:
+    """confine_writes is on by default for CPU runners only: this is the GPU's check before its default
+    changes (Landlock: CUDA opens /dev/nvidia* for writing, CuPy and nvcc write under the scratch)."""
+    from kevolve.sandbox import landlock
+
+    if landlock.abi() <= 0:
+        pytest.skip("this kernel has no Landlock")
+    ev = evaluate(sandbox, config.model_copy(update={"isolation": "none", "confine_writes": "on"}), name)
+    assert ev.outcome is Outcome.OK, ev.reason

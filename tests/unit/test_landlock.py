@@ -1,0 +1,55 @@
+"""landlock.confine_writes in a real child process: writes land only where it allows, for good."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kevolve.sandbox import landlock
+
+pytestmark = pytest.mark.skipif(landlock.abi() <= 0, reason="this kernel has no Landlock")
+
+CHILD = r"""
+import os, subprocess, sys
+from pathlib import Path
+from kevolve.sandbox import landlock
+ok, no = Path(sys.argv[1]), Path(sys.argv[2])
+print("confined:" + landlock.confine_writes([ok]))
+def tries(what, fn):
+    try:
+        fn(); print(what, "yes")
+    except OSError as e:
+        print(what, "no", e.errno)
+tries("write-inside", lambda: (ok / "a").write_text("x"))
+tries("mkdir-inside", lambda: (ok / "d").mkdir())
+tries("write-outside", lambda: (no / "b").write_text("x"))
+tries("change-outside", lambda: open(no / "old", "a").write("x"))
+tries("rename-out", lambda: os.rename(ok / "a", no / "a"))
+tries("remove-outside", lambda: os.unlink(no / "old"))
+tries("dev-null", lambda: open("/dev/null", "w").write("x"))
+tries("read-outside", lambda: (no / "old").read_text())
+r = subprocess.run(["sh", "-c", f"echo x > {no}/c"], capture_output=True)
+print("child-write", "yes" if r.returncode == 0 else "no", r.returncode)
+"""
+
+
+def test_writes_land_only_under_the_allowed_folders_and_children_inherit_it(tmp_path: Path) -> None:
+    ok, no = tmp_path / "ok", tmp_path / "no"
+    ok.mkdir()
+    no.mkdir()
+    (no / "old").write_text("before")
+    out = subprocess.run([sys.executable, "-c", CHILD, str(ok), str(no)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
+    assert out.stdout.startswith("confined:\n"), out.stdout
+    for what in ("write-inside", "mkdir-inside", "dev-null", "read-outside"):
+        assert got[what] == "yes", (what, out.stdout)
+    for what in ("write-outside", "change-outside", "rename-out", "remove-outside", "child-write"):
+        assert got[what].startswith("no"), (what, out.stdout)
+    assert (no / "old").read_text() == "before" and not (no / "b").exists() and not (no / "c").exists()
+    # the parent (this test) is not confined
+    (no / "after").write_text("x")
