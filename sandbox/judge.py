@@ -52,7 +52,9 @@ class ReferenceRunner:
         t0 = time.monotonic()
         self.runner = judge.take_runner(config)
         folder = None if judge.device.type == "cuda" else self.runner.scratch
-        self.slots = Slots({k: state.draws[k].inputs for k in state.pool}, True, folder, judge.device)
+        timing = state.keys("timing")  # copied into a slot just before their call, as the candidate's are
+        self.slots = Slots({k: state.draws[k].inputs for k in state.pool + timing}, True, folder, judge.device,
+                           hidden=timing)
         job = RunnerJob(role=role, source=state.problem.source, init_seed=state.seed,  # type: ignore[arg-type]
                         init_args=_encode_args(state.init_args), slots=self.slots.encodings(),
                         outputs=state.specs, cache_dir=str(config.cache_dir), threads=judge.threads)
@@ -354,7 +356,7 @@ class Judge:
             except h.StageError as e:
                 note = f"torch.compile baseline unavailable: {e.reason}"[:300]
             phases["compile_baseline"] = time.monotonic() - t0
-        reports = tuple(d.report for d in state.draws.values()) + tuple(state.unusable)
+        reports = tuple(d.report for k, d in state.draws.items() if not k.startswith("t")) + tuple(state.unusable)
         return ReferenceSummary(problem_id=state.problem.id, seed=state.seed, device_name=h.device_name(self.device),
                                 versions=h.versions(), eager=eager_t, compiled=compiled, compile_note=note,
                                 profile=prof, draws=reports, outputs=state.specs, min_bytes=state.min_bytes,

@@ -25,6 +25,13 @@ from kevolve.sandbox.protocol import Draw, DrawReport, OutputSpec
 from kevolve.sandbox.reference import _Float64, _work, eager_errors, truth_of
 
 FRESH = 3  # draws a runner has never seen, timed once each (caches keyed on input content show)
+# Timing draws (CPU): each timed call on values no call has had before, so that an answer kept from an
+# earlier call never serves a timed one (red team 2026-11-26: a memo checked on 64 sampled values read
+# 1.6x on the pool's four repeating draws). As many as fit these budgets, at most TIMING_MAX; with
+# fewer than TIMING_MIN the timed calls rotate through the pool as before (large problems, where what a
+# memo saves is large too, and the never-seen calls' input_cache rule sees it).
+TIMING_MAX, TIMING_MIN = 64, 8
+TIMING_BYTES, TIMING_S = 256 * 2**20, 3.0
 _DEVICE_SHARE = 0.35  # of free device memory that a problem's kept data may use
 
 
@@ -81,6 +88,8 @@ class ProblemState:
     def keys(self, kind: str) -> list[str]:
         if kind == "fresh":
             return [k for k in self.draws if k.startswith("f")]
+        if kind == "timing":  # each timed once, never seen before (TIMING_MAX)
+            return [k for k in self.draws if k.startswith("t")]
         if kind == "plain":
             return [k for k, d in self.draws.items() if k.startswith("d")]
         return [k for k, d in self.draws.items() if d.draw.transform != "identity"]
@@ -181,6 +190,10 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         draws[d.key] = DrawData(d, x, truth, report)
         del y, y64
         spent["reference_truth"] += time.perf_counter() - t1
+    if device.type == "cpu" and residency != "host" and draws:
+        t1 = time.perf_counter()
+        _timing_draws(draws, module, model, f64, device, memory_limit)
+        spent["reference_timing_draws"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     with torch.no_grad():
         first = draws[next(iter(draws))].inputs
@@ -191,6 +204,43 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         torch.cuda.empty_cache()
     return ProblemState(problem, seed, module, init_args, draws, unusable, specs, residency, min_bytes, flops,
                         {"reference_outputs": time.perf_counter() - t0, **spent})
+
+
+def _timing_draws(draws: dict[str, DrawData], module: ModuleType, model: Any, f64: Any, device: torch.device,
+                  memory_limit: int | None) -> None:
+    """Add the timing draws `t0`, `t1` … (plain draws under seeds nobody can predict, with their truth)
+    while they fit TIMING_BYTES (and an eighth of `memory_limit`) and TIMING_S; none when fewer than
+    TIMING_MIN would fit (the timed calls then rotate through the pool)."""
+    first = next(iter(draws.values()))
+    each = max(_nbytes(first.inputs) + _nbytes(first.truth), 1)
+    room = min(TIMING_BYTES, memory_limit // 8 if memory_limit else TIMING_BYTES)
+    n = min(TIMING_MAX, room // each)
+    if n < TIMING_MIN:
+        return
+    t0, added = time.perf_counter(), []
+    for i in range(n):
+        if time.perf_counter() - t0 > TIMING_S:
+            break
+        d = Draw(key=f"t{i}", seed=int.from_bytes(os.urandom(4), "little") >> 1)
+        x = h.draw_inputs(module, d, device)
+        try:
+            with torch.no_grad():
+                y = [t.detach() for t in h.flatten_outputs(model(*x))]
+        except Exception:  # noqa: BLE001 - a plain draw the reference fails on: fewer timing draws
+            continue
+        if [t.shape for t in y] != [t.shape for t in first.truth] or not all(
+                bool(torch.isfinite(t).all()) for t in y if t.is_floating_point()):
+            continue
+        y64 = f64(x)
+        if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
+            y64 = None
+        errs, truth = _errors_and_truth(y, y64, device)
+        draws[d.key] = DrawData(d, x, truth, DrawReport(key=d.key, finite=True, eager_err=errs, eager_vs_f64=None
+                                                        if y64 is None else max((e[0] for e in errs), default=0.0)))
+        added.append(d.key)
+    if len(added) < TIMING_MIN:
+        for k in added:
+            del draws[k]
 
 
 def _errors_and_truth(y: list[torch.Tensor], y64: list[torch.Tensor] | None, device: torch.device,

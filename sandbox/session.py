@@ -166,7 +166,10 @@ class Session:
         self.facts = Facts()
         folder = None if device.type == "cuda" else runner.scratch
         inputs = {k: d.inputs for k, d in state.draws.items()}
-        self.slots = Slots(inputs, state.residency == "device", folder, device, hidden=state.keys("fresh"))
+        # never-seen draws and timing draws get no slot of their own: copied in just before their call, so
+        # nothing of the candidate's can read them ahead (Slots)
+        self.slots = Slots(inputs, state.residency == "device", folder, device,
+                           hidden=state.keys("fresh") + state.keys("timing"))
         self.staging = [SharedBuffer(torch.empty(s.shape, dtype=getattr(torch, s.dtype.removeprefix("torch.")),
                                                  device="meta"), folder, device) for s in state.specs]
         self.deadline = 0.0
@@ -467,6 +470,10 @@ class Session:
     def _timing(self, fresh_too: bool = True) -> None:
         st, cfg = self.state, self.config
         pool, fresh = st.pool, (st.keys("fresh") if fresh_too else [])
+        # every timed call on values no call has had before, where the problem has timing draws (the CPU,
+        # oracle.TIMING_MAX): nothing a candidate kept from an earlier call answers one; it is timed until
+        # its times are steady or the draws run out, whichever comes first
+        once = st.keys("timing") if fresh_too else []
         if self.eager is not None:
             self.eager_call(pool[0])  # its first call on this session's schedule
             self.facts.ref_ms.clear()
@@ -475,7 +482,7 @@ class Session:
         cpu0, active0 = self.runner.cpu_seconds(), len(self.facts.active_ms)
         i = 0
         while True:
-            key = pool[i % len(pool)]
+            key = once[i] if once else pool[i % len(pool)]
             self._timed_pair(key)
             i += 1
             if fresh and i % FRESH_EVERY == 0:
@@ -483,7 +490,7 @@ class Session:
                 if c.miss is not None:
                     raise Verdict("incorrect", self._classify())
             if enough(self.facts.ledger.times("timed"), self.facts.ref_ms if self.eager else [], cfg.trials,
-                      time.monotonic() - t0, cfg.max_timing_s):
+                      time.monotonic() - t0, cfg.max_timing_s) or once and i >= len(once):
                 break
         for key in fresh:
             c = self.call(key, "fresh")

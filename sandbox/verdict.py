@@ -310,7 +310,7 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: 
     common = dict(candidate_id=cand.id, problem_id=problem.id, device=summary.device_name,
                   versions=summary.versions, compile_ref_timing=summary.compiled,
                   compile_note=summary.compile_note if summary.compiled is None else "",
-                  seeds=tuple(d.draw.seed for d in state.draws.values()), phase_s=phases, cpu_s=facts.cpu_s,
+                  seeds=tuple(d.draw.seed for k, d in state.draws.items() if not k.startswith("t")), phase_s=phases, cpu_s=facts.cpu_s,
                   compile_s=None if build is None else build + lazy)
     timed = counted_times(facts, config)
     timing = stats(timed, _method(config), facts.ledger.walls("timed") if config.is_cuda else None) if timed else None

@@ -31,7 +31,9 @@ CAUGHT = {
     "meta_tensor_output": ("relu", Outcome.REJECTED, "bad_output", "meta=True"),
     "cache_keyed_on_shape": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
     "cache_keyed_on_data_ptr": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
-    "cache_keyed_on_content": ("linear_relu", Outcome.REJECTED, "input_cache", "never-seen inputs"),
+    # CPU: every timed call is on a draw it has never seen (oracle.TIMING_MAX), so the memo serves none; the
+    # profiled call, on a draw it has seen, runs no kernel at all (input_cache where timing draws do not fit)
+    "cache_keyed_on_content": ("linear_relu", Outcome.REJECTED, "no_custom_kernel", "only PyTorch's own ops"),
     "right_for_first_calls": ("relu", Outcome.INCORRECT, "degrades_over_calls", "timed call"),
     "skips_work_when_timed": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
     "patches_perf_counter": ("relu", Outcome.REJECTED, "tampering", "time.perf_counter"),
@@ -207,17 +209,20 @@ def test_a_setsid_daemon_spinning_beside_the_calls_is_counted_in_the_runners_cgr
     assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "background_cpu"), ev.reason
 
 
-def test_the_primed_runner_bytecode_is_out_of_a_candidates_reach(evaluate) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("confine", ["auto", "off"])
+def test_the_primed_runner_bytecode_is_out_of_a_candidates_reach(evaluate, confine: str) -> None:  # noqa: ANN001
+    # Two layers: the write fails (bubblewrap's read-only mount, or Landlock without a sandbox); where
+    # it lands (confine_writes off, or a kernel without Landlock) the judge sees it after the candidate
     from testpaths import ISOLATION
 
-    from kevolve.sandbox import pycache
+    from kevolve.sandbox import landlock, pycache
     from kevolve.sandbox.bwrap import local_launcher
     from kevolve.sandbox.config import SandboxConfig
 
     where = pycache.folder(pycache.default_root())
-    ev = evaluate("relu", HERE / "writes_runner_bytecode.py")
+    ev = evaluate("relu", HERE / "writes_runner_bytecode.py", confine_writes=confine)
     sandboxed = local_launcher(SandboxConfig(device="cpu", **ISOLATION)) is not None
-    if sandboxed:
+    if sandboxed or confine == "auto" and landlock.abi() > 0:
         assert ev.ok, ev.reason  # the write failed: read-only
     else:
         assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "tampering"), ev.reason
@@ -261,13 +266,18 @@ def test_the_default_policy_stops_the_class_candidates_before_anything_runs(sand
         assert ev.wall_s < 5 and not ev.phase_s, (hack, ev.phase_s)
 
 
-@pytest.mark.parametrize("isolation", ["auto", "none"])
-def test_answers_written_into_the_references_channel_are_not_its_times(evaluate, isolation: str) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(("isolation", "confine"), [("auto", "auto"), ("none", "auto"), ("none", "off")])
+def test_answers_written_into_the_references_channel_are_not_its_times(evaluate, isolation: str,  # noqa: ANN001
+                                                                         confine: str) -> None:
     # The reference's runner talks to the judge over inherited pipes (no name to open), maps its inputs
     # from files it no longer names, is not dumpable, and echoes a nonce in every answer: where the
-    # candidate still reaches it (root, without bubblewrap: /proc/PID/fd) the forged answer is tampering.
-    ev = evaluate("relu", HERE / "forges_reference_answers.py", isolation=isolation, allow_torch_only=True)
-    if isolation == "none" and os.geteuid() == 0:
+    # candidate still reaches it (root, without bubblewrap or Landlock: /proc/PID/fd) the forged answer is
+    # tampering. Landlock (confine_writes) denies opening that pipe for writing: no answer is forged.
+    from kevolve.sandbox import landlock
+
+    ev = evaluate("relu", HERE / "forges_reference_answers.py", isolation=isolation, allow_torch_only=True,
+                  confine_writes=confine)
+    if isolation == "none" and os.geteuid() == 0 and (confine == "off" or landlock.abi() <= 0):
         assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "tampering"), (ev.reason, ev.speedup)
         assert "nonce" in ev.reason
     else:
