@@ -33,6 +33,18 @@ class Isolation(StrEnum):
 # The environment variable entry points read into `SandboxConfig.bwrap` (a bwrap that is not on
 # PATH, e.g. one unpacked from Debian's package by scripts/unpack_bwrap.sh).
 BWRAP_ENV = "KEVOLVE_BWRAP"
+# The environment variable every entry point reads into `SandboxConfig.confine_writes` (auto|on|off).
+CONFINE_ENV = "KEVOLVE_CONFINE_WRITES"
+
+
+def _confine_default() -> str:
+    v = os.environ.get(CONFINE_ENV, "").strip().lower() or "auto"
+    if v not in ("auto", "on", "off"):
+        import logging
+
+        logging.getLogger("kevolve").warning("%s=%s is not auto, on or off: auto", CONFINE_ENV, v)
+        return "auto"
+    return v
 
 
 class SandboxConfig(Record):
@@ -70,10 +82,10 @@ class SandboxConfig(Record):
     image: str = Field(default="kevolve-eval:latest", description="Docker image of the evaluation worker")
     cpus: float = Field(default=2.0, description="CPU limit of a Docker worker")
     pids_limit: int = Field(default=512, description="process/thread limit of a sandboxed worker")
-    confine_writes: Literal["auto", "on", "off"] = Field(default="auto", description=(
+    confine_writes: Literal["auto", "on", "off"] = Field(default_factory=_confine_default, description=(
         "without a sandbox (isolation none), take file-system writes away from a candidate's runner outside its "
         "scratch directory with Linux's Landlock, before its code loads; auto = CPU runners (not yet verified on "
-        "a GPU machine), where the kernel has Landlock"))
+        f"a GPU machine), where the kernel has Landlock (default: {CONFINE_ENV}, else auto)"))
     containment: str | None = Field(default=None, description="how a runner's descendants are killed with it: "
                                     "cgroup | subreaper | process_group; None = the best this machine offers")
     audit: bool = Field(default=False, description="measure every ok verdict again (fresh runner, fresh inputs, "
