@@ -7,7 +7,10 @@ candidate read 194.6x), the runner bytecode every runner reads, the Python insta
 everything it starts, for good. A candidate's runner does so once its job has arrived and before the
 candidate's code is loaded: from then on it may create, change, rename or remove files only under its
 scratch directory (its HOME, TMPDIR, private build directory and caches) and /dev/shm, and write to
-device nodes that already exist (/dev/null, the GPU's). Reading is untouched.
+device nodes that already exist (/dev/null, the GPU's). Reading is untouched. Landlock also keeps a
+confined process from tracing (or opening the descriptors and memory of) any process outside its
+domain, and from ABI 6 on from signalling one or reaching its abstract unix sockets: the judge, the
+reference's runner and the user's other processes are out of reach.
 
 Where the kernel has no Landlock (or it is switched off) the runner says so in its `ready` answer and
 `kevolve doctor` names it; nothing else changes.
@@ -31,8 +34,16 @@ _MAKE = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, 
 REFER, TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
 
 
+SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
+
+
 class _RulesetAttr(ctypes.Structure):
     _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _RulesetAttrScoped(ctypes.Structure):  # ABI 6: the same, then network rights and scopes
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
 
 
 class _PathBeneath(ctypes.Structure):
@@ -75,7 +86,9 @@ def confine_writes(writable: Sequence[Path], devices: Sequence[Path] = (Path("/d
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     rights = _writes(version)
-    attr = _RulesetAttr(rights)
+    # ABI 6+: no signal to a process outside this one's domain (the judge, the reference's runner, the
+    # user's other processes: SIGSTOP stalled them, 2026-11-26) and no abstract unix socket outside it
+    attr = _RulesetAttrScoped(rights, 0, SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX) if version >= 6 else _RulesetAttr(rights)
     fd = int(libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
                           ctypes.c_uint32(0)))
     if fd < 0:

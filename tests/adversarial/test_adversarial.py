@@ -73,7 +73,7 @@ CAUGHT = {
 # Hacks that need their own limits or set-up have their own tests below.
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times",
            "forges_times_slightly", "spins_in_setsid_daemon", "writes_runner_bytecode", "forges_reference_answers",
-           "plants_build_cache"}
+           "plants_build_cache", "signals_other_runners"}
 
 
 def hack_files() -> list[Path]:
@@ -145,6 +145,21 @@ def test_a_candidate_without_a_sandbox_cannot_plant_in_the_build_cache(evaluate,
     finally:
         for p in planted:
             shutil.rmtree(p, ignore_errors=True)
+
+
+@pytest.mark.parametrize(("isolation", "confine"), [("auto", "auto"), ("none", "auto"), ("none", "off")])
+def test_a_candidate_cannot_signal_the_judges_other_processes(evaluate, isolation: str, confine: str) -> None:  # noqa: ANN001
+    from kevolve.sandbox import landlock
+    from kevolve.sandbox.bwrap import local_launcher
+    from kevolve.sandbox.config import SandboxConfig
+
+    ev = evaluate("relu", HERE / "signals_other_runners.py", isolation=isolation, confine_writes=confine,
+                  allow_torch_only=True)
+    sandboxed = isolation == "auto" and local_launcher(SandboxConfig(device="cpu")) is not None
+    if sandboxed or confine == "auto" and landlock.abi() >= 6:  # whatever the timing rules say of torch.relu
+        assert ev.outcome is not Outcome.RUNTIME_ERROR and "signalled" not in ev.reason, ev.reason
+    else:
+        assert ev.outcome is Outcome.RUNTIME_ERROR and "signalled" in ev.reason, ev.reason
 
 
 def test_a_timer_disagreement_is_measured_by_a_second_audit_before_it_overturns(evaluate) -> None:  # noqa: ANN001

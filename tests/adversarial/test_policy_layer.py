@@ -47,6 +47,7 @@ HACKS = {
     "writes_runner_bytecode": "files",
     "forges_reference_answers": "files",
     "plants_build_cache": "introspection",
+    "signals_other_runners": "processes",
     "turns_off_thread_check": "introspection",
 }
 # hostile candidate -> (category, template fill)

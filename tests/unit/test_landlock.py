@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,11 @@ tries("dev-null", lambda: open("/dev/null", "w").write("x"))
 tries("read-outside", lambda: (no / "old").read_text())
 r = subprocess.run(["sh", "-c", f"echo x > {no}/c"], capture_output=True)
 print("child-write", "yes" if r.returncode == 0 else "no", r.returncode)
+parent = int(sys.argv[3])
+import signal
+tries("signal-parent", lambda: os.kill(parent, signal.SIGCONT))
+tries("signal-self", lambda: os.kill(os.getpid(), 0))
+tries("parent-memory", lambda: open(f"/proc/{parent}/mem", "rb").close())
 """
 
 
@@ -41,15 +47,18 @@ def test_writes_land_only_under_the_allowed_folders_and_children_inherit_it(tmp_
     ok.mkdir()
     no.mkdir()
     (no / "old").write_text("before")
-    out = subprocess.run([sys.executable, "-c", CHILD, str(ok), str(no)], capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run([sys.executable, "-c", CHILD, str(ok), str(no), str(os.getpid())], capture_output=True,
+                         text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     got = dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
     assert out.stdout.startswith("confined:\n"), out.stdout
     for what in ("write-inside", "mkdir-inside", "dev-null", "read-outside"):
         assert got[what] == "yes", (what, out.stdout)
-    for what in ("write-outside", "change-outside", "rename-out", "remove-outside", "child-write"):
-        assert got[what].startswith("no"), (what, out.stdout)
+    for what in ("write-outside", "change-outside", "rename-out", "remove-outside", "child-write", "parent-memory"):
+        assert got[what].startswith("no"), (what, out.stdout)  # tracing (and /proc/PID/mem) out of its domain
+    assert got["signal-self"] == "yes"
+    if landlock.abi() >= 6:  # signals scoped to its own domain: the judge and the reference are out of reach
+        assert got["signal-parent"].startswith("no"), out.stdout
     assert (no / "old").read_text() == "before" and not (no / "b").exists() and not (no / "c").exists()
     # the parent (this test) is not confined
     (no / "after").write_text("x")
