@@ -34,6 +34,8 @@ def evaluate(sandbox, cpu_config, structural_config) -> Callable[..., object]:  
         prob = load_problem(FIXTURES / "problems" / f"{problem}.py")
         cand = Candidate.from_source(Path(solution).read_text(), prob.id)
         sandbox.reference(prob, cpu_config)  # under the normal limits, whatever the overrides
-        return sandbox.evaluate(prob, cand, structural_config.model_copy(update=overrides))
+        # validated, so that strings become the config's enums (model_copy(update=…) does not convert them)
+        config = type(structural_config).model_validate({**structural_config.model_dump(), **overrides})
+        return sandbox.evaluate(prob, cand, config)
 
     return run

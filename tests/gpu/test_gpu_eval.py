@@ -176,5 +176,6 @@ def test_honest_kernels_run_with_their_writes_confined_without_a_sandbox(sandbox
 
     if landlock.abi() <= 0:
         pytest.skip("this kernel has no Landlock")
-    ev = evaluate(sandbox, config.model_copy(update={"isolation": "none", "confine_writes": "on"}), name)
+    confined = SandboxConfig.model_validate({**config.model_dump(), "isolation": "none", "confine_writes": "on"})
+    ev = evaluate(sandbox, confined, name)
     assert ev.outcome is Outcome.OK, ev.reason

@@ -68,9 +68,10 @@ def plain_evaluate(plain_boxes, hostile_config) -> Callable[..., Callable[..., o
     """plain_evaluate(kind)(source, **overrides) -> Evaluation: isolation none, containment `kind`."""
     from kevolve.contract import load_problem
     from kevolve.records import Candidate
+    from kevolve.sandbox.config import Isolation
     from kevolve.sandbox.local import LocalSandbox
 
-    base = hostile_config.model_copy(update={"isolation": "none"})
+    base = hostile_config.model_copy(update={"isolation": Isolation.NONE})
     prob = load_problem(FIXTURES / "problems" / "relu.py")
 
     def for_kind(kind):  # noqa: ANN001, ANN202
