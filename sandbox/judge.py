@@ -232,10 +232,12 @@ class Judge:
         a module under another's key (red team 2026-11-26: 0.18x -> 194.6x)."""
         from kevolve.sandbox import landlock
 
+        from kevolve.sandbox.config import Backend
+
         mode = config.confine_writes
-        if mode == "off" or mode == "auto" and config.is_cuda or getattr(runner, "launcher", 1) is not None \
-                or landlock.abi() <= 0:
-            return False
+        if mode == "off" or mode == "auto" and config.is_cuda or config.backend is Backend.DOCKER \
+                or getattr(runner, "launcher", 1) is not None or landlock.abi() <= 0:
+            return False  # a container's runner has its own read-only image and volumes
         runner.build_path = str(runner.scratch / "build")
         runner.host_cache = config.cache_dir.resolve()
         return True
