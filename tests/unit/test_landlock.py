@@ -62,3 +62,27 @@ def test_writes_land_only_under_the_allowed_folders_and_children_inherit_it(tmp_
     assert (no / "old").read_text() == "before" and not (no / "b").exists() and not (no / "c").exists()
     # the parent (this test) is not confined
     (no / "after").write_text("x")
+
+
+@pytest.mark.parametrize(("kw", "launcher", "confined"), [
+    ({}, None, True),  # a CPU runner without a sandbox
+    ({"confine_writes": "off"}, None, False),
+    ({"device": "cuda"}, None, False),  # auto: not on GPU runners until verified there
+    ({"device": "cuda", "confine_writes": "on"}, None, True),
+    ({"backend": "docker"}, None, False),  # a container's runner: its own image and volumes
+    ({}, object(), False),  # under bubblewrap: its mounts already confine it
+])
+def test_which_runners_confine_their_writes(tmp_path: Path, kw: dict, launcher: object, confined: bool) -> None:
+    from types import SimpleNamespace
+
+    from kevolve.sandbox.config import SandboxConfig
+    from kevolve.sandbox.judge import Judge
+
+    config = SandboxConfig.model_validate({"device": "cpu", "cache_dir": tmp_path / "cache", **kw})
+    runner = SimpleNamespace(launcher=launcher, scratch=tmp_path / "scratch", build_path=None, host_cache=None)
+    assert Judge._confine(runner, config) is confined  # type: ignore[arg-type]
+    if confined:  # its builds go to its own scratch, promoted into the cache once it is gone
+        assert runner.build_path == str(tmp_path / "scratch" / "build")
+        assert runner.host_cache == (tmp_path / "cache").resolve()
+    else:
+        assert runner.build_path is None
