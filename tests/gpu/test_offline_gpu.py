@@ -37,7 +37,7 @@ def _full_fp32():
 def _problem(name: str):
     if name in REWRITES:
         return rewrite_problem(name)
-    if name in FUSED:
+    if name in FUSED or (FIXTURES / "offline" / f"{name}.py").exists():  # every fixture file, not only FUSED's
         return load_problem(FIXTURES / "offline" / f"{name}.py")
     return direct_problem(name)
 
