@@ -100,6 +100,8 @@ class TimingStats(Record):
     wall_median_ms: float | None = Field(
         default=None, description="host clock around call + device-wide sync (catches side work)"
     )
+    claimed_median_ms: float | None = Field(default=None, description=(
+        "the runner's own account of a call (median), a diagnostic: no speed is read from it (sandbox/clock.py)"))
 
 
 class CheckResult(Record):

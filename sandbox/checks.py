@@ -90,9 +90,6 @@ class Ledger:
     def times(self, *phases: str) -> list[float]:
         return [c.ms for c in self.calls if c.phase in phases]
 
-    def walls(self, *phases: str) -> list[float]:
-        return [c.wall_ms for c in self.calls if c.phase in phases]
-
 
 def check_call(n: int, key: str, phase: str, staged: list[torch.Tensor] | None, truth: list[torch.Tensor],
                eager_err: tuple[tuple[float, float], ...], factor: float, ms: float, wall_ms: float,

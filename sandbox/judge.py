@@ -21,6 +21,7 @@ import torch
 
 from kevolve.records import Candidate, Evaluation, Problem, TimingStats
 from kevolve.sandbox import harness as h
+from kevolve.sandbox.clock import EMPTY_EVERY, METHOD, Window, batch_room, batch_size, call_times
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.cores import pin_group
 from kevolve.sandbox.oracle import ProblemState, prepare
@@ -46,6 +47,7 @@ class ReferenceRunner:
 
     def __init__(self, judge: Judge, state: ProblemState, config: SandboxConfig, role: str) -> None:
         self.state, self.role = state, role
+        self.cuda = judge.device.type == "cuda"
         self.spoiled = False  # an answer it did not write was read from its channel
         self.last_window_ms = 0.0
         self.last_cpu: tuple[float, float] | None = None
@@ -53,8 +55,11 @@ class ReferenceRunner:
         self.runner = judge.take_runner(config)
         folder = None if judge.device.type == "cuda" else self.runner.scratch
         timing = state.keys("timing")  # copied into a slot just before their call, as the candidate's are
+        # as many slots as a timed batch may have calls (clock.py): the session's batches are no longer
+        room = batch_room(state.call_bytes(outputs=False), judge.device.type, len(timing) // 10 if timing
+                          else len(state.pool)) if state.residency == "device" else 1
         self.slots = Slots({k: state.draws[k].inputs for k in state.pool + timing}, True, folder, judge.device,
-                           hidden=timing)
+                           hidden=timing, min_slots=room)
         job = RunnerJob(role=role, source=state.problem.source, init_seed=state.seed,  # type: ignore[arg-type]
                         init_args=_encode_args(state.init_args), slots=self.slots.encodings(),
                         outputs=state.specs, cache_dir=str(config.cache_dir), threads=judge.threads)
@@ -90,6 +95,24 @@ class ReferenceRunner:
         self.last_cpu = None if None in (cpu0, cpu_a, cpu_v) else (cpu_a - cpu0, cpu_v - cpu_a)  # type: ignore[operator]
         return res
 
+    def batch(self, keys: list[str], deadline: float) -> Window:
+        """A batch of calls of the reference on these draws, timed by the judge's clock (clock.py); its CPU
+        in the window and in the vetting (`last_cpu`), as `call`'s."""
+        picks = self.slots.slots_for(keys)
+        nonce = secrets.randbits(62) + 1
+        cpu0 = self.runner.precise_cpu_seconds()
+        t0 = time.perf_counter()
+        msg = self.runner.request({"op": "batch", "slots": picks, "stage": [0] * len(picks), "nonce": nonce}, deadline)
+        self.last_window_ms = (time.perf_counter() - t0) * 1e3
+        cpu_a = self.runner.precise_cpu_seconds()
+        res = self._read(msg, nonce, "call")
+        self.runner.send({"op": "vet"})  # its vetting waits for this (runner.py)
+        self._read(self.runner.receive(deadline), nonce, "vet")
+        cpu_v = self.runner.precise_cpu_seconds()
+        self.last_cpu = None if None in (cpu0, cpu_a, cpu_v) else (cpu_a - cpu0, cpu_v - cpu_a)  # type: ignore[operator]
+        cpu_ms = None if self.cuda or cpu0 is None or cpu_a is None else (cpu_a - cpu0) * 1e3
+        return Window(self.last_window_ms, len(keys), res.host_ms, cpu_ms)
+
     def _read(self, msg: dict[str, Any] | Gone, nonce: int, part: str) -> StepResult:
         if isinstance(msg, Gone) or not msg.get("ok"):
             raise h.StageError("problem_error", _over(msg, self.role, self.limit_gb)
@@ -113,20 +136,24 @@ class ReferenceRunner:
         for i in range(max(1, config.warmup)):
             flush()
             self.call(pool[i % len(pool)], first_deadline if i == 0 else time.monotonic() + config.timeout_s)
-        from kevolve.sandbox.session import Pad
-
-        times, walls, t0, pad, skipped = [], [], time.monotonic(), Pad(), 0
-        while not enough(times, [], config.trials, time.monotonic() - t0, config.max_timing_s):
+        # by the judge's clock, in batches as a candidate's are timed (clock.py): from the last warm-up
+        # call's own time (trusted code), as many calls as hold BATCH_MS, on distinct slots
+        est = self.call(pool[0], time.monotonic() + config.timeout_s).host_ms
+        n = batch_size(est, self.state.call_bytes(outputs=False), "cuda" if self.cuda else "cpu", len(pool))
+        windows: list[Window] = []
+        empties: list[Window] = []
+        t0 = time.monotonic()
+        while True:
+            if len(windows) % EMPTY_EVERY == 0:
+                flush()
+                empties.append(self.batch([], time.monotonic() + config.timeout_s))
             flush()
-            r = self.call(pool[(len(times) + skipped) % len(pool)], time.monotonic() + config.timeout_s,
-                          pad_ms=pad())
-            pad.saw(r.host_ms, r.covered)
-            if not r.covered and skipped < 4 * config.trials:  # launch gaps timed: not the model's time
-                skipped += 1
-                continue
-            times.append(r.ms)
-            walls.append(r.wall_ms)
-        return stats(times, _method(config), walls if config.is_cuda else None)
+            keys = [pool[(len(windows) * n + k) % len(pool)] for k in range(n)]
+            windows.append(self.batch(keys, time.monotonic() + config.timeout_s))
+            times = call_times(windows, empties, [])
+            if enough(times, [], config.trials, time.monotonic() - t0, config.max_timing_s):
+                break
+        return stats(times, _method(config) + f"+batches_of_{n}")
 
     def close(self) -> None:
         self.runner.close()
@@ -151,8 +178,10 @@ def _why(msg: Any) -> str:
 
 
 def _method(config: SandboxConfig) -> str:
-    return ("judge-driven calls: cuda_events+prefilled_queue+device_sync+l2_flush(judge+runner)+rotated_inputs"
-            if config.is_cuda else "judge-driven calls: host_clock+cache_flush(judge+runner)+rotated_inputs")
+    """How speeds are measured (clock.py): the judge's own clock around batches that end in a device-wide
+    sync (GPU), less an empty batch's round trip; caches flushed by the judge before each batch."""
+    return (f"{METHOD}: batches+device_sync+l2_flush(judge)+never_seen_inputs" if config.is_cuda
+            else f"{METHOD}: batches+cache_flush(judge)+never_seen_inputs")
 
 
 def _release_pinned() -> None:
@@ -450,6 +479,7 @@ class Judge:
             job = RunnerJob(role="candidate", source=cand.source, init_seed=state.seed,
                             init_args=_encode_args(state.init_args), slots=session.slots.encodings(),
                             staging=tuple(s.ref.model_dump() for s in session.staging), outputs=state.specs,
+                            staging_sets=tuple(tuple(s.ref.model_dump() for s in st) for st in session.staging_sets[1:]),
                             cache_dir=getattr(runner, "cache_dir_inside", None) or str(config.cache_dir.resolve()),
                             build_dir=runner.build_path, confine_writes=confine,
                             custom_kernel_names=custom_kernel_names(cand.source), threads=self.threads)

@@ -30,7 +30,7 @@ FRESH = 3  # draws a runner has never seen, timed once each (caches keyed on inp
 # 1.6x on the pool's four repeating draws). As many as fit these budgets, at most TIMING_MAX; with
 # fewer than TIMING_MIN the timed calls rotate through the pool as before (large problems, where what a
 # memo saves is large too, and the never-seen calls' input_cache rule sees it).
-TIMING_MAX, TIMING_MIN = 64, 8
+TIMING_MAX, TIMING_MIN = 256, 8
 TIMING_BYTES, TIMING_S = 256 * 2**20, 3.0
 _DEVICE_SHARE = 0.35  # of free device memory that a problem's kept data may use
 
@@ -84,6 +84,12 @@ class ProblemState:
     def pool(self) -> list[str]:
         """Plain draws whose inputs timed calls rotate through (at most four)."""
         return [k for k, d in self.draws.items() if d.draw.transform == "identity" and k.startswith("d")][:4]
+
+    def call_bytes(self, outputs: bool = True) -> int:
+        """Bytes one call reads (a pool draw's inputs) and, with `outputs`, stages (its outputs)."""
+        first = self.draws[self.pool[0]] if self.pool else next(iter(self.draws.values()))
+        out = sum(t.numel() * t.element_size() for t in first.truth) if outputs else 0
+        return _nbytes(first.inputs) + out
 
     def keys(self, kind: str) -> list[str]:
         if kind == "fresh":
@@ -190,7 +196,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         draws[d.key] = DrawData(d, x, truth, report)
         del y, y64
         spent["reference_truth"] += time.perf_counter() - t1
-    if device.type == "cpu" and residency != "host" and draws:
+    if residency != "host" and draws:  # CPU and GPU: every timed call on values never seen (clock.py)
         t1 = time.perf_counter()
         _timing_draws(draws, module, model, f64, device, memory_limit)
         spent["reference_timing_draws"] = time.perf_counter() - t1

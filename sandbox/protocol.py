@@ -39,6 +39,8 @@ class RunnerJob(Record):
     init_args: dict[str, Any] = Field(description="get_init_inputs() as transport.share encodes it")
     slots: tuple[dict[str, Any], ...] = Field(description="input sets (transport.share encoding), by slot")
     staging: tuple[dict[str, Any], ...] = Field(default=(), description="TensorRefs the outputs are copied to")
+    staging_sets: tuple[tuple[dict[str, Any], ...], ...] = Field(default=(), description=(
+        "more sets of TensorRefs like `staging`: a batch's k-th call stages into set k (set 0 is `staging`)"))
     outputs: tuple[OutputSpec, ...] = Field(default=(), description="the reference's output layout (poisoning)")
     cache_dir: str
     build_dir: str | None = None
@@ -68,6 +70,7 @@ class StepResult(Record):
     profile: Profile | None = None
     unjoined_stream_kernels: tuple[str, ...] = ()
     ablated: int = Field(default=0, description="extension calls whose results an ablation call replaced")
+    calls: int = Field(default=1, description="calls this answer accounts for (a batch's; 0: an empty batch)")
 
 
 class RunnerFinal(Record):

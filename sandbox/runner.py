@@ -116,12 +116,17 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
     before = settings.snapshot()  # after the judge pinned us, before any of the model's code
     l2_base = cuda_rt.persisting_l2_limit() if device.type == "cuda" else None
     staging = [open_ref(TensorRef.model_validate(r), scratch, device) for r in job.staging]
+    # a batch's k-th call stages into set k (set 0: `staging`); a reference's runner stages nothing
+    sets = (tuple(staging), *(tuple(open_ref(TensorRef.model_validate(r), scratch, device) for r in refs)
+                             for refs in job.staging_sets))
     slots = [unshare(s, scratch, device) for s in job.slots]
     # A reference is trusted code: torch.compile's reference of KernelBench L2 90 left a thread behind a
     # vetted call, its first call already made (H100 under bubblewrap, 2026-11-24: "background_thread", no
     # torch.compile time). The thread rule is for candidates; a reference's outputs are checked as before.
     stepper = Stepper(device, job.outputs, staging, vet_threads=job.role == "candidate")
     guards.watch(stepper, "_pad", "_flush_buf", "device", "cuda", "specs", "staging", "vet_threads")
+    holder = _Sets(sets)
+    guards.watch(holder, "sets")
     if stepper._pad is not None:
         guards.watch(stepper._pad, "driver", "function", "grid", "launch_fn")
     t0 = now()
@@ -151,8 +156,24 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
         if op == "finish":
             ch.send(_final(guards, before, l2_base, device))
             return
-        slot = slots[int(cmd["slot"])]  # type: ignore[index]
         nonce = cmd.get("nonce", 0)
+        if op == "batch":
+            picks = [int(i) for i in cmd["slots"]]  # type: ignore[index]
+            stage = [holder.sets[int(j)] if job.staging else () for j in cmd["stage"]]  # type: ignore[index]
+            res, vet = stepper.batch(model, [slots[i] for i in picks], stage)
+            ch.send(res.model_copy(update={"nonce": nonce}).model_dump())
+            # nothing more until the judge has read this runner's CPU time at the account (clock.py): the
+            # vetting's work must not run into that reading
+            go = ch.recv()
+            if not go or go.get("op") != "vet":
+                raise h.StageError("crashed", "harness: a batch's account was not followed by its vetting")
+            _intact(guards, before)
+            vet()
+            _intact(guards, before)
+            stepper.prepare()
+            ch.send(StepResult(ok=True, nonce=nonce, part="vet").model_dump())
+            continue
+        slot = slots[int(cmd["slot"])]  # type: ignore[index]
         if op == "ablate":
             res, vet = _ablate(stepper, model, slot, bool(job.staging))
         else:
@@ -166,6 +187,13 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
         _intact(guards, before)  # again once threads it waited for have ended
         stepper.prepare()
         ch.send(StepResult(ok=True, nonce=nonce, part="vet").model_dump())
+
+
+class _Sets:
+    """The staging sets, held where the runner's guards watch them (a frame walk that swaps one is tampering)."""
+
+    def __init__(self, sets: tuple[tuple[Any, ...], ...]) -> None:
+        self.sets = sets
 
 
 def _intact(guards: Any, before: dict[str, str]) -> None:

@@ -111,6 +111,14 @@ class RunnerProcess(WorkerProcess):
             return self._closed()
         return self.receive(deadline)
 
+    def send(self, msg: dict[str, Any]) -> None:
+        """A command that needs no answer of its own (a batch's go-ahead to vet); a closed channel shows
+        at the next `receive`."""
+        try:
+            self.ch.send(msg, alive=self.alive)
+        except ChannelClosed:
+            pass
+
     def _closed(self, wait_s: float = 2.0) -> Gone:
         """The runner's end of its pipes closed: it is exiting; let it finish (its own exit code, not
         the SIGKILL `gone` would send a process still on its way out) for up to `wait_s`."""

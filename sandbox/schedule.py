@@ -36,12 +36,14 @@ def enough(cand: list[float], ref: list[float], trials: int, elapsed: float, max
     return steady(cand, trials) and (not ref or steady(ref, trials))
 
 
-def stats(times: list[float], method: str, walls: list[float] | None = None) -> TimingStats:
+def stats(times: list[float], method: str, walls: list[float] | None = None,
+          claimed: list[float] | None = None) -> TimingStats:
     q = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
     return TimingStats(
         median_ms=statistics.median(times), mean_ms=statistics.fmean(times), min_ms=min(times),
         max_ms=max(times), iqr_ms=q[2] - q[0], trials=len(times), method=method,
         wall_median_ms=statistics.median(walls) if walls else None,
+        claimed_median_ms=statistics.median(claimed) if claimed else None,
     )
 
 

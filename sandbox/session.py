@@ -21,6 +21,7 @@ import torch
 from kevolve.records import Candidate
 from kevolve.sandbox import harness as h
 from kevolve.sandbox.checks import Call, Ledger, check_call, classify
+from kevolve.sandbox.clock import EMPTY_EVERY, Window, batch_size, call_times
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.oracle import ProblemState
 from kevolve.sandbox.protocol import RunnerFinal, StepResult
@@ -97,12 +98,7 @@ class Flusher:
 # a fast reference's hundredfold costs nothing worth stopping for, and a contended machine's hiccup of a
 # few hundred milliseconds must not end an honest evaluation.
 SLOW_FLOOR_S = 0.5
-# CPU: pairs of calls timed again, on a quiet machine, before a mismatch between the runner's claims and
-# the judge's clock decides anything (a spare runner starting on the same two cores put 2-4 ms into
-# single windows, against 0.6 ms calls: 2026-11-26)
-RECLOCK_PAIRS = 20
-RECLOCK_PAUSE_S = 0.5
-_CPU_PHASES = ("timed", "fresh")  # calls whose runner CPU time is read call by call (verdict.cpu_rule)
+_CPU_PHASES = ("timed", "fresh", "empty")  # calls whose runner CPU time is read call by call (verdict.cpu_rule)
 
 
 class ForgedAnswer(h.StageError):
@@ -122,8 +118,6 @@ class Facts:
     """What a session established; `verdict.py` turns it into an Evaluation."""
 
     ledger: Ledger = field(default_factory=Ledger)
-    ref_ms: list[float] = field(default_factory=list)
-    ref_walls: list[float] = field(default_factory=list)
     phase_s: dict[str, float] = field(default_factory=dict)
     cpu_s: dict[str, float] = field(default_factory=dict)
     load_s: float | None = None
@@ -135,15 +129,20 @@ class Facts:
     ablation_still_right: bool = False
     clock: list[tuple[float, float, float, float]] = field(default_factory=list)  # judge ms / claimed ms, cand and ref
     clock_stage_ms: float = 0.0  # what staging a call's outputs adds to the candidate's side of that clock
-    # each timed call and the reference's call after it, as clock: the judge's window and the claimed ms
-    pairs: list[tuple[float, float, float, float]] = field(default_factory=list)
+    # the timed batches by the judge's clock (clock.py), candidate's and reference's in pairs, and the
+    # empty batches' round trips on each side; never-seen calls as batches of one
+    batches: list[Window] = field(default_factory=list)
+    ref_batches: list[Window] = field(default_factory=list)
+    empty: list[Window] = field(default_factory=list)
+    ref_empty: list[Window] = field(default_factory=list)
+    fresh: list[Window] = field(default_factory=list)
+    batch_draws: str = "pool"  # what the timed batches read: "timing" (never-seen draws) or "pool"
     # timed and never-seen calls: the candidate runner's CPU seconds (cgroup) before the command, at its
     # account and at its vetting's answer, and the call's window (ms); the reference's CPU in its calls'
     # windows and vettings (verdict.cpu_rule)
     cpu_calls: list[tuple[float, float, float, float]] = field(default_factory=list)
     ref_cpu: list[tuple[float, float]] = field(default_factory=list)
     active_ms: list[float] = field(default_factory=list)  # timed and never-seen calls: command to vetting's answer
-    retimed: bool = False  # the first timing pass looked like side-stream work and was done again (verdict.py)
     # over the timing phase: CPU seconds of the runner's processes, and seconds it spent inside calls
     cpu_window: tuple[float, float] | None = None
 
@@ -169,14 +168,27 @@ class Session:
         inputs = {k: d.inputs for k, d in state.draws.items()}
         # never-seen draws and timing draws get no slot of their own: copied in just before their call, so
         # nothing of the candidate's can read them ahead (Slots)
+        self.batch_n = self._batch_n(eager)
         self.slots = Slots(inputs, state.residency == "device", folder, device,
-                           hidden=state.keys("fresh") + state.keys("timing"))
-        self.staging = [SharedBuffer(torch.empty(s.shape, dtype=getattr(torch, s.dtype.removeprefix("torch.")),
-                                                 device="meta"), folder, device) for s in state.specs]
+                           hidden=state.keys("fresh") + state.keys("timing"), min_slots=self.batch_n)
+        # a timed batch's k-th call stages its outputs into set k (clock.py); set 0 serves single calls
+        self.staging_sets = [[SharedBuffer(torch.empty(s.shape, dtype=getattr(torch, s.dtype.removeprefix("torch.")),
+                                                       device="meta"), folder, device) for s in state.specs]
+                             for _ in range(self.batch_n)]
+        self.staging = self.staging_sets[0]
         self.deadline = 0.0
         self.n = 0
-        self.pad, self.eager_pad = Pad(), Pad()
-        self.eager_skips = 0
+        self.pad = Pad()
+
+    def _batch_n(self, eager: Any) -> int:
+        """Calls per timed batch (clock.batch_size), within the slots the reference's runner has."""
+        st = self.state
+        timing = st.keys("timing")
+        draws = len(timing) // 10 if timing else len(st.pool)
+        n = batch_size(self.ref_ms, st.call_bytes(), self.device.type, draws)
+        if eager is not None:
+            n = min(n, len(eager.slots.slots))
+        return max(1, n) if st.residency == "device" else 1
 
     # ------------------------------------------------------------------ one call
 
@@ -215,9 +227,8 @@ class Session:
         cpu0 = self.runner.precise_cpu_seconds() if phase in _CPU_PHASES else None
         t_send = time.perf_counter()
         msg = self.runner.request({"op": op, "slot": i, "nonce": nonce, "pad_ms": pad}, self.deadline)
-        # The judge's clock stops at the runner's account, sent once the outputs are staged: what is
-        # inside is the call, its staging and two pipe hops (step.Stepper.prepare: the harness's other
-        # work comes before the command or after the account), compared with the claims (timer_mismatch)
+        # The judge's clock stops at the runner's account, sent once the outputs are staged (a single call
+        # outside the timed batches: its time decides only too_slow and the clock phase's audit reading)
         judge_ms = (time.perf_counter() - t_send) * 1e3
         cpu_a = self.runner.precise_cpu_seconds() if cpu0 is not None else None
         res = self._answer(msg, nonce)
@@ -254,23 +265,69 @@ class Session:
             raise Verdict("rejected", f"mutated_inputs: forward modified input {moved} in place")
         if op == "profile":
             self.facts.profile = res
-        self._too_slow(judge_ms, max(res.ms, res.host_ms))
+        self._too_slow(judge_ms)
         return c
 
-    def _too_slow(self, judge_ms: float, claimed_ms: float) -> None:
-        """Stop a candidate whose calls take `max_slowdown` times the reference's, two in a row.
+    def batch(self, keys: list[str], phase: str) -> Window:
+        """One command of `len(keys)` calls on these draws (none: an empty batch), timed by the judge's
+        own clock from its command to the runner's account (clock.py), every call's outputs checked."""
+        picks = self.slots.slots_for(keys)
+        self.flush()
+        nonce = secrets.randbits(62) + 1
+        cpu0 = self.runner.precise_cpu_seconds() if not self.config.is_cuda or phase in _CPU_PHASES else None
+        t_send = time.perf_counter()
+        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(keys))), "nonce": nonce},
+                                  self.deadline)
+        window = (time.perf_counter() - t_send) * 1e3
+        cpu_a = self.runner.precise_cpu_seconds() if cpu0 is not None else None
+        res = self._answer(msg, nonce)
+        self.runner.send({"op": "vet"})  # the runner waits for this before its vetting (runner.py)
+        if res.calls != len(keys):
+            raise Verdict("crashed", f"bad_report: an account of {res.calls} calls for a batch of {len(keys)}")
+        cpu_ms = None if self.config.is_cuda or cpu0 is None or cpu_a is None else (cpu_a - cpu0) * 1e3
+        kept = Window(window, len(keys), res.host_ms, cpu_ms)
+        # kept before its outputs are compared: a session stopped by this batch keeps its time (verdict.py)
+        {"timed": self.facts.batches, "fresh": self.facts.fresh, "empty": self.facts.empty}.get(phase, []).append(kept)
+        self._acc("calls", window / 1e3)
+        each = window / max(len(keys), 1)
+        t0 = time.perf_counter()
+        for k, (key, i) in enumerate(zip(keys, picks, strict=True)):
+            self.n += 1
+            staged = [s.tensor for s in self.staging_sets[k]] if res.staged else None
+            note = "" if res.staged else (f"{len(res.outputs)} outputs {[f'{o.dtype}{list(o.shape)}' for o in res.outputs]}, "
+                                          f"expected {[f'{o.dtype}{list(o.shape)}' for o in self.state.specs]}")
+            self.facts.ledger.add(check_call(self.n, key, phase, staged, self._truth(key),
+                                             self.state.draws[key].eager_err, self.config.tolerance_factor,
+                                             each, each, note, judge_ms=each, host_ms=res.host_ms / len(keys)))
+        self._vetted(nonce)
+        cpu_v = self.runner.precise_cpu_seconds() if cpu_a is not None else None
+        if cpu0 is not None and cpu_a is not None and cpu_v is not None and phase in _CPU_PHASES:
+            self.facts.cpu_calls.append((cpu0, cpu_a, cpu_v, window))
+        if phase in _CPU_PHASES:
+            self.facts.active_ms.append((time.perf_counter() - t_send) * 1e3)
+        for i in picks:
+            moved = self.slots.changed(i)
+            if moved is not None:
+                raise Verdict("rejected", f"mutated_inputs: forward modified input {moved} in place")
+        self._acc("compare", time.perf_counter() - t0)
+        if self.facts.ledger.misses:
+            raise Verdict("incorrect", self._classify())
+        if keys:
+            self._too_slow(each)
+        return kept
 
-        Not the first call (a Triton or NVRTC kernel compiles at its first launch). Slow by both clocks:
-        the judge's (request to answer, which cannot be made shorter) and the runner's own event or
-        host time (which keeps the GPU pad out of it). A candidate that claims less only avoids being
-        stopped early; every other check still runs. An incorrect answer already seen wins over this.
-        A correct kernel 3,000x slower than eager (9 s a call) cost 224 s of calls before this rule
-        (H100, KernelBench L2 14, 2026-11-24); it now costs three."""
+    def _too_slow(self, judge_ms: float) -> None:
+        """Stop a candidate whose calls take `max_slowdown` times the reference's, two in a row, by the
+        judge's clock (what the runner claims plays no part).
+
+        Not the first call (a Triton or NVRTC kernel compiles at its first launch). An incorrect answer
+        already seen wins over this. A correct kernel 3,000x slower than eager (9 s a call) cost 224 s of
+        calls before this rule (H100, KernelBench L2 14, 2026-11-24); it now costs three."""
         factor = self.config.max_slowdown
         if not factor or self.ref_ms is None or self.n <= 1:
             return
         limit_ms = max(SLOW_FLOOR_S * 1e3, factor * self.ref_ms)
-        if min(judge_ms, claimed_ms) <= limit_ms:
+        if judge_ms <= limit_ms:
             self.slow_calls = 0
             return
         self.slow_calls += 1
@@ -278,7 +335,7 @@ class Session:
             return
         if self.facts.ledger.misses:
             raise Verdict("incorrect", self._classify())
-        raise Verdict("timeout", f"too_slow: calls take {claimed_ms / 1e3:.2f} s, {claimed_ms / self.ref_ms:,.0f}x "
+        raise Verdict("timeout", f"too_slow: calls take {judge_ms / 1e3:.2f} s, {judge_ms / self.ref_ms:,.0f}x "
                                  f"the reference's {self.ref_ms:.3f} ms (stopped past {factor:g}x and "
                                  f"{SLOW_FLOOR_S:g} s a call, two calls in a row: --max-slowdown)")
 
@@ -311,35 +368,6 @@ class Session:
             cache[key] = moved
         return cache[key]
 
-    def eager_call(self, key: str) -> StepResult | None:
-        """One call of the reference on the same draw, in its own runner, timed alike."""
-        if self.eager is None:
-            return None
-        # a draw without a slot of its own (timing, never-seen) is copied into one first, then the caches
-        # are flushed: as for the candidate's call (`call`), the reference reads its inputs cold
-        self.eager.slots.slot_for(key)
-        tf = time.perf_counter()
-        self.flush()
-        t0 = time.perf_counter()
-        pad = self.eager_pad()
-        r = self._eager(key, pad_ms=pad)
-        if self.eager.last_cpu is not None:
-            self.facts.ref_cpu.append(self.eager.last_cpu)
-        self._acc("flush", t0 - tf)
-        self._acc("ref_calls", time.perf_counter() - t0)
-        self._acc("ref_calls_device", r.ms / 1e3)
-        if self.config.is_cuda:
-            self._acc("ref_calls_pad", pad / 1e3)
-        self.eager_pad.saw(r.host_ms, r.covered)
-        # The reference is trusted code: a time with launch gaps in it is not its time (after 8 such
-        # calls the pad is 64x its size, and a host side that still outlasts it is the model's own).
-        if r.covered or self.eager_skips >= 8:
-            self.facts.ref_ms.append(r.ms)
-            self.facts.ref_walls.append(r.wall_ms)
-        else:
-            self.eager_skips += 1
-        return r
-
     def _eager(self, key: str, **kw: Any) -> StepResult:
         try:
             return self.eager.call(key, self.deadline, **kw)
@@ -360,9 +388,9 @@ class Session:
         f = self.facts
         try:
             self.deadline = time.monotonic() + self.config.timeout_s
-            # before the candidate's code is loaded anywhere; on the CPU every evaluation checks its claims
-            # against the judge's clock (verdict.py: timer_mismatch)
-            if (self.clock_calls or not self.config.is_cuda) and self.eager is not None:
+            # before the candidate's code is loaded anywhere: the staging every timed call's window holds
+            # on the candidate's side and not on the reference's (clock.py)
+            if self.eager is not None:
                 f.clock_stage_ms = self._staging_cost()
             self._timed_phase("compile", lambda: self._load(job))
             self._timed_phase("correctness", self._correctness)
@@ -375,12 +403,6 @@ class Session:
                 # 2026-11-26). Waiting costs little: the next candidate waits for that runner anyway.
                 self._timed_phase("quiet", self.quiet)
             self._timed_phase("timing", self._timing)
-            if self.config.is_cuda and self._side_suspect():
-                self._timed_phase("retime", self._retime)
-            if not self.config.is_cuda and self._clock_suspect():
-                self._timed_phase("reclock", self._reclock)
-                if self._clock_suspect():  # once more, a moment later: the verdict reads the last pairs
-                    self._timed_phase("reclock", lambda: self._reclock(RECLOCK_PAUSE_S))
             if self.unpadded and self.eager is not None:
                 self._timed_phase("clock", self._clock)
             if self.config.profile:
@@ -430,84 +452,64 @@ class Session:
                 self.call(plain[1], "inplace", slot=i)
             self.slots.refill(i, plain[0])
 
-    def _side_suspect(self) -> bool:
-        from kevolve.sandbox.verdict import side_stream_seen
-
-        return side_stream_seen(self.facts)
-
-    def _clock_suspect(self) -> bool:
-        from kevolve.sandbox.verdict import timer_mismatch
-
-        return self.eager is not None and timer_mismatch(self.facts, self.config) is not None
-
-    def _reclock(self, pause_s: float = 0.0) -> None:
-        """More timed calls, each with the reference's after it, on a quiet machine, when the runner's
-        claims and the judge's clock disagreed over the timing pass: the verdict's rule then reads these
-        pairs alone (verdict.timer_mismatch). The calls are timed calls like any (same command, same
-        checks): a candidate cannot tell them apart, so a forged timer disagrees here too. A second
-        reclock, `pause_s` later, follows a first that still disagrees: another evaluation sharing the
-        machine (`optimize --concurrency 2` on two cores, a candidate that busy-waits beside it) stretched
-        an honest candidate's windows past the bound for one reclock (CI, 2026-11-26: claimed 0.672 ms,
-        judge's clock 1.122 ms); a forged timer disagrees in both."""
-        if pause_s:
-            time.sleep(pause_s)
-        self.quiet()
-        self.facts.pairs.clear()
-        pool = self.state.pool
-        for i in range(RECLOCK_PAIRS):
-            self._timed_pair(pool[i % len(pool)])
-
-    def _timed_pair(self, key: str) -> None:
-        """One timed call and the reference's on the same draw, both kept by the judge's clock too."""
-        c = self.call(key, "timed")
-        if c.miss is not None:
-            raise Verdict("incorrect", self._classify())
-        r = self.eager_call(key)
-        if r is not None and self.eager is not None:  # timer_mismatch reads the pair
-            self.facts.pairs.append((c.judge_ms, c.ms, self.eager.last_window_ms, r.ms))
-
-    def _retime(self) -> None:
-        """The timing pass again, once, when the first one looked like side-stream work (verdict.py's
-        rule would fire). A contended GPU machine can delay an honest runner's device-wide sync for a
-        whole short pass (H100 soak under bubblewrap: 2 of 130 honest 4 us kernels read 13 us of
-        \"side work\" while spare runners started beside them). The verdict and the time then come from
-        the second pass alone, its calls checked like the first's: work kept off the timed stream on
-        every call shows in both; a candidate that hid work in one pass only is timed on the other.
-        Never-seen draws are not timed again (they have been seen: a cache would answer them)."""
-        self.facts.retimed = True
-        self.facts.ledger.calls = [replace(c, phase="timed-first") if c.phase == "timed" else c
-                                   for c in self.facts.ledger.calls]
-        self._timing(fresh_too=False)
-
-    def _timing(self, fresh_too: bool = True) -> None:
-        st, cfg = self.state, self.config
-        pool, fresh = st.pool, (st.keys("fresh") if fresh_too else [])
-        # every timed call on values no call has had before, where the problem has timing draws (the CPU,
-        # oracle.TIMING_MAX): nothing a candidate kept from an earlier call answers one; it is timed until
-        # its times are steady or the draws run out, whichever comes first
-        once = st.keys("timing") if fresh_too else []
+    def _empties(self) -> None:
+        """An empty batch on each side: the round trip a batch's calls are timed beyond (clock.py)."""
+        self.batch([], "empty")
         if self.eager is not None:
-            self.eager_call(pool[0])  # its first call on this session's schedule
-            self.facts.ref_ms.clear()
-            self.facts.ref_walls.clear()
+            self.flush()
+            self.facts.ref_empty.append(self._eager_batch([]))
+
+    def _eager_batch(self, keys: list[str]) -> Window:
+        try:
+            w = self.eager.batch(keys, self.deadline)
+        except ForgedAnswer as e:  # written while this candidate ran: its doing
+            raise Verdict(e.status, e.reason) from None
+        if keys and self.eager.last_cpu is not None:
+            self.facts.ref_cpu.append(self.eager.last_cpu)
+        return w
+
+    def _timed_pair(self, keys: list[str]) -> None:
+        """A timed batch of the candidate's, then the reference's on the same draws (its own slots)."""
+        self.batch(keys, "timed")
+        if self.eager is not None:
+            self.flush()
+            t0 = time.perf_counter()
+            self.facts.ref_batches.append(self._eager_batch(keys))
+            self._acc("ref_calls", time.perf_counter() - t0)
+
+    def times(self) -> tuple[list[float], list[float]]:
+        """Per timed batch, a call's time by the judge's clock: the candidate's and the reference's (ms)."""
+        f = self.facts
+        return (call_times(f.batches, f.empty, f.ref_empty, f.clock_stage_ms),
+                call_times(f.ref_batches, f.ref_empty, []))
+
+    def _timing(self) -> None:
+        """Timed batches of `batch_n` calls, the reference's after each on the same draws, until both sides'
+        times are steady or the never-seen draws run out; never-seen calls (batches of one) among them."""
+        st, cfg, n = self.state, self.config, self.batch_n
+        pool, fresh, once = st.pool, st.keys("fresh"), st.keys("timing")
+        self.facts.batch_draws = "timing" if once else "pool"
+        if self.eager is not None:  # its first batch on this session's schedule, not kept
+            self.flush()
+            self._eager_batch(pool[:1])
+        self._empties()
         t0 = time.monotonic()
         cpu0, active0 = self.runner.cpu_seconds(), len(self.facts.active_ms)
         i = 0
         while True:
-            key = once[i] if once else pool[i % len(pool)]
-            self._timed_pair(key)
+            keys = once[i * n:(i + 1) * n] if once else [pool[(i * n + k) % len(pool)] for k in range(n)]
+            self._timed_pair(keys)
             i += 1
+            if i % EMPTY_EVERY == 0:
+                self._empties()
             if fresh and i % FRESH_EVERY == 0:
-                c = self.call(fresh.pop(0), "fresh")
-                if c.miss is not None:
-                    raise Verdict("incorrect", self._classify())
-            if enough(self.facts.ledger.times("timed"), self.facts.ref_ms if self.eager else [], cfg.trials,
-                      time.monotonic() - t0, cfg.max_timing_s) or once and i >= len(once):
+                self.batch([fresh.pop(0)], "fresh")
+            cand, ref = self.times()
+            if enough(cand, ref if self.eager else [], cfg.trials, time.monotonic() - t0, cfg.max_timing_s) or (
+                    once and (i + 1) * n > len(once)):
                 break
         for key in fresh:
-            c = self.call(key, "fresh")
-            if c.miss is not None:
-                raise Verdict("incorrect", self._classify())
+            self.batch([key], "fresh")
         # Where the CPU time cannot be read call by call (no cgroup): over the phase, against the wall
         # time of the runner's whole part of each call (window, vetting, preparation of the next)
         busy = sum(self.facts.active_ms[active0:]) / 1e3

@@ -93,14 +93,15 @@ class Slots:
     """A runner's slots, and which draw each holds."""
 
     def __init__(self, draws: dict[str, list[Any]], per_draw: bool, folder: Path | None,
-                 device: torch.device, hidden: Collection[str] = ()) -> None:
+                 device: torch.device, hidden: Collection[str] = (), min_slots: int = 1) -> None:
         """`hidden` draws get no slot of their own: `slot_for` copies them into a slot (already mapped and
         touched by earlier calls) just before their call. The input-cache check's never-seen inputs are
         hidden: mapped from the start, a candidate could find and precompute them (held-out corpus,
         2026-11-24), and their first touch inside a timed call page-faulted (an honest kernel on a 4 MB
         input read 0.3 ms slower there, and was judged `input_cache`)."""
         keys = [k for k in draws if k not in hidden] or list(draws)
-        n = len(keys) if per_draw else min(2, len(keys))
+        # at least `min_slots` (a timed batch's calls each read a slot of their own: clock.py)
+        n = max(len(keys), min_slots) if per_draw else min(2, len(keys))
         first = draws[keys[0]]
         self.slots = [Slot(first, folder, device) for _ in range(n)]
         self.pristine = draws
@@ -119,6 +120,21 @@ class Slots:
         if not self.slots[i].fill(key, self.pristine[key]):
             raise ValueError(f"draw {key} has other non-tensor inputs")
         return i
+
+    def slots_for(self, keys: list[str]) -> list[int]:
+        """A distinct slot for each of `keys` (a batch), filled where it does not already hold its values."""
+        picked: list[int] = []
+        for key in keys:
+            held = [i for i, s in enumerate(self.slots) if s.holds == key and i not in picked]
+            if held:
+                picked.append(held[0])
+                continue
+            taken = set(picked) | {i for i, s in enumerate(self.slots) if s.holds in keys}
+            i = next(i for i in range(len(self.slots)) if i not in taken)
+            if not self.slots[i].fill(key, self.pristine[key]):
+                raise ValueError(f"draw {key} has other non-tensor inputs")
+            picked.append(i)
+        return picked
 
     def refill(self, i: int, key: str) -> bool:
         """Put `key`'s values into slot i in place (same buffers, new values)."""

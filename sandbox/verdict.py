@@ -14,6 +14,7 @@ import statistics
 import time
 
 from kevolve.records import Candidate, CheckResult, Evaluation, Outcome, Problem, Profile
+from kevolve.sandbox.clock import call_times
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.oracle import ProblemState
 from kevolve.sandbox.protocol import ReferenceSummary
@@ -24,28 +25,15 @@ from kevolve.sandbox.session import Facts, Verdict
 _STATUS = {"compile_error": Outcome.COMPILE_ERROR, "runtime_error": Outcome.RUNTIME_ERROR,
            "crashed": Outcome.CRASHED, "rejected": Outcome.REJECTED, "incorrect": Outcome.INCORRECT,
            "infra_error": Outcome.INFRA_ERROR, "timeout": Outcome.TIMEOUT}
-# Work still running after the timed stream ended (side_excess) may reach this share of the event
-# time plus this much before we say work ran outside the timed stream; below it, it is only counted.
-_SIDE_RATIO, _SIDE_SLACK_MS = 0.5, 0.01
-# Of that work, the part beyond this margin is added to the candidate's time. A device-wide sync in a
-# runner that launched through CuPy waited 2-4 us longer (median) than in eager's runner, with no work
-# left (H100, 2026-11-24); the margin keeps that off honest times, and bounds what a candidate can
-# hide off the timed stream per call (the profile's unjoined-stream check sees such kernels too).
-_COUNT_MARGIN_MS = 0.005
 # CPU time the candidate's runner may use in the timing phase beyond the time it spent inside calls
 # (a single thread uses at most that): this share of it plus this much (/proc counts in 10 ms ticks).
 _CPU_RATIO, _CPU_SLACK_S = 0.5, 0.05
 # Read call by call (cgroup): CPU the candidate's runner may use while it has no call to answer (it waits
 # on its pipe then), and how much more than the reference's runner it may spend vetting its calls
 _IDLE_SLACK_S, _IDLE_PER_CALL_S, _VET_RATIO = 0.02, 0.0002, 2.0
-# CPU: the judge's own clock around each timed call (its command to the runner's account: the call, its
-# staging, two pipe hops; step.Stepper.prepare keeps the harness's other work out of it), less what that
-# window holds beyond the call on the reference's side (trusted, the call right after), may exceed the
-# candidate's claimed time by this share plus this much (pipe and scheduler noise) before the claim is
-# called forged.
-_CLOCK_RATIO, _CLOCK_SLACK_MS = 1.25, 0.05
-# A cache keyed on input content answers the rotated pool from memory; never-seen inputs, timed
-# once each, then cost more than the pool's median by a margin noise does not reach.
+# Where the timed batches rotate through the pool (no never-seen draws fit: large problems), a cache keyed
+# on input content answers them from memory; never-seen inputs, timed once each by the same clock, then
+# cost more than the pool's median by a margin noise does not reach.
 _CACHE_RATIO, _CACHE_SLACK_MS = 1.5, 0.05
 _FAMILIES = (("gemm", re.compile(r"aten::(mm|addmm|bmm|baddbmm|matmul|linear|addmv|mv|dot|_addmm_activation)$")),
              ("conv", re.compile(r"aten::(_?convolution|conv\w*|cudnn_convolution\w*|mkldnn_convolution\w*|"
@@ -150,23 +138,16 @@ def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> st
         busy_cpu = cpu_rule(facts)
         if busy_cpu:
             return busy_cpu
-    forged = timer_mismatch(facts, config)
-    if forged:
-        return forged
-    timed, fresh = facts.ledger.times("timed"), facts.ledger.times("fresh")
+    timed = judged_times(facts)[0]
+    fresh = call_times(facts.fresh, facts.empty, facts.ref_empty, facts.clock_stage_ms)
     med = statistics.median(timed) if timed else 0.0
-    if fresh and min(fresh) > _CACHE_RATIO * med + _CACHE_SLACK_MS:
+    if facts.batch_draws == "pool" and fresh and min(fresh) > _CACHE_RATIO * med + _CACHE_SLACK_MS:
         return (f"input_cache: calls on never-seen inputs take {min(fresh):.3f} ms or more, on repeated inputs "
                 f"{med:.3f} ms (results cached by input content)")
     p = facts.profile
     if p is not None and p.unjoined_stream_kernels:
         return (f"side_stream: kernel {p.unjoined_stream_kernels[0][:60]} still ran on another stream after "
                 "forward returned (timing would miss it)")
-    excess = side_excess(facts) if config.is_cuda else []
-    if side_stream_seen(facts, excess):
-        again = " in both timing passes" if facts.retimed else ""
-        return (f"side_stream: device work outlived the timed stream{again} (a device-wide sync still waited "
-                f"{statistics.median(excess):.3f} ms after it ended, median; the timed stream {med:.3f} ms)")
     return custom_kernel_rule(p.profile if p else None, summary.profile, config, facts.ablation_still_right,
                               facts.ablated)
 
@@ -210,74 +191,11 @@ def cpu_rule(facts: Facts) -> str | None:
     return None
 
 
-def timer_mismatch(facts: Facts, config: SandboxConfig) -> str | None:
-    """CPU: the runner claims less time than the judge's own clock leaves for its calls.
-
-    The runner's timer lives in the candidate's process, where native code (or Python reaching the
-    harness's objects) can make it read anything; the judge's clock cannot be reached from there. Per
-    timed call, the judge's window less what the reference's window holds beyond its own (trusted)
-    time and less the staging of the outputs is what the call itself took; its median must not exceed
-    the median claim by more than _CLOCK_RATIO and _CLOCK_SLACK_MS. On the GPU the window also holds the
-    pad queued before the call, whose length the runner controls: the audit's looser clock rule applies
-    there (audit.py)."""
-    from kevolve.sandbox.audit import judge_clock
-
-    if config.is_cuda:
-        return None
-    got = judge_clock(facts.pairs, facts.clock_stage_ms)
-    if got is None:
-        return None
-    seen = got[0]
-    claimed = statistics.median(p[1] for p in facts.pairs)
-    if seen <= _CLOCK_RATIO * claimed + _CLOCK_SLACK_MS:
-        return None
-    return (f"timer_mismatch: the runner's timer claims {claimed:.3f} ms a call, the judge's own clock sees "
-            f"{seen:.3f} ms (median of {len(facts.pairs)} calls, each against the reference's call after it; "
-            f"the claims are not the time the calls took)")
-
-
-def side_stream_seen(facts: Facts, excess: list[float] | None = None) -> bool:
-    """The side-stream rule on the timed calls in the ledger (the session asks it after its first
-    timing pass, to decide on a second; `_rules` on the pass the verdict is made from)."""
-    excess = side_excess(facts) if excess is None else excess
-    timed = facts.ledger.times("timed")
-    med = statistics.median(timed) if timed else 0.0
-    return bool(excess) and statistics.median(excess) > _SIDE_RATIO * med + _SIDE_SLACK_MS
-
-
-def side_excess(facts: Facts) -> list[float]:
-    """Per timed call: how long a device-wide sync still waited once the timed stream had ended
-    (step.py), beyond what it waits in the reference's runner, timed alike between the candidate's
-    calls (the sync's own cost, a few microseconds). Work left on another stream shows here; the
-    host's wake-up does not (the runner spins on the end event before it syncs)."""
-    walls, times = facts.ledger.walls("timed"), facts.ledger.times("timed")
-    if not walls or len(walls) != len(times):
-        return []
-    ref = [w - m for m, w in zip(facts.ref_ms, facts.ref_walls)] if len(facts.ref_walls) == len(facts.ref_ms) else []
-    floor = statistics.median(ref) if ref else 0.0
-    # Signed per call, as the runner measures it: the syncs' jitter goes both ways, and clipping each
-    # call at zero kept only the upward half (honest 0.06 ms kernels read 6 % slower on the H100). A
-    # candidate cannot push it down: the first sync waits for everything it queued, so the second
-    # one has nothing of its own to wait for.
-    return [(w - m) - floor for m, w in zip(times, walls)]
-
-
-def counted_times(facts: Facts, config: SandboxConfig) -> list[float]:
-    """The candidate's time per timed call: its events, plus the median of what it left running on
-    other streams past them, beyond a margin for the syncs' own noise (_COUNT_MARGIN_MS). Work moved
-    off the timed stream is then counted, not hidden, whether or not the side-stream rule fires.
-
-    The median, not each call's own excess: every call does the whole work, split between the timed
-    stream and others, so event + excess is the same on every call and median(event) + median(excess)
-    is that sum whatever the split (work off the stream on every other call, or on most calls, gains
-    nothing). Each call's own excess carried the sync's per-call noise into the time: on the H100 an
-    honest CuPy kernel's IQR grew from 0.7 to 6-10 us and its 3-run spread from 1 % to 4-5 %."""
-    times = facts.ledger.times("timed")
-    excess = side_excess(facts) if config.is_cuda else []
-    if not excess:
-        return times
-    shift = max(0.0, statistics.median(excess) - _COUNT_MARGIN_MS)
-    return [m + shift for m in times]
+def judged_times(facts: Facts) -> tuple[list[float], list[float]]:
+    """A call's time per timed batch by the judge's own clock, the candidate's and the reference's (ms):
+    the only times a speed is read from (clock.py)."""
+    cand = call_times(facts.batches, facts.empty, facts.ref_empty, facts.clock_stage_ms)
+    return cand, call_times(facts.ref_batches, facts.ref_empty, [])
 
 
 def first_launch_s(facts: Facts) -> float:
@@ -312,9 +230,11 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: 
                   compile_note=summary.compile_note if summary.compiled is None else "",
                   seeds=tuple(d.draw.seed for k, d in state.draws.items() if not k.startswith("t")), phase_s=phases, cpu_s=facts.cpu_s,
                   compile_s=None if build is None else build + lazy)
-    timed = counted_times(facts, config)
-    timing = stats(timed, _method(config), facts.ledger.walls("timed") if config.is_cuda else None) if timed else None
-    ref_timing = stats(facts.ref_ms, _method(config) + "+interleaved") if facts.ref_ms else summary.eager
+    timed, ref_times = judged_times(facts)
+    batch = f"+batches_of_{facts.batches[0].calls}" if facts.batches else ""
+    claims = [w.claimed_ms / w.calls for w in facts.batches if w.calls]  # diagnostics only
+    timing = stats(timed, _method(config) + batch, claimed=claims) if timed else None
+    ref_timing = stats(ref_times, _method(config) + batch + "+interleaved") if ref_times else summary.eager
     launch = ref_launch = None
     if config.is_cuda and facts.clock:  # the clock phase's calls: GPU idle at each start (session._clock)
         launch = stats([c[1] for c in facts.clock], LAUNCH_METHOD)

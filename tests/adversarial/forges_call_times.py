@@ -4,10 +4,10 @@ Class 1 taken to its end (frames): from forward, the candidate walks up to the r
 the channel object it answers the judge on, and gives that object (not its class, which the guards
 watch) a `send` that divides every reported time by 20 before passing the answer on. Outputs,
 nonces and checks are untouched.
-Expected (CPU): rejected, timer_mismatch — the judge's own clock around every timed call, outside the
-candidate's process, sees the real time (before 2026-11-26 the evaluation accepted it with the forged
-speedup and only the audit overturned it). On the GPU, whose window also holds the pad the runner
-queues, the evaluation accepts it and the audit's clock overturns it (audit_mismatch, tests/gpu).
+Expected: ok at its honest speed, the forged account unread. Every speed is the judge's own clock around
+batches of calls (sandbox/clock.py: CPU time of the runner's cgroup on the CPU, the round trip of a batch
+ending in a device-wide sync on the GPU); what a runner reports of its times is a diagnostic (before
+2026-11-26 this was rejected as timer_mismatch, a rule over the claims that the new clock made moot).
 """
 import sys
 

@@ -111,18 +111,20 @@ def test_phase_times_come_from_the_judge_whatever_clocks_the_candidate_patched(e
 
 @pytest.mark.parametrize("isolation", ["auto", "none"])
 @pytest.mark.parametrize("hack", ["forges_call_times", "forges_times_slightly"])
-def test_times_forged_inside_the_runner_are_rejected_by_the_judges_clock(evaluate, hack: str,  # noqa: ANN001
-                                                                          isolation: str) -> None:
-    # 20x and 1.8x: the audit's end-to-end clock (5x of slack, for the GPU's launch work) let the second
-    # through; the judge's clock around every timed call on the CPU does not. Without an audit. The 1.8x
-    # forgery on a call of ~1 ms: the rule's 0.05 ms of slack is its resolution, and on a fast CPU the
-    # 64x1024 ReLU takes about that (CI, 2026-11-26: the 1.8x forgery there was accepted on both
-    # isolations; the bound is in docs/VERIFICATION.md's Known limits).
+def test_times_forged_inside_the_runner_do_not_move_the_speedup(evaluate, hack: str,  # noqa: ANN001
+                                                                isolation: str) -> None:
+    # 20x and 1.8x forgeries of the runner's own account. Every speed comes from the judge's own clock
+    # (sandbox/clock.py: on the CPU the runner's CPU time by its cgroup); the runner's account is kept beside
+    # it as a diagnostic (claimed_median_ms). The forger is timed as its honest twin (the same C++ loop) is:
+    # were its account read, its time would be 1/1.8 or 1/20 of the twin's.
+    factor = 1.8 if hack == "forges_times_slightly" else 20.0
     problem = "relu_wide" if hack == "forges_times_slightly" else "relu"
     ev = evaluate(problem, HERE / f"{hack}.py", isolation=isolation)
-    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "timer_mismatch"), (
-        f"{ev.reason} (claimed {ev.timing.median_ms if ev.timing else None} ms, speedup {ev.speedup})")
-    assert "judge's own clock" in ev.reason and ev.speedup is None and ev.audit is None
+    honest = evaluate(problem, HONEST_RELU, isolation=isolation)
+    assert honest.outcome is Outcome.OK and ev.outcome is Outcome.OK, (honest.reason, ev.reason)
+    assert ev.timing.method.startswith("judge_clock") and ev.timing.claimed_median_ms is not None
+    ratio = ev.timing.median_ms / honest.timing.median_ms
+    assert ratio > factor ** -0.5, (ev.timing, honest.timing)  # the geometric middle: 0.75 (1.8x), 0.22 (20x)
 
 
 @pytest.mark.parametrize("confine", ["auto", "off"])

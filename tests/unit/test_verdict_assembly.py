@@ -12,6 +12,7 @@ import torch
 from kevolve.contract import problem_from_source
 from kevolve.records import Candidate, Outcome
 from kevolve.sandbox.checks import Ledger, check_call, classify, fingerprint
+from kevolve.sandbox.clock import Window
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.oracle import DrawData, ProblemState
 from kevolve.sandbox.protocol import Draw, DrawReport, ReferenceSummary
@@ -37,8 +38,15 @@ def call(n: int, key: str, phase: str, out: torch.Tensor, ms: float = 0.5):  # n
     return check_call(n, key, phase, [out], TRUTH[key], EAGER, 8.0, ms, ms)
 
 
+def timed(ledger: Ledger, **kw: object) -> Facts:
+    """Facts whose timed batches are the ledger's timed calls, one call each, as the judge's clock read them
+    (CPU time; empty batches that cost nothing)."""
+    batches = [Window(c.ms, 1, cpu_ms=c.ms) for c in ledger.calls if c.phase == "timed"]
+    return Facts(ledger=ledger, batches=batches, empty=[Window(0.0, 0, cpu_ms=0.0)], **kw)  # type: ignore[arg-type]
+
+
 def verdict_of(ledger: Ledger, stop: Verdict | None = None, phase: str = "timing"):  # noqa: ANN201
-    facts = Facts(ledger=ledger, stop=stop, phase=phase, phase_s={"correctness": 0.1})
+    facts = timed(ledger, stop=stop, phase=phase, phase_s={"correctness": 0.1})
     summary = ReferenceSummary(problem_id=PROBLEM.id, seed=1, device_name="cpu")
     config = SandboxConfig(device="cpu", allow_torch_only=True)
     return assemble(PROBLEM, CAND, config, summary, state(), facts, time.monotonic())
@@ -108,11 +116,12 @@ def slow_rule(max_slowdown: float = 100.0, ref_ms: float | None = 1.0, ledger: L
 
 
 def calls(s, *ms: tuple[float, float]) -> Verdict | None:  # noqa: ANN001
-    """Feed (judge ms, runner ms) per call; the Verdict the rule raises, if it does."""
-    for judge_ms, claimed_ms in ms:
+    """Feed (judge ms, runner ms) per call; the Verdict the rule raises, if it does (the runner's ms plays no
+    part: the judge's clock alone decides)."""
+    for judge_ms, _claimed_ms in ms:
         s.n += 1
         try:
-            s._too_slow(judge_ms, claimed_ms)
+            s._too_slow(judge_ms)
         except Verdict as v:
             return v
     return None
@@ -127,10 +136,11 @@ def test_two_calls_in_a_row_past_the_slowdown_stop_the_candidate_as_too_slow() -
     assert calls(slow_rule(), (9000, 9000), (9000, 9000)) is None
 
 
-def test_slow_calls_not_in_a_row_under_the_floor_or_by_one_clock_only_do_not_stop_it() -> None:
+def test_slow_calls_not_in_a_row_or_under_the_floor_do_not_stop_it_and_claims_play_no_part() -> None:
     assert calls(slow_rule(), (1, 1), (900, 900), (10, 10), (900, 900), (10, 10)) is None  # never two in a row
     assert calls(slow_rule(ref_ms=0.001), (1, 1), (450, 450), (450, 450), (450, 450)) is None  # 450,000x, under 0.5 s
-    assert calls(slow_rule(), (1, 1), (900, 20), (900, 20), (900, 20)) is None  # the judge's clock alone (a long pad)
+    # the runner claiming fast calls changes nothing: the judge's clock alone decides
+    assert calls(slow_rule(), (1, 1), (900, 20), (900, 20), (900, 20)) is not None
     assert calls(slow_rule(ref_ms=10.0), (1, 1), (900, 900), (900, 900)) is None  # 90x the reference: under 100x
     assert calls(slow_rule(max_slowdown=0), (1, 1), (9000, 9000), (9000, 9000)) is None  # turned off
     assert calls(slow_rule(ref_ms=None), (1, 1), (9000, 9000), (9000, 9000)) is None  # no reference time to compare
@@ -149,7 +159,7 @@ def test_why_torch_compile_has_no_time_reaches_the_evaluation_and_the_bench_repo
 
     ledger = Ledger([call(1, "d0", "check", TRUTH["d0"][0]),
                      *[call(2 + i, "d0", "timed", TRUTH["d0"][0], ms=0.5) for i in range(5)]])
-    facts = Facts(ledger=ledger, phase="timing", phase_s={"correctness": 0.1})
+    facts = timed(ledger, phase="timing", phase_s={"correctness": 0.1})
     note = "torch.compile baseline unavailable: compile_error: inductor failed"
     summary = ReferenceSummary(problem_id=PROBLEM.id, seed=1, device_name="cpu", compile_note=note)
     ev = assemble(PROBLEM, CAND, SandboxConfig(device="cpu", allow_torch_only=True), summary, state(), facts,
