@@ -50,11 +50,12 @@ class Window:
 
 
 def batch_room(call_bytes: int, device: str, draws: int) -> int:
-    """The most calls a batch may hold: BATCH_MAX, within BATCH_BYTES and `draws` (the distinct values
-    the batches may use: a tenth of the never-seen draws, so that at least ten batches are timed, or the
-    pool)."""
+    """The most calls a batch may hold: BATCH_MAX, within BATCH_BYTES and `draws` (the never-seen values
+    the batches may use: a fifth of them, so that at least five batches are timed; 0 where there are none
+    and the batches rotate through the pool, a draw read by several calls of a batch: only problems too
+    large for never-seen draws do that, whose inputs no cache holds from one call to the next)."""
     room = BATCH_BYTES["cuda" if device.startswith("cuda") else "cpu"] // max(call_bytes, 1)
-    return max(1, min(BATCH_MAX, room, draws))
+    return max(1, min(BATCH_MAX, room, draws or BATCH_MAX))
 
 
 def batch_size(ref_ms: float | None, call_bytes: int, device: str, draws: int) -> int:

@@ -56,8 +56,8 @@ class ReferenceRunner:
         folder = None if judge.device.type == "cuda" else self.runner.scratch
         timing = state.keys("timing")  # copied into a slot just before their call, as the candidate's are
         # as many slots as a timed batch may have calls (clock.py): the session's batches are no longer
-        room = batch_room(state.call_bytes(outputs=False), judge.device.type, len(timing) // 10 if timing
-                          else len(state.pool)) if state.residency == "device" else 1
+        room = batch_room(state.call_bytes(outputs=False), judge.device.type, max(1, len(timing) // 5)
+                          ) if timing and state.residency == "device" else 1
         self.slots = Slots({k: state.draws[k].inputs for k in state.pool + timing}, True, folder, judge.device,
                            hidden=timing, min_slots=room)
         job = RunnerJob(role=role, source=state.problem.source, init_seed=state.seed,  # type: ignore[arg-type]
@@ -139,7 +139,7 @@ class ReferenceRunner:
         # by the judge's clock, in batches as a candidate's are timed (clock.py): from the last warm-up
         # call's own time (trusted code), as many calls as hold BATCH_MS, on distinct slots
         est = self.call(pool[0], time.monotonic() + config.timeout_s).host_ms
-        n = batch_size(est, self.state.call_bytes(outputs=False), "cuda" if self.cuda else "cpu", len(pool))
+        n = batch_size(est, self.state.call_bytes(outputs=False), "cuda" if self.cuda else "cpu", 0)
         windows: list[Window] = []
         empties: list[Window] = []
         t0 = time.monotonic()

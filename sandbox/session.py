@@ -98,7 +98,7 @@ class Flusher:
 # a fast reference's hundredfold costs nothing worth stopping for, and a contended machine's hiccup of a
 # few hundred milliseconds must not end an honest evaluation.
 SLOW_FLOOR_S = 0.5
-_CPU_PHASES = ("timed", "fresh", "empty")  # calls whose runner CPU time is read call by call (verdict.cpu_rule)
+_CPU_PHASES = ("timed", "fresh", "control", "empty")  # calls whose runner CPU time is read call by call (verdict.cpu_rule)
 
 
 class ForgedAnswer(h.StageError):
@@ -136,6 +136,7 @@ class Facts:
     empty: list[Window] = field(default_factory=list)
     ref_empty: list[Window] = field(default_factory=list)
     fresh: list[Window] = field(default_factory=list)
+    control: list[Window] = field(default_factory=list)  # a batch of one on a seen draw before each fresh one
     batch_draws: str = "pool"  # what the timed batches read: "timing" (never-seen draws) or "pool"
     # timed and never-seen calls: the candidate runner's CPU seconds (cgroup) before the command, at its
     # account and at its vetting's answer, and the call's window (ms); the reference's CPU in its calls'
@@ -170,7 +171,8 @@ class Session:
         # nothing of the candidate's can read them ahead (Slots)
         self.batch_n = self._batch_n(eager)
         self.slots = Slots(inputs, state.residency == "device", folder, device,
-                           hidden=state.keys("fresh") + state.keys("timing"), min_slots=self.batch_n)
+                           hidden=state.keys("fresh") + state.keys("timing"),
+                           min_slots=self.batch_n if state.keys("timing") else 1)
         # a timed batch's k-th call stages its outputs into set k (clock.py); set 0 serves single calls
         self.staging_sets = [[SharedBuffer(torch.empty(s.shape, dtype=getattr(torch, s.dtype.removeprefix("torch.")),
                                                        device="meta"), folder, device) for s in state.specs]
@@ -184,9 +186,8 @@ class Session:
         """Calls per timed batch (clock.batch_size), within the slots the reference's runner has."""
         st = self.state
         timing = st.keys("timing")
-        draws = len(timing) // 10 if timing else len(st.pool)
-        n = batch_size(self.ref_ms, st.call_bytes(), self.device.type, draws)
-        if eager is not None:
+        n = batch_size(self.ref_ms, st.call_bytes(), self.device.type, max(1, len(timing) // 5) if timing else 0)
+        if timing and eager is not None:  # each never-seen draw of a batch in a slot of its own, there too
             n = min(n, len(eager.slots.slots))
         return max(1, n) if st.residency == "device" else 1
 
@@ -287,7 +288,8 @@ class Session:
         cpu_ms = None if self.config.is_cuda or cpu0 is None or cpu_a is None else (cpu_a - cpu0) * 1e3
         kept = Window(window, len(keys), res.host_ms, cpu_ms)
         # kept before its outputs are compared: a session stopped by this batch keeps its time (verdict.py)
-        {"timed": self.facts.batches, "fresh": self.facts.fresh, "empty": self.facts.empty}.get(phase, []).append(kept)
+        {"timed": self.facts.batches, "fresh": self.facts.fresh, "control": self.facts.control,
+         "empty": self.facts.empty}.get(phase, []).append(kept)
         self._acc("calls", window / 1e3)
         each = window / max(len(keys), 1)
         t0 = time.perf_counter()
@@ -483,6 +485,12 @@ class Session:
         return (call_times(f.batches, f.empty, f.ref_empty, f.clock_stage_ms),
                 call_times(f.ref_batches, f.ref_empty, []))
 
+    def _fresh(self, key: str, seen: str) -> None:
+        """A never-seen draw as a batch of one, right after a batch of one on a draw the runner has seen
+        (its control: the input_cache rule compares the two, timed alike)."""
+        self.batch([seen], "control")
+        self.batch([key], "fresh")
+
     def _timing(self) -> None:
         """Timed batches of `batch_n` calls, the reference's after each on the same draws, until both sides'
         times are steady or the never-seen draws run out; never-seen calls (batches of one) among them."""
@@ -503,13 +511,13 @@ class Session:
             if i % EMPTY_EVERY == 0:
                 self._empties()
             if fresh and i % FRESH_EVERY == 0:
-                self.batch([fresh.pop(0)], "fresh")
+                self._fresh(fresh.pop(0), pool[i % len(pool)])
             cand, ref = self.times()
             if enough(cand, ref if self.eager else [], cfg.trials, time.monotonic() - t0, cfg.max_timing_s) or (
                     once and (i + 1) * n > len(once)):
                 break
-        for key in fresh:
-            self.batch([key], "fresh")
+        for k, key in enumerate(fresh):
+            self._fresh(key, pool[k % len(pool)])
         # Where the CPU time cannot be read call by call (no cgroup): over the phase, against the wall
         # time of the runner's whole part of each call (window, vetting, preparation of the next)
         busy = sum(self.facts.active_ms[active0:]) / 1e3

@@ -122,10 +122,11 @@ class Slots:
         return i
 
     def slots_for(self, keys: list[str]) -> list[int]:
-        """A distinct slot for each of `keys` (a batch), filled where it does not already hold its values."""
+        """A slot for each of `keys` (a batch; a key repeated reads the same slot), filled where it does not
+        already hold its values."""
         picked: list[int] = []
         for key in keys:
-            held = [i for i, s in enumerate(self.slots) if s.holds == key and i not in picked]
+            held = [i for i, s in enumerate(self.slots) if s.holds == key]
             if held:
                 picked.append(held[0])
                 continue

@@ -138,10 +138,10 @@ def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> st
         busy_cpu = cpu_rule(facts)
         if busy_cpu:
             return busy_cpu
-    timed = judged_times(facts)[0]
     fresh = call_times(facts.fresh, facts.empty, facts.ref_empty, facts.clock_stage_ms)
-    med = statistics.median(timed) if timed else 0.0
-    if facts.batch_draws == "pool" and fresh and min(fresh) > _CACHE_RATIO * med + _CACHE_SLACK_MS:
+    seen = call_times(facts.control, facts.empty, facts.ref_empty, facts.clock_stage_ms)
+    med = statistics.median(seen) if seen else 0.0
+    if facts.batch_draws == "pool" and fresh and seen and min(fresh) > _CACHE_RATIO * med + _CACHE_SLACK_MS:
         return (f"input_cache: calls on never-seen inputs take {min(fresh):.3f} ms or more, on repeated inputs "
                 f"{med:.3f} ms (results cached by input content)")
     p = facts.profile

@@ -48,7 +48,7 @@ def test_bench_on_cuda_prebuilds_warms_and_times_both_baselines(tmp_path: Path) 
     rows = {(x["file"], x["label"]): x for x in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
     assert rows[("1_ReLU_big.py", "relu_inline")]["status"] == "ok"
     assert rows[("1_ReLU_big.py", "relu_cupy")]["status"] == "ok"
-    assert rows[("1_ReLU_big.py", "relu_side_stream")]["status"] == "rejected"
+    assert rows[("1_ReLU_big.py", "relu_side_stream")]["status"] in ("rejected", "incorrect")  # outputs staged too soon
     assert rows[("2_ReLU_small.py", "2_ReLU_small")]["status"] == "ok"
     inline = rows[("1_ReLU_big.py", "relu_inline")]
     assert inline["evaluation"]["compile_s"] < 10, "the compile pool should have built it already"

@@ -43,19 +43,17 @@ def test_honest_cupy_kernel_is_accepted_with_a_custom_kernel_listed(sandbox, con
     assert ev.timing.median_ms > 0 and ev.ref_timing.median_ms > 0
 
 
-def test_launch_work_counts_in_the_launch_inclusive_speedup_the_search_ranks_by(sandbox, config) -> None:
-    """Every CUDA evaluation times launch_calls calls per side with the GPU idle at their start. A ReLU in
-    64 launches has a device time near eager's but ~1 ms of host work a call: the padded timer hides it,
-    the launch-inclusive one does not, and the fitness is the lower of the two."""
+def test_launch_work_counts_in_the_speedup_the_search_ranks_by(sandbox, config) -> None:
+    """Every speed is the judge's clock around batches of calls ending in a device-wide sync (sandbox/clock.py):
+    the host's launch work is in it. A ReLU in 64 launches does the device work of one launch and ~1 ms of
+    host work a call: it reads far slower than the same kernel in one launch."""
     chunked = evaluate(sandbox, config, "relu_cupy_chunked")
     assert chunked.outcome is Outcome.OK, chunked.reason
-    assert chunked.launch_timing.trials == config.launch_calls == chunked.ref_launch_timing.trials
-    assert chunked.speedup_launch < 0.5 * chunked.speedup, (chunked.speedup, chunked.speedup_launch)
-    assert chunked.fitness == chunked.speedup_launch
+    assert chunked.timing.method.startswith("judge_clock")
     one = evaluate(sandbox, config, "relu_cupy")  # the same kernel, one launch
     assert one.outcome is Outcome.OK, one.reason
-    assert one.speedup_launch > 4 * chunked.speedup_launch, (one.speedup, one.speedup_launch, chunked.speedup,
-                                                            chunked.speedup_launch)
+    assert one.speedup > 4 * chunked.speedup, (one.speedup, chunked.speedup)
+    assert chunked.fitness <= chunked.speedup
 
 
 def test_honest_load_inline_kernel_is_accepted(sandbox, config) -> None:
@@ -75,8 +73,14 @@ def test_honest_triton_kernel_is_accepted_with_its_jit_time_in_compile_s(sandbox
     assert ev.timing.median_ms > 0 and ev.ref_timing.median_ms > 0
 
 
+# work on a side stream that the caller's stream never waits for: its outputs are staged (on the caller's
+# stream) before the work is done (incorrect: the poison, or another call's values, is read), or the
+# profile sees its kernel outlive forward (side_stream); where it is right, its time is in the judge's clock
+SIDE = ("side_stream", "async_output", "stale_memory", "stale_cache", "incorrect", "degrades_over_calls")
+
+
 @pytest.mark.parametrize(("name", "outcome", "codes"), [
-    ("relu_triton_side_stream", (Outcome.REJECTED, Outcome.INCORRECT), ("side_stream", "async_output")),
+    ("relu_triton_side_stream", (Outcome.REJECTED, Outcome.INCORRECT), SIDE),
     ("relu_triton_ptr_cache", (Outcome.INCORRECT,), ("stale_cache",)),
 ])
 def test_triton_hacks_are_stopped(sandbox, config, name: str, outcome, codes) -> None:  # noqa: ANN001
@@ -85,19 +89,14 @@ def test_triton_hacks_are_stopped(sandbox, config, name: str, outcome, codes) ->
     assert ev.outcome in outcome and ev.reason_code in codes, ev.reason + ev.log_tail[-2000:]
 
 
-def test_side_stream_work_is_rejected(sandbox, config) -> None:
-    ev = evaluate(sandbox, config, "relu_side_stream")
-    assert ev.outcome in (Outcome.REJECTED, Outcome.INCORRECT), ev.reason
-    assert ev.reason_code in ("side_stream", "async_output"), ev.reason
-
-
-def test_side_stream_work_during_the_pad_is_rejected_or_counted(sandbox, config) -> None:
-    ev = evaluate(sandbox, config, "relu_side_stream_pad")
+@pytest.mark.parametrize("name", ["relu_side_stream", "relu_side_stream_pad"])
+def test_side_stream_work_is_rejected_or_counted(sandbox, config, name: str) -> None:
+    ev = evaluate(sandbox, config, name)
     if ev.outcome is Outcome.OK:  # then its time must hold the work: no faster than an honest kernel of it
         honest = evaluate(sandbox, config, "relu_cupy")
-        assert ev.speedup <= 1.2 * honest.speedup, (ev.speedup, honest.speedup)
+        assert ev.speedup <= 1.3 * honest.speedup, (ev.speedup, honest.speedup)
     else:
-        assert ev.reason_code in ("side_stream", "async_output"), ev.reason
+        assert ev.outcome in (Outcome.REJECTED, Outcome.INCORRECT) and ev.reason_code in SIDE, ev.reason
 
 
 def test_allocator_reuse_is_caught_as_stale_memory(sandbox, config) -> None:
@@ -149,10 +148,13 @@ def test_issue_11_class_is_stopped_on_the_gpu(sandbox, config, name: str) -> Non
     assert ev.outcome is outcome and ev.reason_code in codes, ev.reason
 
 
-def test_times_forged_in_the_runner_are_overturned_by_the_audit(sandbox, config) -> None:
+def test_times_forged_in_the_runner_do_not_move_its_speed(sandbox, config) -> None:
+    """The runner's account of its calls is a diagnostic (claimed_median_ms); the speed is the judge's clock.
+    The forger divides its account by 20 (a 16x speedup on the runner's word before 2026-11-26)."""
     ev = evaluate(sandbox, config.model_copy(update={"audit": True}), "forges_call_times")
-    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "audit_mismatch"), ev.reason
-    assert ev.audit is not None and ev.audit.judge_clock_speedup is not None
+    assert ev.timing is not None and ev.timing.claimed_median_ms is not None, ev.reason
+    assert ev.timing.median_ms > 5 * ev.timing.claimed_median_ms, ev.timing
+    assert ev.outcome is not Outcome.OK or ev.speedup < 2.0, (ev.speedup, ev.timing)
 
 
 def test_an_honest_kernel_passes_its_audit_within_ten_percent(sandbox, config) -> None:
