@@ -135,7 +135,8 @@ def test_ncu_metrics_and_achieved_bandwidth_are_reported(sandbox, tmp_path) -> N
 GPU_HACKS = {
     "frames_rewire_staging": (Outcome.REJECTED, ("tampering",)),
     "rebinds_flush_constant": (Outcome.REJECTED, ("tampering",)),
-    "predicts_checked_calls": (Outcome.INCORRECT, ("degrades_over_calls",)),
+    # wrong past its first calls: named by how its wrong outputs look (a batch's calls show them side by side)
+    "predicts_checked_calls": (Outcome.INCORRECT, ("degrades_over_calls", "stale_cache")),
     "enables_tf32": (Outcome.REJECTED, ("tampering",)),
     "cudnn_benchmark": (Outcome.REJECTED, ("tampering",)),
 }
