@@ -4,9 +4,13 @@ A timed measurement is one command to a runner: a batch of calls on values it ha
 call's outputs staged for the judge, then one device-wide synchronisation, then its answer. The judge
 times the command's round trip itself (`time.perf_counter` in its own process, which no candidate
 reaches). A call's time is that round trip less an empty batch's round trip (the same command with
-no call in it), divided by the calls in the batch, less the staging of one call's outputs (the
-reference's runner stages nothing; the judge times that copy itself before the candidate's code is
-loaded). The reference's batches run the same runner code on the same schedule, interleaved.
+no call in it), divided by the calls in the batch. The reference's batches run the same runner code
+on the same schedule, interleaved, and stage their outputs alike (not compared: it is trusted), so
+both windows hold the same harness work. On the CPU the reading is the runner's CPU time across the
+command by the kernel's accounting of its cgroup (read by the judge before the command and at the
+account, the runner holding still until the judge lets it vet): a loaded machine's scheduling delays
+are not in it, and every thread and process of the candidate's is. Where no cgroup is delegated, the
+round trip.
 
 The empty round trip taken off a candidate's batches is the smaller of its own runner's and the
 reference's: a candidate that makes its empty batches slow (it can tell them apart: they hold no call)
@@ -76,17 +80,16 @@ def empty_ms(own: list[Window], reference: list[Window], cpu: bool) -> float:
     return min(meds) if meds else 0.0
 
 
-def per_call(windows: list[Window], empty: float, cpu: bool, stage_ms: float = 0.0) -> list[float]:
+def per_call(windows: list[Window], empty: float, cpu: bool) -> list[float]:
     """One time per batch: what a call took (ms), as above. Never below a microsecond."""
-    return [max((w.clock(cpu) - empty) / w.calls - max(stage_ms, 0.0), 1e-3) for w in windows if w.calls]
+    return [max((w.clock(cpu) - empty) / w.calls, 1e-3) for w in windows if w.calls]
 
 
-def call_times(windows: list[Window], empties: list[Window], other_empties: list[Window],
-               stage_ms: float = 0.0) -> list[float]:
+def call_times(windows: list[Window], empties: list[Window], other_empties: list[Window]) -> list[float]:
     """`per_call` of one side's timed windows against its empties (and, for a candidate, the reference's:
     `empty_ms`), by CPU time where every window of the side has it."""
     cpu = uses_cpu_time(windows + empties + other_empties)
-    return per_call(windows, empty_ms(empties, other_empties, cpu), cpu, stage_ms)
+    return per_call(windows, empty_ms(empties, other_empties, cpu), cpu)
 
 
 __all__ = ["BATCH_MAX", "BATCH_MS", "EMPTY_EVERY", "METHOD", "Window", "batch_room", "batch_size", "call_times",

@@ -59,9 +59,8 @@ class SandboxConfig(Record):
     max_timing_s: float = Field(default=10.0, description="stop adding trials after this long")
     warmup: int = 3
     launch_calls: int = Field(default=12, ge=0, description=(
-        "after timing, this many calls of the candidate and of eager, alternating, with the GPU idle when each "
-        "starts (KernelBench's timer: the host's launch work counts): the launch-inclusive time the search "
-        "ranks by (CUDA only; 0 = none)"))
+        "unused since every speed is the judge's clock around batches of calls, launch work included "
+        "(sandbox/clock.py); kept so that saved configs still load"))
     max_slowdown: float = Field(default=100.0, ge=0.0, description=(
         "a candidate whose calls take this many times the reference's (and over half a second each), two calls "
         "in a row after its first, is stopped there: `timeout: too_slow`; 0 = never (only timeout_s ends it)"))

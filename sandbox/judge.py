@@ -28,7 +28,7 @@ from kevolve.sandbox.oracle import ProblemState, prepare
 from kevolve.sandbox.protocol import JudgeReply, ReferenceSummary, RunnerJob, StepResult
 from kevolve.sandbox.runner_proc import Gone, RunnerProcess
 from kevolve.sandbox.schedule import enough, stats
-from kevolve.sandbox.session import Facts, Flusher, ForgedAnswer, Session
+from kevolve.sandbox.session import Facts, Flusher, ForgedAnswer, Session, staging_sets
 from kevolve.sandbox.slots import Slots, _plain
 from kevolve.sandbox.static_checks import custom_kernel_names
 
@@ -55,13 +55,18 @@ class ReferenceRunner:
         self.runner = judge.take_runner(config)
         folder = None if judge.device.type == "cuda" else self.runner.scratch
         timing = state.keys("timing")  # copied into a slot just before their call, as the candidate's are
-        # as many slots as a timed batch may have calls (clock.py): the session's batches are no longer
-        room = batch_room(state.call_bytes(outputs=False), judge.device.type, max(1, len(timing) // 5)
-                          ) if timing and state.residency == "device" else 1
+        # As many calls as a timed batch may hold (clock.py; the session's batches are no longer): a slot of
+        # its own for each never-seen draw of a batch, and a staging set for each call. The reference stages
+        # its outputs as a candidate does (not compared: trusted), so that both sides' windows hold the same.
+        self.room = batch_room(state.call_bytes(), judge.device.type, max(1, len(timing) // 5) if timing else 0
+                               ) if state.residency == "device" else 1
         self.slots = Slots({k: state.draws[k].inputs for k in state.pool + timing}, True, folder, judge.device,
-                           hidden=timing, min_slots=room)
+                           hidden=timing, min_slots=self.room if timing else 1)
+        self.staging = staging_sets(state, self.room, folder, judge.device)
         job = RunnerJob(role=role, source=state.problem.source, init_seed=state.seed,  # type: ignore[arg-type]
                         init_args=_encode_args(state.init_args), slots=self.slots.encodings(),
+                        staging=tuple(s.ref.model_dump() for s in self.staging[0]),
+                        staging_sets=tuple(tuple(s.ref.model_dump() for s in st) for st in self.staging[1:]),
                         outputs=state.specs, cache_dir=str(config.cache_dir), threads=judge.threads)
         gone = self.runner.wait_warm(_STARTUP_S)
         if gone is not None:
@@ -74,6 +79,9 @@ class ReferenceRunner:
             raise h.StageError("problem_error", _over(msg, role, self.limit_gb)
                                or f"the reference failed to load in its runner: {_why(msg)}")
         self.slots.hide()  # mapped by the runner: no name another process could open them by
+        for st in self.staging:
+            for b in st:
+                b.hide()
         self.start_s = time.monotonic() - t0  # waiting for a warm runner, then loading the model there
 
     def call(self, key: str, deadline: float, op: str = "call", pad_ms: float = 0.05) -> StepResult:
@@ -102,7 +110,8 @@ class ReferenceRunner:
         nonce = secrets.randbits(62) + 1
         cpu0 = self.runner.precise_cpu_seconds()
         t0 = time.perf_counter()
-        msg = self.runner.request({"op": "batch", "slots": picks, "stage": [0] * len(picks), "nonce": nonce}, deadline)
+        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(picks))), "nonce": nonce},
+                                  deadline)
         self.last_window_ms = (time.perf_counter() - t0) * 1e3
         cpu_a = self.runner.precise_cpu_seconds()
         res = self._read(msg, nonce, "call")
@@ -158,6 +167,9 @@ class ReferenceRunner:
     def close(self) -> None:
         self.runner.close()
         self.slots.free()
+        for st in self.staging:
+            for b in st:
+                b.free()
         self.runner.finish()
 
 
@@ -450,9 +462,9 @@ class Judge:
             key = (problem.id, seed, cfg.n_draws)
             if key in self.problems:
                 self._drop(key)
-        cand_ms, ref_ms, spread_ms = audit.judge_clock(facts.clock, facts.clock_stage_ms) or (None, None, None)
+        cand_ms, ref_ms, spread_ms = audit.judge_clock(facts.clock) or (None, None, None)
         return audit.decide(original, again, None if cand_ms is None else ref_ms / cand_ms, again.seeds,
-                            time.monotonic() - t0, config.audit_agree, facts.clock_stage_ms, cand_ms, spread_ms)
+                            time.monotonic() - t0, config.audit_agree, 0.0, cand_ms, spread_ms)
 
     def evaluate(self, problem: Problem, cand: Candidate, config: SandboxConfig) -> Evaluation:
         return self._evaluate(problem, cand, config)[0]

@@ -46,6 +46,12 @@ def cpu_flush_bytes() -> int:
 
 
 
+def staging_sets(state: ProblemState, n: int, folder: Path | None, device: torch.device) -> list[list[SharedBuffer]]:
+    """`n` sets of shared buffers shaped as the problem's outputs: a batch's k-th call stages into set k."""
+    return [[SharedBuffer(torch.empty(s.shape, dtype=getattr(torch, s.dtype.removeprefix("torch.")), device="meta"),
+                          folder, device) for s in state.specs] for _ in range(max(1, n))]
+
+
 def _copy_in(truth: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
     """A host-resident truth copied to the device (one place, so a test can make it run out of room)."""
     return [t.to(device) for t in truth]
@@ -128,7 +134,6 @@ class Facts:
     ablated: int = 0  # extension calls an ablation call replaced (0: nothing to ablate)
     ablation_still_right: bool = False
     clock: list[tuple[float, float, float, float]] = field(default_factory=list)  # judge ms / claimed ms, cand and ref
-    clock_stage_ms: float = 0.0  # what staging a call's outputs adds to the candidate's side of that clock
     # the timed batches by the judge's clock (clock.py), candidate's and reference's in pairs, and the
     # empty batches' round trips on each side; never-seen calls as batches of one
     batches: list[Window] = field(default_factory=list)
@@ -156,9 +161,9 @@ class Session:
                  quiet: Callable[[], None] | None = None) -> None:
         self.clock_calls = clock_calls
         self.quiet = quiet or (lambda: None)  # waits until no runner is starting beside this session (judge.py)
-        # calls without the pad on each side: the audit's judge clock needs clock_calls of them; every CUDA
-        # evaluation takes config.launch_calls for its launch-inclusive time (the same calls serve both)
-        self.unpadded = max(clock_calls, config.launch_calls if config.is_cuda else 0)
+        # calls without the pad on each side, one at a time: the audit's judge clock needs clock_calls of them
+        # (its second method beside the timed batches, audit.py)
+        self.unpadded = clock_calls
         # the reference's median call (ms) when the problem was prepared: what too_slow compares with
         self.ref_ms = ref_ms
         self.slow_calls = 0
@@ -174,9 +179,7 @@ class Session:
                            hidden=state.keys("fresh") + state.keys("timing"),
                            min_slots=self.batch_n if state.keys("timing") else 1)
         # a timed batch's k-th call stages its outputs into set k (clock.py); set 0 serves single calls
-        self.staging_sets = [[SharedBuffer(torch.empty(s.shape, dtype=getattr(torch, s.dtype.removeprefix("torch.")),
-                                                       device="meta"), folder, device) for s in state.specs]
-                             for _ in range(self.batch_n)]
+        self.staging_sets = staging_sets(state, self.batch_n, folder, device)
         self.staging = self.staging_sets[0]
         self.deadline = 0.0
         self.n = 0
@@ -187,8 +190,8 @@ class Session:
         st = self.state
         timing = st.keys("timing")
         n = batch_size(self.ref_ms, st.call_bytes(), self.device.type, max(1, len(timing) // 5) if timing else 0)
-        if timing and eager is not None:  # each never-seen draw of a batch in a slot of its own, there too
-            n = min(n, len(eager.slots.slots))
+        if eager is not None:  # its slots and staging sets are made for as many
+            n = min(n, eager.room)
         return max(1, n) if st.residency == "device" else 1
 
     # ------------------------------------------------------------------ one call
@@ -390,10 +393,6 @@ class Session:
         f = self.facts
         try:
             self.deadline = time.monotonic() + self.config.timeout_s
-            # before the candidate's code is loaded anywhere: the staging every timed call's window holds
-            # on the candidate's side and not on the reference's (clock.py)
-            if self.eager is not None:
-                f.clock_stage_ms = self._staging_cost()
             self._timed_phase("compile", lambda: self._load(job))
             self._timed_phase("correctness", self._correctness)
             if f.ledger.misses:
@@ -482,7 +481,7 @@ class Session:
     def times(self) -> tuple[list[float], list[float]]:
         """Per timed batch, a call's time by the judge's clock: the candidate's and the reference's (ms)."""
         f = self.facts
-        return (call_times(f.batches, f.empty, f.ref_empty, f.clock_stage_ms),
+        return (call_times(f.batches, f.empty, f.ref_empty),
                 call_times(f.ref_batches, f.ref_empty, []))
 
     def _fresh(self, key: str, seen: str) -> None:
@@ -542,50 +541,11 @@ class Session:
             self.facts.ablation_still_right = c.miss is None
         self.facts.ablated = res.ablated
 
-    def _staging_cost(self, repeats: int = 3) -> float:
-        """What staging one call's outputs adds to the candidate's side of the judge's clock (ms).
-
-        In every call the judge's clock times, the candidate's runner copies its outputs into the
-        judge's staging buffers and syncs; the reference's runner stages nothing. With a large output
-        that copy costs as much as a memory-bound kernel (256 MB: ~0.18 ms of HBM traffic on an H100,
-        next to a 0.19 ms fused GELU): uncorrected, the clock reads such an honest kernel as slower than
-        its timer claims. The judge times the same bytes copied itself, the fastest of `repeats`, before
-        the candidate's code is loaded in any process, so nothing of the candidate's can inflate it.
-        """
-        cuda = self.device.type == "cuda"
-        chunk = 64 << 20
-        try:
-            bufs = [s.tensor.reshape(-1).view(torch.uint8) for s in self.staging if s.tensor.numel()]
-            if not bufs:
-                return 0.0
-            tmp = torch.empty(min(chunk, max(b.numel() for b in bufs)), dtype=torch.uint8, device=self.device)
-            best = float("inf")
-            for _ in range(repeats):
-                if cuda:
-                    torch.cuda.synchronize(self.device)
-                t0 = time.perf_counter()
-                for b in bufs:
-                    for off in range(0, b.numel(), chunk):
-                        part = b[off:off + chunk]
-                        tmp[:part.numel()].copy_(part)
-                if cuda:
-                    torch.cuda.synchronize(self.device)
-                best = min(best, time.perf_counter() - t0)
-            del tmp
-        except (RuntimeError, MemoryError):  # no room for the copy: no correction (the stricter reading)
-            return 0.0
-        return best * 1e3
-
     def _clock(self) -> None:
-        """Calls without the GPU pad, candidate and reference alternating, timed by the judge's own clock
-        and by each runner's events (which, with the GPU idle when the call starts, count the host's launch
-        work: KernelBench's timer; the launch-inclusive time in verdict.py).
-
-        The same runner code serves both, so what the judge's clock adds to a call (channel, flush,
-        checks) is the same on both sides and is read off the reference, whose own times are trusted;
-        except the staging of the candidate's outputs, which the reference does not do
-        (`_staging_cost`, taken off in audit.judge_clock_speedup).
-        """
+        """Single calls without the GPU pad, candidate and reference alternating, each timed by the judge's own
+        clock from its command to the runner's account: the audit's reading (audit.judge_clock), built
+        otherwise than the timed batches (one call a command, the reference's trusted account taking off
+        what the judge's clock adds to a call)."""
         pool = self.state.pool
         for i in range(self.unpadded):
             key = pool[i % len(pool)]

@@ -138,8 +138,8 @@ def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> st
         busy_cpu = cpu_rule(facts)
         if busy_cpu:
             return busy_cpu
-    fresh = call_times(facts.fresh, facts.empty, facts.ref_empty, facts.clock_stage_ms)
-    seen = call_times(facts.control, facts.empty, facts.ref_empty, facts.clock_stage_ms)
+    fresh = call_times(facts.fresh, facts.empty, facts.ref_empty)
+    seen = call_times(facts.control, facts.empty, facts.ref_empty)
     med = statistics.median(seen) if seen else 0.0
     if facts.batch_draws == "pool" and fresh and seen and min(fresh) > _CACHE_RATIO * med + _CACHE_SLACK_MS:
         return (f"input_cache: calls on never-seen inputs take {min(fresh):.3f} ms or more, on repeated inputs "
@@ -194,7 +194,7 @@ def cpu_rule(facts: Facts) -> str | None:
 def judged_times(facts: Facts) -> tuple[list[float], list[float]]:
     """A call's time per timed batch by the judge's own clock, the candidate's and the reference's (ms):
     the only times a speed is read from (clock.py)."""
-    cand = call_times(facts.batches, facts.empty, facts.ref_empty, facts.clock_stage_ms)
+    cand = call_times(facts.batches, facts.empty, facts.ref_empty)
     return cand, call_times(facts.ref_batches, facts.ref_empty, [])
 
 
@@ -209,10 +209,6 @@ def first_launch_s(facts: Facts) -> float:
     rest = calls[1:9]
     typical = statistics.median(rest) if rest else 0.0
     return max(0.0, calls[0] - typical) / 1e3
-
-
-# KernelBench's timer: the events see the host's launch work, since the GPU is idle when the call starts
-LAUNCH_METHOD = "judge-driven calls: cuda_events+idle_gpu_at_start+l2_flush(judge)+rotated_inputs"
 
 
 def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: ReferenceSummary,
@@ -235,11 +231,6 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: 
     claims = [w.claimed_ms / w.calls for w in facts.batches if w.calls]  # diagnostics only
     timing = stats(timed, _method(config) + batch, claimed=claims) if timed else None
     ref_timing = stats(ref_times, _method(config) + batch + "+interleaved") if ref_times else summary.eager
-    launch = ref_launch = None
-    if config.is_cuda and facts.clock:  # the clock phase's calls: GPU idle at each start (session._clock)
-        launch = stats([c[1] for c in facts.clock], LAUNCH_METHOD)
-        ref_launch = stats([c[3] for c in facts.clock], LAUNCH_METHOD + "+interleaved")
-    common["launch_timing"], common["ref_launch_timing"] = launch, ref_launch
     prof = facts.profile.profile if facts.profile else None
     checks = _checks(facts)
     log = facts.stop.log if facts.stop else ""
@@ -260,4 +251,4 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: 
                       timing=timing, ref_timing=ref_timing, profile=prof, wall_s=time.monotonic() - t0, **common)
 
 
-__all__ = ["LAUNCH_METHOD", "assemble", "custom_kernel_rule", "infra"]
+__all__ = ["assemble", "custom_kernel_rule", "infra"]
