@@ -179,8 +179,6 @@ def test_an_honest_candidate_passes_its_audit(evaluate) -> None:  # noqa: ANN001
     ev = evaluate("relu", HONEST_RELU, audit=True)
     assert ev.ok, ev.reason
     assert ev.audit is not None and ev.audit.passed and ev.audit.speedup is not None
-    # the judge timed the copy of the outputs into its staging buffers (the reference's calls make none)
-    assert ev.audit.staging_ms > 0.0, ev.audit
 
 
 def test_torch_only_candidate_is_accepted_with_allow_torch_only(evaluate) -> None:  # noqa: ANN001
