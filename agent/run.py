@@ -207,8 +207,8 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
         started = bool(snapshot.values)
         if started:
             ctx.novelty.sync(snapshot.values.get("trials", []))
-            log.info("resuming run %s at %s", run.run_id, ", ".join(snapshot.next) or "its end")
-        if started and not snapshot.next:
+            log.info("resuming run %s at %s", run.run_id, _resume_point(snapshot))
+        if started and _ended(snapshot):
             state = snapshot.values
         else:
             state = app.invoke(None if started else {"problem": problem or run.problem(), "generation": 0},
@@ -225,6 +225,20 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
     if config.audit:
         state = audit_best(state, sandbox, config)
     return write_results(run, state, state.get("stop_reason") or "done")
+
+
+def _ended(snapshot) -> bool:  # noqa: ANN001 - a LangGraph StateSnapshot
+    """Did the graph reach its end? Not merely "nothing next": after Ctrl-C, LangGraph lets the step's tasks in
+    flight finish and keeps their writes, but never commits the step; `get_state` then applies those writes and
+    reports no next node, while the step's tasks are still listed. Only a finished graph has neither."""
+    return not snapshot.next and not snapshot.tasks
+
+
+def _resume_point(snapshot) -> str:  # noqa: ANN001 - a LangGraph StateSnapshot
+    if _ended(snapshot):
+        return "its end"
+    names = snapshot.next or tuple(t.name for t in snapshot.tasks)
+    return ", ".join(names) + ("" if snapshot.next else " (finished before the interruption; committed now)")
 
 
 def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int = 3) -> dict:

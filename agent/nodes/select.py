@@ -26,7 +26,9 @@ def select(state: RunState, runtime: Runtime[Context]) -> dict[str, object]:
         islands = migrate(islands, index, cfg.evolution)
     best = best_candidate(trials)
     history = [*state.get("best_history", []), (best.speedup or 0.0) if best else 0.0]
-    elapsed = state.get("elapsed_s", 0.0) + max(0.0, time.time() - state.get("generation_started", time.time()))
+    now = time.time()
+    since = max(state.get("generation_started", now), runtime.context.session_started)  # not the time stopped
+    elapsed = state.get("elapsed_s", 0.0) + max(0.0, now - since)
     reason = stop_reason(trials, history, elapsed, gen + 1, cfg.stop)
     log.info("generation %d done: best %s (%.2fx), islands %s%s", gen, best.candidate_id if best else "-",
              history[-1], [len(m) for m in islands], f"; stop: {reason}" if reason else "")
