@@ -54,5 +54,5 @@ class Context:
     eval_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(1))
     """Evaluations allowed at once (config.parallel_evaluations): timings must not overlap."""
     session_started: float = field(default_factory=time.time)
-    """When this session (the first run, or a --resume) began, epoch seconds: a generation interrupted in an
-    earlier session counts its time from here, never the hours the run lay stopped."""
+    """When this session's search (the first run, or a --resume) began, epoch seconds: a generation interrupted in
+    an earlier session counts its time from here, never the hours the run lay stopped."""

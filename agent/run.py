@@ -211,6 +211,8 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
         if started and _ended(snapshot):
             state = snapshot.values
         else:
+            check_feasible(problem or run.problem(), sandbox, config)
+            ctx.session_started = time.time()  # search time starts now, as generation 0's does after plan
             state = app.invoke(None if started else {"problem": problem or run.problem(), "generation": 0},
                                thread, context=ctx, durability="sync")
     except NonRetryableLLMError as e:
@@ -225,6 +227,26 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
     if config.audit:
         state = audit_best(state, sandbox, config)
     return write_results(run, state, state.get("stop_reason") or "done")
+
+
+def check_feasible(problem: Problem, sandbox: Sandbox, config: OptimizeConfig) -> None:
+    """Prepare the problem in the judge before the first LLM call, as `kevolve eval` does before its verdict
+    (sandbox.reference: the draws, truth and baselines the first evaluation would prepare, kept for it): a
+    problem whose data cannot fit, or that is broken, raises ProblemError here, before any call is paid for.
+    A sandbox without `reference` (a test fake) is left be; a judge that fails to start is left to the
+    evaluations, which retry it and report infra_error."""
+    from kevolve.sandbox.local import JudgeLost
+
+    reference = getattr(sandbox, "reference", None)
+    if reference is None:
+        return
+    t0 = time.monotonic()
+    try:
+        reference(problem, config.sandbox)
+    except JudgeLost as e:
+        log.warning("could not prepare %s before the first proposal: %s", problem.name, str(e).splitlines()[0][:200])
+        return
+    log.info("prepared %s in the judge in %.1f s", problem.name, time.monotonic() - t0)
 
 
 def _ended(snapshot) -> bool:  # noqa: ANN001 - a LangGraph StateSnapshot

@@ -29,7 +29,8 @@ def optimize_cmd(
                                                             "the same loop (needs --device cuda)")] = False,
     budget: Annotated[Optional[str], typer.Option(help="N candidates, $X dollars and/or a duration (30m), comma-separated")] = None,
     budget_usd: Annotated[Optional[float], typer.Option(min=0, help="stop once the LLM spend reaches this")] = None,
-    max_candidates: Annotated[Optional[int], typer.Option(min=1, help="stop after this many evaluations")] = None,
+    max_candidates: Annotated[Optional[int], typer.Option(min=1, help="stop after this many proposals, each one LLM call (a reply "
+                                                                         "without code or a duplicate counts)")] = None,
     time_limit: Annotated[Optional[str], typer.Option(help="stop after this long, e.g. 3600, 30m, 2h")] = None,
     target_speedup: Annotated[Optional[float], typer.Option(min=0, help="stop once this fast vs eager")] = None,
     patience: Annotated[Optional[int], typer.Option(min=1, help="generations without improvement before stopping")] = None,
