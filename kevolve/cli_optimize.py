@@ -141,6 +141,8 @@ def optimize_cmd(
         sys.stdout.write((result.run_dir / "report.md").read_text())
     if why := nothing_because_of_environment(result, config.llm.endpoint if config.llm else "the offline generator"):
         fail(why, code=1)
+    typer.echo(result.message, err=True)
+    raise typer.Exit(result.answer.exit_code)  # 0 improved, 4 nothing faster than eager, 5 nothing correct
 
 
 class Terminated(KeyboardInterrupt):
