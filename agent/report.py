@@ -109,7 +109,8 @@ def audit_section(trials: list[Trial]) -> str:
         return ""
     lines = ["## Audit", "", "The winner measured again in a fresh runner, on fresh inputs, with the judge's own clock "
              "(an overturned winner is `rejected` and the next fastest is audited).", "",
-             "| candidate | search's speedup | audit's speedup | judge's clock | verdict |", "|---|---|---|---|---|"]
+             "| candidate | search's speedup | audit's speedup (measured again) | judge's own clock, end to end "
+             "(launch work included) | verdict |", "|---|---|---|---|---|"]
     fmt = lambda x: "—" if x is None else f"{x:.3f}x"  # noqa: E731
     for t in audited:
         ev = t.evaluation

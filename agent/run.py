@@ -282,7 +282,7 @@ def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int
             break
         ev = audit(problem, best.candidate, config.sandbox, best.evaluation)
         trials = [t.model_copy(update={"evaluation": ev}) if t is best else t for t in trials]
-        log.info("audit of %s: %s", best.candidate.id, ev.audit.reason if ev.audit else ev.reason)
+        log.info("audit of %s: %s", best.candidate.id, ev.audit.summary if ev.audit else ev.reason)
         if ev.ok:
             break
     return {**state, "trials": trials}

@@ -190,6 +190,17 @@ class Audit(Record):
         "a second audit, in another fresh process on another seed, then decided"))
 
 
+    @property
+    def summary(self) -> str:
+        """One line that names each number it shows: the audit's own speedup, and the judge's end-to-end clock."""
+        if not self.passed:
+            return f"overturned: {self.reason}"
+        again = "—" if self.speedup is None else f"{self.speedup:.2f}x"
+        clock = "" if self.judge_clock_speedup is None else (
+            f"; by the judge's own clock, end to end (launch work included): {self.judge_clock_speedup:.2f}x")
+        return f"kept: {again} vs eager, measured again in a fresh process on fresh inputs{clock}"
+
+
 class Evaluation(Record):
     """The sandbox's verdict on one candidate. Always returned, never raised."""
 
