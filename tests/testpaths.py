@@ -24,6 +24,15 @@ def unavailable(why: str) -> None:
     pytest.skip(why)
 
 
+def needs_psycopg() -> None:
+    """Skip a test that opens a PostgreSQL URL where the driver is not installed (the answer is then the install
+    hint, not the connection's error); on CI, which installs it, fail instead (`unavailable`)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        unavailable("psycopg is not installed (pip install 'kevolve[archive]'): no PostgreSQL URL can be tried")
+
+
 def bench_exit_code(run_dir: Path) -> int:
     """The exit code `kevolve bench` documents for the verdicts in its run folder (results.jsonl, as its writer
     wrote it): 0 when some problem has a kernel faster than eager, 4 when none beat eager, 5 when none was correct.

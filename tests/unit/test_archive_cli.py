@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from testpaths import needs_psycopg
 
 from kevolve.archive.embed import HashingEmbedder
 from kevolve.archive.store import Archive
@@ -68,6 +69,8 @@ def test_show_export_and_import(db: str, tmp_path: Path) -> None:
     (["search", "x", "--db", "sqlite:////proc/forbidden/a.db"], "cannot"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
+    if any(a.startswith("postgresql+psycopg://") for a in args):
+        needs_psycopg()
     (tmp_path / "bad.jsonl").write_text("[1, 2\n")
     r = run(*[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert r.returncode == 2, (r.stdout, r.stderr)
