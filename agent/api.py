@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -10,7 +11,10 @@ from typing import Any
 from kevolve.agent.config import LLMConfig
 from kevolve.agent.llm.base import LLM
 from kevolve.agent.result import Result
+from kevolve.records import Answer
 from kevolve.sandbox import Sandbox
+
+log = logging.getLogger(__name__)
 
 
 def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inputs: Sequence[Any] | None = None,
@@ -22,7 +26,9 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
              env: Mapping[str, str] | None = None, evolution: Mapping[str, object] | None = None,
              sandbox_options: Mapping[str, object] | None = None, prompts: str | Path | None = None,
              offline: bool = False, language: str | None = None) -> Result:
-    """Optimize a module and return the Result (its `load_model_class()` gives the drop-in ModelNew).
+    """Optimize a module and return the Result: its `load_model_class()` gives the drop-in ModelNew when the run
+    found a correct kernel faster than eager (`result.answer` is 'improved'); otherwise it gives the original
+    `Model` back, and this function logs a warning saying so ('nothing beat eager (best 0.23x): keep your module').
 
     `target` is a KernelBench file, 'path.py:ClassName', 'package.module:ClassName' (with `inputs` as
     spec strings such as 'float32[32,1024]'), or an nn.Module instance / class (with `inputs` as example
@@ -59,8 +65,12 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
             problem = problem_from_module(target, inputs or (), [] if init is None or isinstance(init, str) else init)
     cache_dir = config.llm.cache_dir if config.llm is not None else None
     wrapped = llm if isinstance(llm, str) or cache_dir is None else _cached(llm, cache_dir)
-    return run_optimize(problem, config, llm=None if isinstance(wrapped, str) else wrapped, sandbox=sandbox,
-                        resume=resume)
+    result = run_optimize(problem, config, llm=None if isinstance(wrapped, str) else wrapped, sandbox=sandbox,
+                          resume=resume)
+    if result.answer is not Answer.IMPROVED:
+        log.warning("kevolve.optimize, run %s: %s (result.load_model_class() returns the original Model)",
+                    result.run_id, result.message)
+    return result
 
 
 def _cached(llm: LLM, cache_dir: Path) -> LLM:

@@ -83,8 +83,12 @@ class EvolutionConfig(Record):
 class StopConfig(Record):
     """When a run ends (whichever comes first)."""
 
-    max_candidates: int = Field(default=40, ge=1, description="proposals evaluated (duplicates not counted)")
-    budget_usd: float | None = Field(default=None, description="LLM spend limit")
+    max_candidates: int = Field(default=40, ge=1, description=(
+        "proposals made, each one LLM call (or offline candidate), whatever came back: a verdict, a reply without "
+        "code, a duplicate or an LLM error"))
+    budget_usd: float | None = Field(default=None, description=(
+        "LLM spend limit: a generation gets no more calls than the dollars left pay for at the dearest a call may "
+        "cost (agent/budget.py)"))
     time_limit_s: float | None = Field(default=None, description="wall-clock limit of the search")
     target_speedup: float | None = Field(default=None, description="stop once a candidate is this fast vs eager")
     patience: int = Field(default=4, ge=1, description="generations without improvement before stopping")

@@ -7,6 +7,7 @@ patching module globals.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -52,3 +53,6 @@ class Context:
     """Set by the first permanent LLM error (bad key, unknown model): no further call is sent."""
     eval_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(1))
     """Evaluations allowed at once (config.parallel_evaluations): timings must not overlap."""
+    session_started: float = field(default_factory=time.time)
+    """When this session's search (the first run, or a --resume) began, epoch seconds: a generation interrupted in
+    an earlier session counts its time from here, never the hours the run lay stopped."""

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
+from kevolve.agent.budget import budget_reason
 from kevolve.agent.config import EvolutionConfig, StopConfig
 from kevolve.agent.state import Job, Trial
 from kevolve.records import Origin, Outcome
@@ -200,20 +201,17 @@ def best_candidate(trials: Iterable[Trial]) -> Trial | None:
 
 
 def stop_reason(trials: Sequence[Trial], best_history: Sequence[float], elapsed_s: float,
-                generation: int, cfg: StopConfig) -> str | None:
-    """The first stop rule that fires, as a one-line reason; None to go on."""
-    evaluated = sum(1 for t in trials if t.status == "evaluated")
-    spent = sum(t.cost_usd for t in trials)
+                generation: int, cfg: StopConfig, call_cost: float = 0.0) -> str | None:
+    """The first stop rule that fires, as a one-line reason; None to go on. `call_cost`: what the next LLM call
+    may cost at most (budget.dearest_call)."""
     best = best_history[-1] if best_history else 0.0
     last = [t for t in trials if t.job.generation == generation - 1]
     if last and all(t.status == "llm_error" for t in last):  # the model is down: more generations cannot help
         return f"llm_error: every proposal of generation {generation - 1} failed at the LLM ({last[-1].note[:200]})"
     if cfg.target_speedup is not None and best >= cfg.target_speedup:
         return f"target: reached {best:.2f}x (target {cfg.target_speedup:.2f}x)"
-    if evaluated >= cfg.max_candidates:
-        return f"max_candidates: {evaluated} candidates evaluated"
-    if cfg.budget_usd is not None and spent >= cfg.budget_usd:
-        return f"budget: spent ${spent:.4f} of ${cfg.budget_usd:.4f}"
+    if over := budget_reason(trials, cfg, call_cost):
+        return over
     if cfg.time_limit_s is not None and elapsed_s >= cfg.time_limit_s:
         return f"time_limit: {elapsed_s:.0f}s of {cfg.time_limit_s:.0f}s"
     if generation >= cfg.max_generations:

@@ -9,6 +9,7 @@ from kevolve.agent.evolution import best_candidate
 from kevolve.agent.result import LineageStep, Result
 from kevolve.agent.rundir import RunFolder
 from kevolve.agent.state import RunState, Trial
+from kevolve.records import Answer
 
 
 def _changed(a: str, b: str) -> int:
@@ -40,6 +41,7 @@ def summarize(run: RunFolder, state: RunState, reason: str) -> Result:
     outcomes = Counter(t.evaluation.outcome.value if t.evaluation else t.status for t in trials)
     return Result(
         run_id=run.run_id, run_dir=run.path, problem=state["problem"].name, stop_reason=reason,
+        answer=Answer.NONE_CORRECT if ev is None else Answer.of(ev.speedup or 0.0),
         best_candidate_id=best.candidate_id if best else None,
         best_path=run.path / "best_model.py" if best else None,
         speedup=ev.speedup if ev else None, speedup_vs_compile=ev.speedup_vs_compile if ev else None,
@@ -85,10 +87,19 @@ def render_report(r: Result) -> str:
                   "|---|---|---|---|---|---|"]
         lines += [f"| {s.generation} | {s.operator} | `{s.candidate_id}` | {s.outcome} | {fmt(s.speedup, 'x')} | "
                   f"{s.lines_changed} |" for s in r.lineage]
-        lines += ["", f"Drop-in replacement: `{r.best_path}` (class `ModelNew`, same constructor as `Model`)."]
-    else:
-        lines += ["No candidate was correct."]
+    lines += ["", _answer(r)]
     return "\n".join(lines) + "\n"
+
+
+def _answer(r: Result) -> str:
+    """report.md's closing line: a drop-in replacement only for a kernel faster than eager."""
+    if r.answer is Answer.IMPROVED:
+        return (f"Drop-in replacement ({r.speedup:.2f}x faster than PyTorch eager): `{r.best_path}` (class `ModelNew`, "
+                "same constructor as `Model`).")
+    if r.answer is Answer.NOT_FASTER:
+        return (f"**Nothing beat eager (best {r.speedup or 0:.2f}x): keep your module.** The fastest correct "
+                f"candidate, slower than PyTorch eager, is in `{r.best_path}` for reference.")
+    return "No candidate was correct: keep your module."
 
 
 def audit_section(trials: list[Trial]) -> str:
@@ -98,7 +109,8 @@ def audit_section(trials: list[Trial]) -> str:
         return ""
     lines = ["## Audit", "", "The winner measured again in a fresh runner, on fresh inputs, with the judge's own clock "
              "(an overturned winner is `rejected` and the next fastest is audited).", "",
-             "| candidate | search's speedup | audit's speedup | judge's clock | verdict |", "|---|---|---|---|---|"]
+             "| candidate | search's speedup | audit's speedup (measured again) | judge's own clock, end to end "
+             "(launch work included) | verdict |", "|---|---|---|---|---|"]
     fmt = lambda x: "—" if x is None else f"{x:.3f}x"  # noqa: E731
     for t in audited:
         ev = t.evaluation
@@ -122,8 +134,9 @@ def write_results(run: RunFolder, state: RunState, reason: str) -> Result:
             run.save_candidate(t.candidate, t.evaluation)
     best = best_candidate(state.get("trials", []))
     if best is not None and best.candidate is not None:
+        slower = "" if r.answer is Answer.IMPROVED else ": SLOWER than PyTorch eager, keep your module"
         header = (f"# kevolve: fastest verified ModelNew for {r.problem} "
-                  f"({r.speedup or 0:.2f}x vs eager), run {r.run_id}, candidate {best.candidate.id}\n")
+                  f"({r.speedup or 0:.2f}x vs eager{slower}), run {r.run_id}, candidate {best.candidate.id}\n")
         run.write_text("best_model.py", header + best.candidate.source)
     run.write_json("lineage.json", [s.model_dump() for s in r.lineage])
     diffs = lineage_diffs(r, state.get("trials", []))

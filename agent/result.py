@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 from pathlib import Path
 
 from pydantic import Field
 
-from kevolve.records import Record
+from kevolve.records import Answer, Record
+
+log = logging.getLogger(__name__)
 
 
 class LineageStep(Record):
@@ -31,7 +34,10 @@ class Result(Record):
     problem: str
     stop_reason: str
     best_candidate_id: str | None = None
-    best_path: Path | None = Field(default=None, description="best_model.py: the drop-in ModelNew")
+    answer: Answer = Field(default=Answer.NONE_CORRECT, description=(
+        "improved (a correct kernel faster than eager), not_faster (keep your module) or none_correct"))
+    best_path: Path | None = Field(default=None, description=(
+        "best_model.py: the fastest correct ModelNew; a drop-in replacement only when `answer` is improved"))
     speedup: float | None = Field(default=None, description="vs PyTorch eager")
     speedup_vs_compile: float | None = None
     best_ms: float | None = None
@@ -48,12 +54,28 @@ class Result(Record):
     elapsed_s: float = 0.0
     lineage: tuple[LineageStep, ...] = ()
 
-    def load_model_class(self) -> type:
-        """Import best_model.py and return its ModelNew: `ModelNew(*init_args)` replaces the module."""
-        if self.best_path is None:
-            raise LookupError(f"run {self.run_id} found no correct candidate ({self.stop_reason})")
-        spec = importlib.util.spec_from_file_location(f"kevolve_best_{self.run_id.replace('-', '_')}", self.best_path)
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod.ModelNew
+    @property
+    def message(self) -> str:
+        """One line for the user: what the run found and what to do with it."""
+        line = self.answer.line(self.speedup)
+        if self.answer is Answer.IMPROVED:
+            return f"{line}: drop in {self.best_path} (class ModelNew, same constructor as Model)"
+        return line
+
+    def load_model_class(self, even_if_slower: bool = False) -> type:
+        """The class to use in place of the module: best_model.py's ModelNew when the run improved on eager
+        (`ModelNew(*init_args)` replaces the module); otherwise the original `Model` (the run's problem.py),
+        with a logged warning saying why. `even_if_slower` returns the fastest correct ModelNew regardless."""
+        if self.answer is Answer.IMPROVED or (even_if_slower and self.best_path is not None):
+            assert self.best_path is not None
+            return _load(self.best_path, f"kevolve_best_{self.run_id.replace('-', '_')}").ModelNew
+        log.warning("run %s: %s; returning the original Model", self.run_id, self.message)
+        return _load(self.run_dir / "problem.py", f"kevolve_problem_{self.run_id.replace('-', '_')}").Model
+
+
+def _load(path: Path, name: str):  # noqa: ANN202 - a module
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

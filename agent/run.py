@@ -207,10 +207,12 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
         started = bool(snapshot.values)
         if started:
             ctx.novelty.sync(snapshot.values.get("trials", []))
-            log.info("resuming run %s at %s", run.run_id, ", ".join(snapshot.next) or "its end")
-        if started and not snapshot.next:
+            log.info("resuming run %s at %s", run.run_id, _resume_point(snapshot))
+        if started and _ended(snapshot):
             state = snapshot.values
         else:
+            check_feasible(problem or run.problem(), sandbox, config)
+            ctx.session_started = time.time()  # search time starts now, as generation 0's does after plan
             state = app.invoke(None if started else {"problem": problem or run.problem(), "generation": 0},
                                thread, context=ctx, durability="sync")
     except NonRetryableLLMError as e:
@@ -225,6 +227,40 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
     if config.audit:
         state = audit_best(state, sandbox, config)
     return write_results(run, state, state.get("stop_reason") or "done")
+
+
+def check_feasible(problem: Problem, sandbox: Sandbox, config: OptimizeConfig) -> None:
+    """Prepare the problem in the judge before the first LLM call, as `kevolve eval` does before its verdict
+    (sandbox.reference: the draws, truth and baselines the first evaluation would prepare, kept for it): a
+    problem whose data cannot fit, or that is broken, raises ProblemError here, before any call is paid for.
+    A sandbox without `reference` (a test fake) is left be; a judge that fails to start is left to the
+    evaluations, which retry it and report infra_error."""
+    from kevolve.sandbox.local import JudgeLost
+
+    reference = getattr(sandbox, "reference", None)
+    if reference is None:
+        return
+    t0 = time.monotonic()
+    try:
+        reference(problem, config.sandbox)
+    except JudgeLost as e:
+        log.warning("could not prepare %s before the first proposal: %s", problem.name, str(e).splitlines()[0][:200])
+        return
+    log.info("prepared %s in the judge in %.1f s", problem.name, time.monotonic() - t0)
+
+
+def _ended(snapshot) -> bool:  # noqa: ANN001 - a LangGraph StateSnapshot
+    """Did the graph reach its end? Not merely "nothing next": after Ctrl-C, LangGraph lets the step's tasks in
+    flight finish and keeps their writes, but never commits the step; `get_state` then applies those writes and
+    reports no next node, while the step's tasks are still listed. Only a finished graph has neither."""
+    return not snapshot.next and not snapshot.tasks
+
+
+def _resume_point(snapshot) -> str:  # noqa: ANN001 - a LangGraph StateSnapshot
+    if _ended(snapshot):
+        return "its end"
+    names = snapshot.next or tuple(t.name for t in snapshot.tasks)
+    return ", ".join(names) + ("" if snapshot.next else " (finished before the interruption; committed now)")
 
 
 def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int = 3) -> dict:
@@ -246,7 +282,7 @@ def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int
             break
         ev = audit(problem, best.candidate, config.sandbox, best.evaluation)
         trials = [t.model_copy(update={"evaluation": ev}) if t is best else t for t in trials]
-        log.info("audit of %s: %s", best.candidate.id, ev.audit.reason if ev.audit else ev.reason)
+        log.info("audit of %s: %s", best.candidate.id, ev.audit.summary if ev.audit else ev.reason)
         if ev.ok:
             break
     return {**state, "trials": trials}

@@ -16,6 +16,7 @@ from kevolve.runfiles import RunFileError, RunFiles
 
 log = logging.getLogger(__name__)
 BATCH = 256
+EXPORT_SUFFIXES = {".jsonl": "jsonl", ".parquet": "parquet"}
 
 
 @dataclass
@@ -29,8 +30,12 @@ class ImportReport:
 
 
 def export(archive: Archive, path: Path, fmt: str | None = None, filters: KernelFilter | None = None) -> int:
-    """Write matching kernels (default: every outcome) to ``path``; the format follows the suffix."""
-    fmt = fmt or ("parquet" if path.suffix == ".parquet" else "jsonl")
+    """Write matching kernels (default: every outcome) to ``path``; the format follows the suffix (.jsonl or
+    .parquet) unless `fmt` names it. FileFormatError for another suffix: a `.csv` must not silently hold JSON."""
+    fmt = fmt or EXPORT_SUFFIXES.get(path.suffix.lower())
+    if fmt is None:
+        raise FileFormatError(f"{path.name}: cannot export to {path.suffix or 'a file without a suffix'}: "
+                              f"name it .jsonl or .parquet (or give --format jsonl|parquet)")
     rows = (to_row(k, src, ev, parents) for k, src, ev, parents in archive.iter_entries(filters or KernelFilter(outcome=None)))
     return write_rows(rows, path, fmt)
 

@@ -71,12 +71,14 @@ def _executor(args: BenchArgs, config: SandboxConfig, cache: BaselineCache, fing
 
 def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConfig,
               agent_config: object | None = None, archive_url: str | None = None) -> int:
-    """Returns the exit code: 0 when every planned evaluation reached a verdict.
+    """Returns the exit code: 1 while any planned evaluation has no verdict (infra_error, lost); else 0 when some
+    problem has a correct kernel faster than eager, 4 when none beat eager, 5 when none was correct.
 
     With `args.optimize`, the agent (configured by `agent_config`) first writes a solution per problem.
     Each verdict goes to the archive at `archive_url` (None: the default one) as `args.archive_ingest` says.
     """
     from kevolve.kernelbench.console import Progressor, console, print_summary
+    from kevolve.kernelbench.metrics import bench_answer
     from kevolve.kernelbench.report import write_reports
 
     fingerprint = device_fingerprint(args.devices[0])
@@ -122,7 +124,11 @@ def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConf
 
         print_phase_summary([r.evaluation for r in store.rows() if r.evaluation is not None])
     lost = getattr(executor, "lost_tasks", 0)
-    return 0 if infra == 0 and lost == 0 else 1
+    if infra or lost:
+        return 1  # unfinished: rerun the command (infra_error rows are evaluated again)
+    answer, line = bench_answer(store.rows())
+    console.print(line)
+    return answer.exit_code  # 0 improved, 4 nothing faster than eager, 5 nothing correct
 
 
 __all__ = ["BenchArgs", "open_run", "run_bench"]

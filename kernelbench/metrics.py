@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from pydantic import Field
 
 from kevolve.kernelbench.store import ResultRow
-from kevolve.records import Record
+from kevolve.records import Answer, Record
 
 FAST_PS = (0.0, 1.0, 1.5, 2.0)
 
@@ -116,4 +116,18 @@ def summarize(rows: list[ResultRow]) -> list[LevelSummary]:
     return out
 
 
-__all__ = ["FAST_PS", "LevelSummary", "ProblemResult", "geomean", "problem_results", "summarize"]
+__all__ = ["FAST_PS", "LevelSummary", "ProblemResult", "bench_answer", "geomean", "problem_results", "summarize"]
+
+
+def bench_answer(rows: list[ResultRow]) -> tuple[Answer, str]:
+    """The run's answer (its exit code) and one line: improved when some problem has a correct kernel faster than
+    eager, not_faster when kernels were correct but none beat eager, none_correct when none was correct."""
+    results = problem_results(rows)
+    speedups = [r.speedup for r in results if r.status == "ok" and r.speedup is not None]
+    answer = Answer.of(max(speedups) if speedups else None)
+    if answer is Answer.IMPROVED:
+        faster = sum(1 for x in speedups if x > 1.0)
+        return answer, f"{faster} of {len(results)} problem(s) faster than PyTorch eager (best {max(speedups):.2f}x)"
+    if answer is Answer.NOT_FASTER:
+        return answer, f"nothing beat eager on any problem (best {max(speedups):.2f}x): keep your modules"
+    return answer, f"no correct kernel for any of {len(results)} problem(s): keep your modules"

@@ -11,7 +11,7 @@ from typing import Annotated, Iterator, Optional
 
 import typer
 
-from kevolve.cli_common import fail
+from kevolve.cli_common import check_db_path, fail
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="The kernel archive: browse, search, export and import verified kernels.")
@@ -46,14 +46,18 @@ def _errors() -> Iterator[None]:
         fail(f"database error: {str(getattr(e, 'orig', None) or e).strip().splitlines()[0]}")
 
 
-def _open(db: str | None, embedder: str = "minilm"):  # noqa: ANN202
+def _open(db: str | None, embedder: str = "minilm", *, reading: bool):  # noqa: ANN202
+    """The archive at --db (else $KEVOLVE_DB, else the default home). `reading`: the command only reads, so it
+    creates nothing (cli_common.check_db_path)."""
     from kevolve.archive.db import default_url
     from kevolve.archive.embed import HashingEmbedder
     from kevolve.archive.store import Archive
 
     if embedder not in ("minilm", "hashing"):
         fail(f"--embedder must be minilm or hashing, not {embedder!r}")
-    return Archive(db or default_url(), embedder=HashingEmbedder() if embedder == "hashing" else None)
+    url = db or default_url()
+    check_db_path(url, bool(db or os.environ.get("KEVOLVE_DB")), reading)
+    return Archive(url, embedder=HashingEmbedder() if embedder == "hashing" else None)
 
 
 def _filters(level: int | None, op: str | None, device: str | None, min_speedup: float | None,
@@ -89,7 +93,7 @@ def search(
         except (OSError, UnicodeDecodeError) as e:
             fail(f"{query}: cannot read: {e}")
     with _errors():
-        hits = _open(db, embedder).search(text, k=k, filters=_filters(level, op, device, min_speedup, technique,
+        hits = _open(db, embedder, reading=True).search(text, k=k, filters=_filters(level, op, device, min_speedup, technique,
                                                                      any_outcome))
     if json_out:
         for h in hits:
@@ -112,7 +116,7 @@ def show(kernel_id: Annotated[str, typer.Argument(help="kernel id (or a unique p
          embedder: EmbedOpt = "minilm") -> None:
     """One kernel: source, evaluations, lineage."""
     with _errors():
-        d = _open(db, embedder).get(kernel_id)
+        d = _open(db, embedder, reading=True).get(kernel_id)
     if d is None:
         fail(f"no kernel {kernel_id!r} in the archive")
     if json_out:
@@ -121,13 +125,22 @@ def show(kernel_id: Annotated[str, typer.Argument(help="kernel id (or a unique p
     from rich.console import Console
     from rich.syntax import Syntax
 
-    k, con = d.kernel, Console()
-    con.print(f"[bold]{k.id}[/]  {k.problem_name} (level {k.level})  {k.outcome}  "
-              f"speedup {k.speedup or 0:.2f}x eager, {k.speedup_compile or 0:.2f}x compile  on {k.device or '?'}")
-    con.print(f"techniques: {', '.join(k.techniques) or '-'}   parents: {', '.join(d.parent_ids) or '-'}")
+    k, con = d.kernel, Console(soft_wrap=True)  # lines are never cut: piped to a file, the source stays whole
+    tty = sys.stdout.isatty()
+    level = "" if k.level is None else f" (level {k.level})"
+    speed = ", ".join(f"{x:.2f}x {vs}" for x, vs in ((k.speedup, "eager"), (k.speedup_compile, "compile"))
+                      if x is not None)
+    con.print(f"[bold]{k.id}[/]  {k.problem_name}{level}  {k.outcome}  speedup {speed or '—'}  on {k.device or '?'}",
+              highlight=False)
+    con.print(f"techniques: {', '.join(k.techniques) or '-'}   parents: {', '.join(d.parent_ids) or '-'}",
+              highlight=False)
     for e in d.evaluations:
-        con.print(f"  {e.created_at:%Y-%m-%d %H:%M}  {e.outcome:<14} {e.reason[:90]}")
-    con.print(Syntax(k.source or "", "python", line_numbers=True))
+        con.print(f"  {e.created_at:%Y-%m-%d %H:%M}  {e.outcome:<14} {e.reason if not tty else e.reason[:90]}",
+                  highlight=False, markup=False)
+    if tty:
+        con.print(Syntax(k.source or "", "python", line_numbers=True))
+    else:  # the code as it is, to be saved or diffed
+        sys.stdout.write((k.source or "").rstrip("\n") + "\n")
 
 
 @app.command("export")
@@ -145,7 +158,7 @@ def export_cmd(path: Annotated[Path, typer.Argument(help="output file: .jsonl or
         from kevolve.archive.transfer import export
 
         f = _filters(level, op, device, min_speedup, technique, not ok_only)
-        n = export(_open(db, embedder), path, fmt, f)
+        n = export(_open(db, embedder, reading=True), path, fmt, f)
     typer.echo(f"exported {n} kernels to {path}")
 
 
@@ -159,7 +172,7 @@ def import_cmd(path: Annotated[Path, typer.Argument(help="a run folder, or a .js
     with _errors():
         from kevolve.archive.transfer import import_path
 
-        r = import_path(_open(db, embedder), path, run_id)
+        r = import_path(_open(db, embedder, reading=False), path, run_id)
     if json_out:
         sys.stdout.write(json.dumps(r.__dict__) + "\n")
     else:
@@ -176,8 +189,33 @@ def serve(db: DbOpt = None, host: Annotated[str, typer.Option(help="address to l
 
         from kevolve.archive.api import create_app
 
-        arch = _open(db, embedder)
+        arch = _open(db, embedder, reading=False)  # the page can import (with a token): an empty archive serves
 
     token = os.environ.get("KEVOLVE_API_TOKEN") or None
-    typer.echo(f"serving {arch.url} on http://{host}:{port}/ (writes {'need a token' if token else 'disabled'})")
-    uvicorn.run(create_app(arch, token=token), host=host, port=port, log_level="warning")
+    sock = _listen(host, port)  # bound before a word is said: a busy port is one error line, nothing served
+    where = sock.getsockname()[:2]
+    typer.echo(f"serving {arch.url} on http://{where[0]}:{where[1]}/ (writes {'need a token' if token else 'disabled'})")
+    server = uvicorn.Server(uvicorn.Config(create_app(arch, token=token), log_level="warning"))
+    server.run(sockets=[sock])
+
+
+def _listen(host: str, port: int):  # noqa: ANN202 - a bound, listening socket.socket
+    """A socket bound to (host, port) and listening, or one `error:` line: the port busy, the address not here."""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        fail(f"cannot serve on {host}:{port}: {e.strerror}")
+    family, _, _, _, addr = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a restart need not wait
+    try:
+        sock.bind(addr)
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        busy = " (another program is listening there: stop it, or pick another --port)" if e.errno == errno.EADDRINUSE else ""
+        fail(f"cannot serve on {host}:{port}: {e.strerror}{busy}")
+    return sock

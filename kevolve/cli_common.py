@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn, TypeVar
 
 import typer
@@ -91,6 +92,36 @@ def ingest_mode(flag: str | None, no_archive: bool):  # noqa: ANN201 - an Ingest
         raise SettingsError(str(e)) from None
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file a sqlite:/// URL names; None for another database, an in-memory one, or a malformed URL (left
+    to the archive's own one-line error)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        u = make_url(url)
+    except ArgumentError:
+        return None
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":
+        return None
+    return Path(u.database).expanduser()
+
+
+def check_db_path(url: str, given: bool, reading: bool, flag: str = "--db") -> None:
+    """Refuse, in one line (exit 2), a SQLite archive that would be created by mistake. A command that only reads
+    never creates one: the file must exist. A command that writes creates the file, but the folders of a URL the
+    user gave (the flag or $KEVOLVE_DB) must exist, so a mistyped path is an error rather than new folders and an
+    empty archive somewhere else; the default home (~/.kevolve) is kevolve's own to create."""
+    path = sqlite_file(url)
+    if path is None:
+        return
+    if given and not path.parent.is_dir():
+        fail(f"cannot open the archive at {url}: no such folder {path.parent} (check {flag}, or create the folder)")
+    if reading and not path.is_file():
+        where = "" if given else " yet (kevolve optimize, bench and archive import fill it)"
+        fail(f"no archive at {path}{where}")
+
+
 def check_archive(db: str | None, ingest: object, retrieve: bool) -> str | None:
     """The archive URL (flag, else $KEVOLVE_DB / $KEVOLVE_HOME), opened now when ingest is on, so that an
     unreachable database is one line here rather than a failure mid-run. Exits 2 on error."""
@@ -109,6 +140,7 @@ def check_archive(db: str | None, ingest: object, retrieve: bool) -> str | None:
         return None
     url = db or default_url(dict(os.environ))
     if ingest is not IngestMode.NONE:  # retrieval alone never creates an archive and skips a broken one
+        check_db_path(url, bool(db or os.environ.get("KEVOLVE_DB")), reading=False, flag="--archive-db")
         try:
             open_archive(url)
         except ArchiveError as e:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -28,7 +29,8 @@ def optimize_cmd(
                                                             "the same loop (needs --device cuda)")] = False,
     budget: Annotated[Optional[str], typer.Option(help="N candidates, $X dollars and/or a duration (30m), comma-separated")] = None,
     budget_usd: Annotated[Optional[float], typer.Option(min=0, help="stop once the LLM spend reaches this")] = None,
-    max_candidates: Annotated[Optional[int], typer.Option(min=1, help="stop after this many evaluations")] = None,
+    max_candidates: Annotated[Optional[int], typer.Option(min=1, help="stop after this many proposals, each one LLM call (a reply "
+                                                                         "without code or a duplicate counts)")] = None,
     time_limit: Annotated[Optional[str], typer.Option(help="stop after this long, e.g. 3600, 30m, 2h")] = None,
     target_speedup: Annotated[Optional[float], typer.Option(min=0, help="stop once this fast vs eager")] = None,
     patience: Annotated[Optional[int], typer.Option(min=1, help="generations without improvement before stopping")] = None,
@@ -123,18 +125,33 @@ def optimize_cmd(
         started.append(run.run_id)
         typer.echo(f"run {run.run_id}: {run.path}", err=True)
 
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         result = run_optimize(problem, config, resume=resume, on_start=announce, archive_url=db_url)
     except OptimizeError as e:
         fail(str(e), code=2 if isinstance(e, UsageError) else 1)
-    except KeyboardInterrupt:
-        fail(f"interrupted; continue with: kevolve optimize --resume {started[0] if started else '…'}", code=130)
+    except KeyboardInterrupt as e:
+        fail(f"{'terminated' if isinstance(e, Terminated) else 'interrupted'}; continue with: kevolve optimize "
+             f"--resume {started[0] if started else '…'}", code=143 if isinstance(e, Terminated) else 130)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if json_out:
         sys.stdout.write(result.model_dump_json() + "\n")
     else:
         sys.stdout.write((result.run_dir / "report.md").read_text())
     if why := nothing_because_of_environment(result, config.llm.endpoint if config.llm else "the offline generator"):
         fail(why, code=1)
+    typer.echo(result.message, err=True)
+    raise typer.Exit(result.answer.exit_code)  # 0 improved, 4 nothing faster than eager, 5 nothing correct
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: the proposals and evaluations in flight finish and are kept, the sandbox
+    closes, and the run can be resumed (the default action would end the process where it stands)."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def nothing_because_of_environment(result, endpoint: str) -> str | None:  # noqa: ANN001 - an agent Result

@@ -42,6 +42,35 @@ class Origin(StrEnum):
     IMPORTED = "imported"
 
 
+class Answer(StrEnum):
+    """What a search (`optimize`) or a suite run (`bench`) has to offer, and its documented exit code."""
+
+    IMPROVED = "improved"  # a correct kernel faster than PyTorch eager: exit 0
+    NOT_FASTER = "not_faster"  # correct kernels, none faster than eager: keep your module; exit 4
+    NONE_CORRECT = "none_correct"  # no correct kernel at all; exit 5
+
+    @classmethod
+    def of(cls, best_speedup: float | None) -> Answer:
+        """The answer for the fastest correct kernel's speedup over eager (None: none was correct)."""
+        if best_speedup is None:
+            return cls.NONE_CORRECT
+        return cls.IMPROVED if best_speedup > 1.0 else cls.NOT_FASTER
+
+    @property
+    def exit_code(self) -> int:
+        """0 improved, 4 nothing faster, 5 nothing correct (1: the environment failed, 2: bad usage, 3: `bench
+        baselines` unfinished, 130/143: interrupted)."""
+        return {Answer.IMPROVED: 0, Answer.NOT_FASTER: 4, Answer.NONE_CORRECT: 5}[self]
+
+    def line(self, best_speedup: float | None) -> str:
+        """One line for the user: what to do with the result."""
+        if self is Answer.IMPROVED:
+            return f"{best_speedup:.2f}x faster than PyTorch eager"
+        if self is Answer.NOT_FASTER:
+            return f"nothing beat eager (best {best_speedup:.2f}x): keep your module"
+        return "no candidate was correct: keep your module"
+
+
 def content_hash(text: str) -> str:
     """Stable identifier for source text (first 16 hex digits of SHA-256)."""
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -161,6 +190,17 @@ class Audit(Record):
     first: str | None = Field(default=None, description=(
         "the first audit's one-line reason when it disagreed on the runner's timer alone (its fresh run ok): "
         "a second audit, in another fresh process on another seed, then decided"))
+
+
+    @property
+    def summary(self) -> str:
+        """One line that names each number it shows: the audit's own speedup, and the judge's end-to-end clock."""
+        if not self.passed:
+            return f"overturned: {self.reason}"
+        again = "—" if self.speedup is None else f"{self.speedup:.2f}x"
+        clock = "" if self.judge_clock_speedup is None else (
+            f"; by the judge's own clock, end to end (launch work included): {self.judge_clock_speedup:.2f}x")
+        return f"kept: {again} vs eager, measured again in a fresh process on fresh inputs{clock}"
 
 
 class Evaluation(Record):

@@ -30,6 +30,8 @@ def print_evaluation(ev: Evaluation) -> None:
     if ev.speedup_launch is not None and lt is not None and rt is not None:
         table.add_row("launch work counted", f"{ev.speedup_launch:.2f}x vs eager  [dim]{lt.median_ms:.4f} ms against "
                       f"{rt.median_ms:.4f} ms, the GPU idle at each call's start (KernelBench's timer)[/]")
+    if ev.audit is not None:
+        table.add_row("audit", ev.audit.summary)
     table.add_row("device", ev.device)
     table.add_row("phases", ", ".join(f"{k} {v:.1f}s" for k, v in ev.phase_s.items()))
     con.print(table)

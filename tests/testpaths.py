@@ -22,3 +22,27 @@ def unavailable(why: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI must run this backend: {why}")
     pytest.skip(why)
+
+
+def needs_psycopg() -> None:
+    """Skip a test that opens a PostgreSQL URL where the driver is not installed (the answer is then the install
+    hint, not the connection's error); on CI, which installs it, fail instead (`unavailable`)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        unavailable("psycopg is not installed (pip install 'kevolve[archive]'): no PostgreSQL URL can be tried")
+
+
+def bench_exit_code(run_dir: Path) -> int:
+    """The exit code `kevolve bench` documents for the verdicts in its run folder (results.jsonl, as its writer
+    wrote it): 0 when some problem has a kernel faster than eager, 4 when none beat eager, 5 when none was correct.
+    The tests' own kernels on the CPU may or may not beat eager on a given machine."""
+    from kevolve.kernelbench.metrics import bench_answer
+    from kevolve.kernelbench.store import ResultRow
+
+    lines = (Path(run_dir) / "results.jsonl").read_text().splitlines()
+    return bench_answer([ResultRow.model_validate_json(x) for x in lines if x.strip()])[0].exit_code
+
+
+# `kevolve optimize`'s exit code for its result's answer (kevolve.records.Answer).
+OPTIMIZE_EXIT = {"improved": 0, "not_faster": 4, "none_correct": 5}

@@ -7,6 +7,7 @@ import time
 
 from langgraph.runtime import Runtime
 
+from kevolve.agent.budget import budget_reason, next_call_cost, proposals_left
 from kevolve.agent.context import Context
 from kevolve.agent.evolution import plan_jobs
 from kevolve.agent.state import RunState
@@ -19,11 +20,12 @@ def plan(state: RunState, runtime: Runtime[Context]) -> dict[str, object]:
     trials = state.get("trials", [])
     ctx.novelty.sync(trials)
     gen = state.get("generation", 0)
-    evaluated = sum(1 for t in trials if t.status == "evaluated")
     islands = state.get("islands") or [[] for _ in range(ctx.config.evolution.islands)]
-    jobs = plan_jobs(trials, islands, gen, ctx.config.stop.max_candidates - evaluated, ctx.config.evolution)
+    call_cost = next_call_cost(ctx.config, trials)
+    jobs = plan_jobs(trials, islands, gen, proposals_left(trials, ctx.config.stop, call_cost), ctx.config.evolution)
     log.info("generation %d: %s", gen, ", ".join(f"{j.operator.value}@{j.island}" for j in jobs) or "nothing")
     update: dict[str, object] = {"jobs": jobs, "generation_started": time.time()}
     if not jobs:
-        update["stop_reason"] = "nothing_to_propose: no job left within the limits"
+        update["stop_reason"] = (budget_reason(trials, ctx.config.stop, call_cost)
+                                 or "nothing_to_propose: no job left within the limits")
     return update

@@ -7,6 +7,7 @@ import time
 
 from langgraph.runtime import Runtime
 
+from kevolve.agent.budget import next_call_cost
 from kevolve.agent.context import Context
 from kevolve.agent.evolution import best_candidate, by_id, migrate, stop_reason, update_islands
 from kevolve.agent.state import RunState
@@ -26,8 +27,10 @@ def select(state: RunState, runtime: Runtime[Context]) -> dict[str, object]:
         islands = migrate(islands, index, cfg.evolution)
     best = best_candidate(trials)
     history = [*state.get("best_history", []), (best.speedup or 0.0) if best else 0.0]
-    elapsed = state.get("elapsed_s", 0.0) + max(0.0, time.time() - state.get("generation_started", time.time()))
-    reason = stop_reason(trials, history, elapsed, gen + 1, cfg.stop)
+    now = time.time()
+    since = max(state.get("generation_started", now), runtime.context.session_started)  # not the time stopped
+    elapsed = state.get("elapsed_s", 0.0) + max(0.0, now - since)
+    reason = stop_reason(trials, history, elapsed, gen + 1, cfg.stop, next_call_cost(cfg, trials))
     log.info("generation %d done: best %s (%.2fx), islands %s%s", gen, best.candidate_id if best else "-",
              history[-1], [len(m) for m in islands], f"; stop: {reason}" if reason else "")
     return {"islands": islands, "best_id": best.candidate_id if best else None, "best_history": history,

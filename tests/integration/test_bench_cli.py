@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from testpaths import bench_exit_code
 
 pytestmark = pytest.mark.slow
 FAST = ["--device", "cpu", "--trials", "5", "--max-timing-s", "0.5", "--seed", "7", "--archive-ingest", "none"]
@@ -48,7 +49,7 @@ def test_full_mini_suite_gives_every_verdict_and_the_reports(fixtures: Path, cpu
     run_dir, db = tmp_path / "run", tmp_path / "archive.db"
     cmd = bench(fixtures, cpu_config.cache_dir, run_dir, "--level", "1,2,4", *ingest_into(db))
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.returncode == bench_exit_code(run_dir), r.stdout[-3000:] + r.stderr[-3000:]
     # every evaluated candidate went into the archive with its verdict, under this bench run
     evaluated = {x["candidate_id"]: x["status"] for x in rows(run_dir) if x["candidate_id"]}
     # every speedup is against eager timed interleaved with the candidate; the row says so
@@ -75,7 +76,7 @@ def test_full_mini_suite_gives_every_verdict_and_the_reports(fixtures: Path, cpu
     # one result file per candidate, beside the JSONL
     assert len(list((run_dir / "evals").rglob("*.json"))) == len(rows(run_dir)) == 13  # 10 candidates, 3 problem verdicts
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and "10 evaluation(s) already finished, 0 to go" in again.stdout
+    assert again.returncode == r.returncode and "10 evaluation(s) already finished, 0 to go" in again.stdout
     assert len(rows(run_dir)) == 13
 
 
@@ -98,7 +99,7 @@ def test_kill_9_mid_run_loses_at_most_the_evaluation_in_flight(fixtures: Path, c
     assert len(before) == 1
     assert set(archived(db)) <= {before[0]["candidate_id"]}  # nothing that was not evaluated
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.returncode == bench_exit_code(run_dir), r.stdout[-3000:] + r.stderr[-3000:]
     assert "1 evaluation(s) already finished, 1 to go" in r.stdout
     after = rows(run_dir)
     keys = [(x["problem_id"], x["label"], x["candidate_id"]) for x in after]
@@ -113,7 +114,7 @@ def test_ray_executor_runs_problems_as_tasks(fixtures: Path, cpu_config, tmp_pat
     run_dir = tmp_path / "run"
     cmd = bench(fixtures, cpu_config.cache_dir, run_dir, "--level", "2", "--problems", "1-2", "--executor", "ray")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.returncode == bench_exit_code(run_dir), r.stdout[-3000:] + r.stderr[-3000:]
     got = {(x["file"], x["label"]): (x["status"], x["worker"].split(":")[0]) for x in rows(run_dir)}
     assert got == {("1_Linear_ReLU.py", "1_Linear_ReLU"): ("ok", "ray"),
                    ("2_Add_Mul.py", "2_Add_Mul"): ("rejected", "ray"),  # policy_exit

@@ -66,7 +66,7 @@ def test_bench_files_an_oversized_problem_as_memory_limit_with_a_progress_line(f
     r = kevolve("bench", "--suite", str(tmp_path / "suite"), "--solutions", str(tmp_path / "sols"), "--level", "1",
                 "--run-dir", str(run_dir), "--cache-dir", str(cpu_config.cache_dir), "--device", "cpu",
                 "--archive-ingest", "none", "--memory-limit-gb", "0.5")
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert r.returncode == 5, r.stdout[-2000:] + r.stderr[-2000:]  # a verdict for every problem, none correct
     rows = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()]
     assert [x["status"] for x in rows] == ["memory_limit"]
     reason = rows[0]["reason"]

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from testpaths import BUILD_CACHE, FIXTURES
+from testpaths import BUILD_CACHE, FIXTURES, OPTIMIZE_EXIT
 from fake_llm_server import FakeLLMServer
 
 SOL = FIXTURES / "solutions"
@@ -82,8 +82,8 @@ def test_optimize_repairs_evolves_and_picks_the_fast_one_openai(server, tmp_path
     p = optimize([str(PROBLEM), "--llm", "openai:gpt-4o", "--runs-dir", str(tmp_path / "runs"), "--concurrency", "2",
                   "--json", "--quiet", *cache_args, *COMMON], env)
     out, err = p.communicate(timeout=1500)
-    assert p.returncode == 0, err[-3000:]
     result = json.loads(out)
+    assert p.returncode == OPTIMIZE_EXIT[result["answer"]], err[-3000:]  # the CPU ReLU may not beat eager
     check_picked_the_fast_one(result, server)
     run = Path(result["run_dir"])
     assert all(s.path.endswith("/chat/completions") for s in server.seen)
@@ -126,8 +126,8 @@ def test_kill_9_mid_run_then_resume_anthropic(server, tmp_path) -> None:
 
     second = optimize(["--resume", run_dir.name, "--runs-dir", str(runs), "--json", *cache_args], env)
     out, err2 = second.communicate(timeout=1500)
-    assert second.returncode == 0, err2[-3000:]
     result = json.loads(out)
+    assert second.returncode == OPTIMIZE_EXIT[result["answer"]], err2[-3000:]
     check_picked_the_fast_one(result, server)
     assert all(s.path.endswith("/messages") for s in server.seen)
     assert "resuming run" in err2

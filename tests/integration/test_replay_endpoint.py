@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from testpaths import BUILD_CACHE, FIXTURES
+from testpaths import BUILD_CACHE, FIXTURES, OPTIMIZE_EXIT
 
 from kevolve.agent.llm.replay import ReplayBook, ReplaySample, read_corpus, write_corpus
 from kevolve.agent.llm.replay_server import ReplayServer
@@ -62,8 +62,8 @@ def test_replayed_real_kernels_run_through_the_loop(server: ReplayServer, tmp_pa
                   "--jobs-per-generation", "2", "--concurrency", "2", "--patience", "1", "--max-candidates", "6",
                   "--seed", "5", "--timeout", "400", "--no-cache", "--runs-dir", str(tmp_path / "runs"), "--json",
                   "--quiet"], env)
-    assert r.returncode == 0, r.stderr[-3000:]
     result = json.loads(r.stdout)
+    assert r.returncode == OPTIMIZE_EXIT[result["answer"]], r.stderr[-3000:]  # the CPU ReLU may not beat eager
     run = Path(result["run_dir"])
     trials = [json.loads(x) for x in (run / "trials.jsonl").read_text().splitlines()]
     evaluated = [t for t in trials if t["status"] == "evaluated"]

@@ -56,6 +56,31 @@ def test_optimize_a_module_instance_returns_a_drop_in_replacement(fixtures, tmp_
     sys.modules.pop("user_layers", None)
 
 
+class SlowSandbox(OkSandbox):
+    """Every candidate correct and at 0.23x of eager's speed."""
+
+    def evaluate(self, problem, candidate, config) -> Evaluation:  # noqa: ANN001
+        ev = super().evaluate(problem, candidate, config)
+        return ev.model_copy(update={"timing": ev.timing.model_copy(update={"median_ms": 1.0 / 0.23})})
+
+
+def test_optimize_hands_back_the_original_module_when_nothing_beat_eager(fixtures, tmp_path, monkeypatch,
+                                                                          caplog) -> None:
+    monkeypatch.syspath_prepend(str(fixtures / "modules"))
+    from user_layers import ScaledRelu
+
+    with caplog.at_level("WARNING", logger="kevolve"):
+        result = kevolve.optimize(ScaledRelu(3.0), inputs=[torch.randn(4, 8)], init=[3.0],
+                                  llm=ScriptedLLM([("Task:", [FAST])]), device="cpu", max_candidates=1,
+                                  runs_dir=tmp_path, archive=False, sandbox=SlowSandbox(), env={}, llm_cache=False)
+        Model = result.load_model_class()  # noqa: N806
+    assert result.answer == "not_faster" and result.speedup == pytest.approx(0.23)
+    assert "nothing beat eager (best 0.23x): keep your module" in caplog.text
+    x = torch.randn(4, 8)
+    assert Model.__name__ == "ScaledRelu" and torch.equal(Model(3.0)(x), ScaledRelu(3.0)(x))
+    sys.modules.pop("user_layers", None)
+
+
 def test_optimize_by_path_and_class_with_input_specs(fixtures, tmp_path) -> None:
     sandbox = OkSandbox()
     target = f"{fixtures / 'modules' / 'user_layers.py'}:ScaledRelu"

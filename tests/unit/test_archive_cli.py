@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from testpaths import needs_psycopg
 
 from kevolve.archive.embed import HashingEmbedder
 from kevolve.archive.store import Archive
@@ -60,7 +61,7 @@ def test_show_export_and_import(db: str, tmp_path: Path) -> None:
     (["search", "x", "--db", "postgresql+psycopg://nobody:pw@127.0.0.1:1/none"], "cannot open the archive"),
     (["search", "x", "--db", "mysql://x"], "unsupported database"),
     (["search", "x", "--db", "::::"], "not a database URL"),
-    (["show", "nosuchkernel", "--db", "sqlite:///{tmp}/e.db"], "no kernel"),
+    (["show", "nosuchkernel", "--db", "sqlite:///{tmp}/e.db"], "no archive at"),  # a read creates nothing
     (["import", "{tmp}/missing.jsonl", "--db", "sqlite:///{tmp}/e.db"], "no such file"),
     (["import", "{tmp}/bad.jsonl", "--db", "sqlite:///{tmp}/e.db"], "not JSON"),
     (["export", "{tmp}/nodir/x.jsonl", "--db", "sqlite:///{tmp}/e.db"], "no such folder"),
@@ -68,7 +69,85 @@ def test_show_export_and_import(db: str, tmp_path: Path) -> None:
     (["search", "x", "--db", "sqlite:////proc/forbidden/a.db"], "cannot"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
+    if any(a.startswith("postgresql+psycopg://") for a in args):
+        needs_psycopg()
     (tmp_path / "bad.jsonl").write_text("[1, 2\n")
     r = run(*[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert needle in r.stderr and r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr
+
+
+# ---- issue 37: output that keeps the code, formats that are what they say, paths that are not made up
+
+@pytest.fixture
+def wide(tmp_path: Path) -> tuple[str, str]:
+    """(url, kernel id): one kernel with a 200-character source line, no level and no torch.compile timing,
+    stored by the archive's own writer."""
+    from kevolve.records import Candidate, Outcome
+
+    e = next(entries(1, seed=5))
+    cand = Candidate.from_source(e.candidate.source + "WIDE = '" + "x" * 200 + "'\n", e.problem.id, proposer="t")
+    ev = e.evaluation.model_copy(update={"candidate_id": cand.id, "outcome": Outcome.OK, "reason": "ok",
+                                         "timing": e.evaluation.ref_timing, "compile_ref_timing": None})
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    Archive(url, embedder=HashingEmbedder()).put(e.problem.model_copy(update={"level": None}), cand, ev)
+    return url, cand.id
+
+
+def cli(*args: str):  # noqa: ANN201 - a click Result
+    from typer.testing import CliRunner
+
+    from kevolve.cli import app
+
+    return CliRunner().invoke(app, ["archive", *args])
+
+
+def test_show_piped_keeps_every_source_line_whole_and_prints_no_unmeasured_number(wide) -> None:
+    url, kid = wide
+    r = cli("show", kid, "--db", url, "--embedder", "hashing")
+    assert r.exit_code == 0, r.output
+    assert "WIDE = '" + "x" * 200 + "'" in r.stdout.splitlines()  # one line, as stored: nothing cut at 80 columns
+    assert "level None" not in r.stdout and "compile" not in r.stdout.splitlines()[0]
+    assert "speedup 1.00x eager" in r.stdout.splitlines()[0]
+    missing = cli("show", "0123456789abcdef", "--db", url, "--embedder", "hashing")
+    assert missing.exit_code == 2 and "no kernel '0123456789abcdef'" in missing.stderr
+
+
+def test_export_refuses_a_suffix_it_would_not_write_naming_the_ones_it_does(wide, tmp_path: Path) -> None:
+    r = cli("export", str(tmp_path / "out.csv"), "--db", wide[0], "--embedder", "hashing")
+    assert r.exit_code == 2 and r.stderr.strip().count("\n") == 0
+    assert ".jsonl" in r.stderr and ".parquet" in r.stderr and not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("args", [["search", "relu"], ["show", "0123456789abcdef"], ["export", "{tmp}/k.jsonl"],
+                                  ["import", "{tmp}/k.jsonl"]])
+def test_a_mistyped_db_folder_is_refused_and_nothing_is_created(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "k.jsonl").write_text("")
+    r = cli(*[a.replace("{tmp}", str(tmp_path)) for a in args], "--db", f"sqlite:///{tmp_path}/nonexistent/dir/x.db",
+            "--embedder", "hashing")
+    assert r.exit_code == 2 and "no such folder" in r.stderr and r.stderr.strip().count("\n") == 0, r.output
+    assert not (tmp_path / "nonexistent").exists()
+
+
+def test_a_read_creates_no_archive(tmp_path: Path) -> None:
+    r = cli("search", "relu", "--db", f"sqlite:///{tmp_path}/typo.db", "--embedder", "hashing")
+    assert r.exit_code == 2 and f"no archive at {tmp_path}/typo.db" in r.stderr and not (tmp_path / "typo.db").exists()
+
+
+def test_serve_on_a_busy_port_is_one_error_line_and_never_says_serving(wide) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        r = cli("serve", "--db", wide[0], "--embedder", "hashing", "--port", str(busy.getsockname()[1]))
+    assert r.exit_code == 2 and "serving" not in r.stdout, r.output
+    assert r.stderr.startswith("error: cannot serve on 127.0.0.1:") and r.stderr.strip().count("\n") == 0
+
+
+def test_the_audit_line_names_each_speedup_it_shows() -> None:
+    from kevolve.records import Audit
+
+    line = Audit(passed=True, reason="ok", speedup=1.02, judge_clock_speedup=0.87).summary
+    assert line == ("kept: 1.02x vs eager, measured again in a fresh process on fresh inputs; by the judge's own "
+                    "clock, end to end (launch work included): 0.87x")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from testpaths import needs_psycopg
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -38,6 +39,8 @@ def test_bench_help_imports_no_torch_or_ray() -> None:
 ])
 def test_bad_input_is_one_line_exit_2(fixtures: Path, tmp_path: Path, args: list[str], msg: str) -> None:
     args = [a.format(suite=fixtures / "suite", missing=tmp_path / "nope") for a in args]
+    if any(a.startswith("postgresql+psycopg://") for a in args):
+        needs_psycopg()
     if "--solutions" not in args:
         args += ["--solutions", str(fixtures / "suite_solutions")]
     r = run(*args, "--device", "cpu")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from testpaths import needs_psycopg
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -51,6 +52,8 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, fixtures
 
     from kevolve.cli import app
 
+    if any(a.startswith("postgresql+psycopg://") for a in args):
+        needs_psycopg()
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     relu = str(fixtures / "problems" / "relu.py")

@@ -1,0 +1,74 @@
+"""The run's hard limits on proposals and LLM spend: pure functions of the trials, read by `plan` (how many
+jobs the next generation may have) and by the stop rules.
+
+Every LLM call counts against `max_candidates`, whatever came back (a verdict, a reply without code, a
+duplicate, an LLM error): each is one call the user pays for. The offline generator's proposals count when
+evaluated (one it repeats costs nothing and is not evaluated). A generation is planned only after every call
+of the last one has settled, so its jobs are bounded by the dollars left divided by what one call may cost
+at most; a run never spends more than `budget_usd` unless a call costs more than that bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from kevolve.agent.config import OptimizeConfig, StopConfig
+from kevolve.agent.llm.base import price
+from kevolve.agent.state import Trial
+
+# A translate prompt on the leaderboard corpus carried 793-1005 tokens (docs/optimize.md, "What a problem
+# costs"); before any call is seen, a call is priced at this many prompt tokens (archive examples add some).
+FIRST_PROMPT_TOKENS = 4_000
+OFFLINE = "offline"  # Candidate.proposer of the offline generator's candidates (agent/offline/proposer.py)
+
+
+def dearest_call(trials: Sequence[Trial], price_call: Callable[[int], float] | None) -> float:
+    """What the next LLM call may cost at most: the dearest call so far, or a full reply (max_tokens) after the
+    longest prompt seen (FIRST_PROMPT_TOKENS before any) at the model's price (`price_call(prompt_tokens)`),
+    whichever is more. 0 for a model without a price that has cost nothing yet (a local model, the offline
+    generator): no dollar limit can bind it."""
+    longest = max((t.prompt_tokens for t in trials), default=0) or FIRST_PROMPT_TOKENS
+    priced = price_call(longest) if price_call is not None else 0.0
+    return max([priced, *(t.cost_usd for t in trials)])
+
+
+def next_call_cost(config: OptimizeConfig, trials: Sequence[Trial]) -> float:
+    """What the run's next LLM call may cost at most (dearest_call), at its model's price."""
+    llm = config.llm
+    if llm is None:
+        return dearest_call(trials, None)
+    return dearest_call(trials, lambda prompt_tokens: price(llm.prices, llm.model, prompt_tokens, llm.max_tokens))
+
+
+def counted(trials: Sequence[Trial]) -> int:
+    """The proposals that spent `max_candidates`: every LLM call, and every evaluated offline candidate."""
+    return sum(1 for t in trials if t.status == "evaluated" or t.candidate is None or t.candidate.proposer != OFFLINE)
+
+
+def spent(trials: Sequence[Trial]) -> float:
+    return sum(t.cost_usd for t in trials)
+
+
+def proposals_left(trials: Sequence[Trial], cfg: StopConfig, call_cost: float) -> int:
+    """How many more proposals the limits allow: `max_candidates` less those made, and no more LLM calls than
+    the dollars left pay for at `call_cost` each (see dearest_call)."""
+    left = cfg.max_candidates - counted(trials)
+    if cfg.budget_usd is not None and call_cost > 0:
+        left = min(left, int((cfg.budget_usd - spent(trials)) / call_cost + 1e-9))
+    return max(0, left)
+
+
+def budget_reason(trials: Sequence[Trial], cfg: StopConfig, call_cost: float) -> str | None:
+    """The stop reason when the proposals or the dollars are used up; None while another call fits."""
+    if (made := counted(trials)) >= cfg.max_candidates:
+        evaluated = sum(1 for t in trials if t.status == "evaluated")
+        return f"max_candidates: {made} proposals made ({evaluated} evaluated)"
+    if cfg.budget_usd is None:
+        return None
+    used = spent(trials)
+    if used >= cfg.budget_usd:
+        return f"budget: spent ${used:.4f} of ${cfg.budget_usd:.4f}"
+    if call_cost > 0 and used + call_cost > cfg.budget_usd:
+        return (f"budget: spent ${used:.4f} of ${cfg.budget_usd:.4f}; the next call could cost up to "
+                f"${call_cost:.4f}")
+    return None

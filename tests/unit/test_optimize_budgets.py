@@ -1,0 +1,93 @@
+"""Budgets are hard: every LLM call counts against --max-candidates whatever came back, a dollar budget is
+never overspent, and a problem that cannot run here is refused before the first call (issue 37).
+
+The whole graph with a scripted LLM and the fake sandbox of test_graph_fake_sandbox (same interface)."""
+
+from __future__ import annotations
+
+import pytest
+from test_graph_fake_sandbox import PROBLEM, FakeSandbox, config, reply
+
+from kevolve.agent.budget import FIRST_PROMPT_TOKENS, dearest_call, proposals_left
+from kevolve.agent.config import EvolutionConfig, LLMConfig, StopConfig
+from kevolve.agent.llm.scripted import ScriptedLLM
+from kevolve.agent.run import UsageError, run_optimize
+from kevolve.agent.state import Job, Trial
+from kevolve.contract import ProblemTooLarge
+from kevolve.records import Origin
+
+
+class Priced(ScriptedLLM):
+    """A scripted LLM whose every reply costs `usd`, as a paid API's would."""
+
+    def __init__(self, rules, usd: float, **kw) -> None:  # noqa: ANN001, ANN003
+        super().__init__(rules, **kw)
+        self.usd = usd
+
+    def complete(self, messages, **opts):  # noqa: ANN001, ANN003, ANN201
+        return super().complete(messages, **opts).model_copy(update={"cost_usd": self.usd})
+
+
+def distinct_slow(n: int) -> list[str]:
+    return [reply("slow", f"v{i}") for i in range(n)]
+
+
+def test_replies_without_code_count_against_max_candidates(tmp_path) -> None:
+    llm = ScriptedLLM([], default="I would rather not write a kernel today.")
+    cfg = config(tmp_path).model_copy(update={"stop": StopConfig(max_candidates=3)})
+    r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=FakeSandbox())
+    assert len(llm.calls) == 3 and r.proposals == 3 and r.outcomes == {"no_code": 3}
+    assert r.stop_reason.startswith("max_candidates: 3 proposals")
+
+
+def test_duplicates_count_against_max_candidates(tmp_path) -> None:
+    llm = ScriptedLLM([("Task:", [reply("slow")])])  # the same source every time: one evaluation, then duplicates
+    sandbox = FakeSandbox()
+    cfg = config(tmp_path).model_copy(update={"stop": StopConfig(max_candidates=5, patience=10)})
+    r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=sandbox)
+    assert len(llm.calls) == 5 and sandbox.seen == ["slow"] and r.outcomes == {"ok": 1, "duplicate": 4}
+
+
+def test_a_dollar_budget_is_never_overspent(tmp_path) -> None:
+    llm = Priced([("Task:", distinct_slow(20))], usd=0.4)
+    r = run_optimize(PROBLEM, config(tmp_path, budget_usd=1.0), llm=llm, sandbox=FakeSandbox())
+    assert r.cost_usd <= 1.0 and len(llm.calls) == 2  # a third call at $0.40 would pass $1.00
+    assert r.stop_reason.startswith("budget: spent $0.8000 of $1.0000; the next call could cost up to $0.4000")
+
+
+def test_a_priced_model_gets_no_more_calls_than_a_full_reply_each_could_cost(tmp_path) -> None:
+    """gpt-4o at $2.5 / $10 per M tokens: before any call is seen, one may cost 4,000 prompt tokens and a full
+    8,192-token reply, $0.0919; so $0.20 buys two calls in generation 0 however cheap they turn out."""
+    llm = Priced([("Task:", distinct_slow(20))], usd=0.05)
+    cfg = config(tmp_path, budget_usd=0.2).model_copy(update={"llm": LLMConfig(provider="scripted", model="gpt-4o")})
+    cfg = cfg.model_copy(update={"evolution": EvolutionConfig(islands=1, jobs_per_generation=4, seed=7)})
+    r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=FakeSandbox())
+    first = [c for c in llm.calls if c[-1].content.startswith("Task: translate")]
+    assert len(first) == 2 and r.cost_usd <= 0.2 and r.stop_reason.startswith("budget")
+
+
+def test_dearest_call_and_proposals_left_are_pure_rules() -> None:
+    job = Job(id="g0-j0", operator=Origin.TRANSLATE, island=0, generation=0)
+    trials = [Trial(job=job, status="no_code", prompt_tokens=900, cost_usd=0.03)]
+    assert dearest_call([], lambda p: p / 1e5) == FIRST_PROMPT_TOKENS / 1e5
+    assert dearest_call(trials, lambda p: p / 1e5) == pytest.approx(0.03)  # the dearest seen beats 900 tokens' price
+    assert dearest_call(trials, None) == pytest.approx(0.03)
+    assert proposals_left(trials, StopConfig(max_candidates=10, budget_usd=0.1), 0.03) == 2  # $0.07 left
+    assert proposals_left(trials, StopConfig(max_candidates=2, budget_usd=None), 0.03) == 1
+
+
+class TooLarge(FakeSandbox):
+    """A sandbox on a machine where the problem's data cannot fit, as LocalSandbox reports it."""
+
+    def reference(self, problem, config):  # noqa: ANN001, ANN201
+        raise ProblemTooLarge("relu.py: memory_limit: checking candidates needs about 30.0 GiB of host memory")
+
+    def evaluate(self, problem, candidate, config):  # noqa: ANN001, ANN201
+        self.reference(problem, config)
+
+
+def test_a_problem_that_cannot_fit_is_refused_before_the_first_llm_call(tmp_path) -> None:
+    llm = ScriptedLLM([("Task:", distinct_slow(4))])
+    with pytest.raises(UsageError, match="memory_limit"):
+        run_optimize(PROBLEM, config(tmp_path), llm=llm, sandbox=TooLarge())
+    assert llm.calls == []
