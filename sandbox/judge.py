@@ -77,7 +77,9 @@ class ReferenceRunner:
         msg = self.runner.request(job.model_dump(), time.monotonic() + limit)
         if not (isinstance(msg, dict) and msg.get("op") == "ready"):
             raise h.StageError("problem_error", _over(msg, role, self.limit_gb)
-                               or f"the reference failed to load in its runner: {_why(msg)}")
+                               or (f"timeout: the {role} reference did not load within the time limit (--timeout "
+                                   f"{limit:g} s); raise --timeout" if isinstance(msg, Gone) and msg.timed_out else
+                                   f"the reference failed to load in its runner: {_why(msg)}"))
         self.slots.hide()  # mapped by the runner: no name another process could open them by
         for st in self.staging:
             for b in st:
@@ -125,7 +127,9 @@ class ReferenceRunner:
     def _read(self, msg: dict[str, Any] | Gone, nonce: int, part: str) -> StepResult:
         if isinstance(msg, Gone) or not msg.get("ok"):
             raise h.StageError("problem_error", _over(msg, self.role, self.limit_gb)
-                               or f"the reference failed in its runner: {_why(msg)}")
+                               or (f"timeout: a call of the {self.role} reference took longer than the time limit "
+                                   "(--timeout); raise --timeout" if isinstance(msg, Gone) and msg.timed_out else
+                                   f"the reference failed in its runner: {_why(msg)}"))
         try:
             res = StepResult.model_validate(msg)
         except ValueError:
@@ -148,7 +152,7 @@ class ReferenceRunner:
         # by the judge's clock, in batches as a candidate's are timed (clock.py): from the last warm-up
         # call's own time (trusted code), as many calls as hold BATCH_MS, on distinct slots
         est = self.call(pool[0], time.monotonic() + config.timeout_s).host_ms
-        n = batch_size(est, self.state.call_bytes(outputs=False), "cuda" if self.cuda else "cpu", 0)
+        n = min(batch_size(est, self.state.call_bytes(), "cuda" if self.cuda else "cpu", 0), self.room)
         windows: list[Window] = []
         empties: list[Window] = []
         t0 = time.monotonic()
@@ -160,7 +164,9 @@ class ReferenceRunner:
             keys = [pool[(len(windows) * n + k) % len(pool)] for k in range(n)]
             windows.append(self.batch(keys, time.monotonic() + config.timeout_s))
             times = call_times(windows, empties, [])
-            if enough(times, [], config.trials, time.monotonic() - t0, config.max_timing_s):
+            # its own time sizes the candidates' batches and too_slow, nothing finer: the speedup reads the
+            # reference's batches interleaved with each candidate's (Session._timing)
+            if enough(times, [], config.trials, time.monotonic() - t0, min(config.max_timing_s, _SUMMARY_S)):
                 break
         return stats(times, _method(config) + f"+batches_of_{n}")
 
@@ -173,6 +179,9 @@ class ReferenceRunner:
         self.runner.finish()
 
 
+_SUMMARY_S = 2.0  # at most this long timing a reference alone (its problem's summary), past five batches
+
+
 def _over(msg: Any, role: str, limit_gb: float) -> str | None:
     """The memory_limit reason when the reference's runner ended over its memory limit, else None."""
     if not (isinstance(msg, Gone) and msg.memory_exceeded):
@@ -183,9 +192,10 @@ def _over(msg: Any, role: str, limit_gb: float) -> str | None:
 
 def _why(msg: Any) -> str:
     if isinstance(msg, Gone):
+        if msg.timed_out:  # the user's limit, not the reference's fault: no log line of the harness's (issue 37)
+            return "it took longer than the time limit (--timeout); raise --timeout"
         last = (msg.log_tail.strip().splitlines() or [""])[-1][:200]
-        how = "timed out" if msg.timed_out else f"exit {msg.returncode}"
-        return f"runner {how}: {last}"
+        return f"runner exit {msg.returncode}: {last}"
     return str((msg or {}).get("reason") or msg)[:300]
 
 
