@@ -169,10 +169,9 @@ class Stepper:
         poisoned with each output's size, the caches flushed, the live threads noted.
 
         Done ahead, so that the judge's own clock, from its command to this runner's first answer, holds
-        the call, its output checks and its staging and nothing else of the harness: the judge compares
-        that clock with the times the runner claims (verdict.py: timer_mismatch), and any harness work
-        inside it is time a candidate that skips it could claim it did not spend. No candidate code runs
-        between this and the call but what the runner's own loop triggers (finalizers)."""
+        the calls, their output checks and their staging and nothing else of the harness (clock.py): the
+        same on the reference's side. No candidate code runs between this and the call but what the
+        runner's own loop triggers (finalizers)."""
         self._threads = frozenset(integrity.live_threads())
         integrity.poison_allocator(self.specs, self.device)
         self._flush()
@@ -215,10 +214,7 @@ class Stepper:
             if self.cuda:
                 _cuda_sync()  # type: ignore[misc]
         # CPU: the outputs at return, to see whether they change once forward has returned. Not in a
-        # reference's runner (trusted code, vet_threads off): a clone there sat inside the judge's window
-        # of every reference call and not of the candidate's (whose outputs are staged, a copy the judge
-        # takes off): the reference's window read ~0.05-0.1 ms longer on a 256 KB output, which the
-        # judge's clock took off the candidate's calls (timer_mismatch read a 1.8x forgery as ~1.3x)
+        # reference's runner (trusted code, vet_threads off): its threads are its library's
         at_return = None if self.cuda or not vet_threads else (
             list(self.staging) if staged else [o.detach().clone() for o in outs])
         res = StepResult(ok=True, ms=ms, wall_ms=wall, host_ms=host_ms, covered=covered, outputs=specs, staged=staged)
