@@ -105,13 +105,16 @@ class ReferenceRunner:
         self.last_cpu = None if None in (cpu0, cpu_a, cpu_v) else (cpu_a - cpu0, cpu_v - cpu_a)  # type: ignore[operator]
         return res
 
-    def batch(self, keys: list[str], deadline: float) -> Window:
-        """A batch of calls of the reference on these draws, timed by the judge's clock (clock.py); its CPU
-        in the window and in the vetting (`last_cpu`), as `call`'s."""
-        picks = self.slots.slots_for(keys)
+    def batch(self, keys: list[str], deadline: float, flush: Any = None) -> Window:
+        """A batch of calls of the reference on these draws, timed by the judge's clock (clock.py) from before
+        its draws are copied in and the caches flushed (`flush`), as a candidate's; its CPU in the window and
+        in the vetting (`last_cpu`), as `call`'s."""
         nonce = secrets.randbits(62) + 1
         cpu0 = self.runner.precise_cpu_seconds()
         t0 = time.perf_counter()
+        picks = self.slots.slots_for(keys)
+        if flush is not None:
+            flush()
         msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(picks))), "nonce": nonce},
                                   deadline)
         self.last_window_ms = (time.perf_counter() - t0) * 1e3
@@ -158,11 +161,9 @@ class ReferenceRunner:
         t0 = time.monotonic()
         while True:
             if len(windows) % EMPTY_EVERY == 0:
-                flush()
-                empties.append(self.batch([], time.monotonic() + config.timeout_s))
-            flush()
+                empties.append(self.batch([], time.monotonic() + config.timeout_s, flush))
             keys = [pool[(len(windows) * n + k) % len(pool)] for k in range(n)]
-            windows.append(self.batch(keys, time.monotonic() + config.timeout_s))
+            windows.append(self.batch(keys, time.monotonic() + config.timeout_s, flush))
             times = call_times(windows, empties, [])
             # its own time sizes the candidates' batches and too_slow, nothing finer: the speedup reads the
             # reference's batches interleaved with each candidate's (Session._timing)

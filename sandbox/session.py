@@ -275,11 +275,13 @@ class Session:
     def batch(self, keys: list[str], phase: str) -> Window:
         """One command of `len(keys)` calls on these draws (none: an empty batch), timed by the judge's
         own clock from its command to the runner's account (clock.py), every call's outputs checked."""
-        picks = self.slots.slots_for(keys)
-        self.flush()
+        # The clock starts before the draws are copied in: a thread of the candidate's that reads them while
+        # the judge fills the slots and flushes the caches works inside the window, not before it
         nonce = secrets.randbits(62) + 1
         cpu0 = self.runner.precise_cpu_seconds() if not self.config.is_cuda or phase in _CPU_PHASES else None
         t_send = time.perf_counter()
+        picks = self.slots.slots_for(keys)
+        self.flush()
         msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(keys))), "nonce": nonce},
                                   self.deadline)
         window = (time.perf_counter() - t_send) * 1e3
@@ -457,12 +459,11 @@ class Session:
         """An empty batch on each side: the round trip a batch's calls are timed beyond (clock.py)."""
         self.batch([], "empty")
         if self.eager is not None:
-            self.flush()
             self.facts.ref_empty.append(self._eager_batch([]))
 
     def _eager_batch(self, keys: list[str]) -> Window:
         try:
-            w = self.eager.batch(keys, self.deadline)
+            w = self.eager.batch(keys, self.deadline, self.flush)
         except ForgedAnswer as e:  # written while this candidate ran: its doing
             raise Verdict(e.status, e.reason) from None
         if keys and self.eager.last_cpu is not None:
@@ -473,7 +474,6 @@ class Session:
         """A timed batch of the candidate's, then the reference's on the same draws (its own slots)."""
         self.batch(keys, "timed")
         if self.eager is not None:
-            self.flush()
             t0 = time.perf_counter()
             self.facts.ref_batches.append(self._eager_batch(keys))
             self._acc("ref_calls", time.perf_counter() - t0)
@@ -497,7 +497,6 @@ class Session:
         pool, fresh, once = st.pool, st.keys("fresh"), st.keys("timing")
         self.facts.batch_draws = "timing" if once else "pool"
         if self.eager is not None:  # its first batch on this session's schedule, not kept
-            self.flush()
             self._eager_batch(pool[:1])
         self._empties()
         t0 = time.monotonic()
