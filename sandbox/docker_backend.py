@@ -146,6 +146,11 @@ class ContainerRunner(RunnerProcess):
     deadline; Docker's memory cgroup kills it past its limit (OOMKilled).
     """
 
+    def freeze(self, on: bool) -> None:
+        """Not frozen between commands (its process is the `docker` client, not the container; `docker pause`
+        would be the way): the container's own limits stand instead."""
+
+
     def __init__(self, client: Any, config: SandboxConfig, root: Path | None = None,
                  gpu_host: HostGpu | None = None) -> None:
         super().__init__(config.device, root, scratch_limit_gb=config.scratch_limit_gb)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -105,15 +106,32 @@ class RunnerProcess(WorkerProcess):
         threading.Thread(target=run, daemon=True, name=f"watch-{pgid}").start()
 
     def request(self, msg: dict[str, Any], deadline: float) -> dict[str, Any] | Gone:
+        self.freeze(False)
         try:
             self.ch.send(msg, alive=self.alive)
         except ChannelClosed:
             return self._closed()
         return self.receive(deadline)
 
+    def freeze(self, on: bool) -> None:
+        """Freeze the runner and everything it started between the judge's commands (its cgroup; else
+        SIGSTOP/SIGCONT of its process group), so that no thread of the candidate's works while the
+        reference runs, outputs are compared or the next draws are copied in. Thawed by `request`/`send`."""
+        if self.proc is None or self.proc.poll() is not None or on == getattr(self, "_frozen", False):
+            return
+        self._frozen = on
+        freeze = getattr(self.containment, "freeze", None)
+        if freeze is not None and freeze(on):
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGSTOP if on else signal.SIGCONT)
+        except (ProcessLookupError, PermissionError):
+            pass
+
     def send(self, msg: dict[str, Any]) -> None:
         """A command that needs no answer of its own (a batch's go-ahead to vet); a closed channel shows
         at the next `receive`."""
+        self.freeze(False)
         try:
             self.ch.send(msg, alive=self.alive)
         except ChannelClosed:

@@ -253,6 +253,7 @@ class Session:
                                              self.config.tolerance_factor, res.ms, res.wall_ms, note,
                                              judge_ms=judge_ms, host_ms=res.host_ms))
         self._vetted(nonce)  # compared first: what the runner writes into its staging from now on is not seen
+        self.runner.freeze(True)
         cpu_v = self.runner.precise_cpu_seconds() if cpu_a is not None else None
         if cpu0 is not None and cpu_a is not None and cpu_v is not None:
             self.facts.cpu_calls.append((cpu0, cpu_a, cpu_v, judge_ms))
@@ -278,6 +279,7 @@ class Session:
         # The clock starts before the draws are copied in: a thread of the candidate's that reads them while
         # the judge fills the slots and flushes the caches works inside the window, not before it
         nonce = secrets.randbits(62) + 1
+        self.runner.freeze(False)  # thawed first: its own cost is in neither side's window
         cpu0 = self.runner.precise_cpu_seconds() if not self.config.is_cuda or phase in _CPU_PHASES else None
         t_send = time.perf_counter()
         picks = self.slots.slots_for(keys)
@@ -307,6 +309,7 @@ class Session:
                                              self.state.draws[key].eager_err, self.config.tolerance_factor,
                                              each, each, note, judge_ms=each, host_ms=res.host_ms / len(keys)))
         self._vetted(nonce)
+        self.runner.freeze(True)  # until its next command: nothing of it runs while the judge works
         cpu_v = self.runner.precise_cpu_seconds() if cpu_a is not None else None
         if cpu0 is not None and cpu_a is not None and cpu_v is not None and phase in _CPU_PHASES:
             self.facts.cpu_calls.append((cpu0, cpu_a, cpu_v, window))
@@ -579,6 +582,7 @@ class Session:
         return self.state._prints  # type: ignore[attr-defined]
 
     def close(self) -> None:
+        self.runner.freeze(False)
         self.runner.close()
         self.slots.free()
         for s in self.staging:

@@ -4,8 +4,10 @@
 The eager reference is timed, interleaved, in another runner on the same cores exactly while this
 runner waits between its calls; a thread that exists before the first call is never "new" to the
 per-call background_thread check, and the runner is otherwise not watched while idle. The forward
-itself is an honest ReLU. Expected: rejected, background_cpu (the judge reads the runner's CPU time
-from /proc over the timing phase: far more than the time it spent inside calls).
+itself is PyTorch's ReLU. Expected: the thread never runs between calls: the judge freezes the runner's
+cgroup (SIGSTOP of its process group where there is none) from each answer to its next command, so it
+cannot slow the reference; what is left is a torch-only forward, rejected no_custom_kernel (before
+2026-11-26: background_cpu, the runner's CPU time beyond its calls; the rule stays for Docker runners).
 """
 import threading
 

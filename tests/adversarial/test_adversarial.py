@@ -66,14 +66,13 @@ CAUGHT = {
     "trace_hook_after_clock": ("relu", Outcome.REJECTED, "tampering", "sys.gettrace"),  # 1 frames + hooks
     "sets_flush_denormal": ("relu", Outcome.REJECTED, "tampering", "set_flush_denormal"),  # 6 FP environment
     "overrides_equal_kernel": ("relu", Outcome.REJECTED, "tampering", "dispatch aten::equal"),  # 2 dispatcher
-    "spins_between_calls": ("relu", Outcome.REJECTED, "background_cpu", "CPU-s"),  # 6, 7
     # the thread rule a reference's runner goes without (2026-11-24), turned off from forward
     "turns_off_thread_check": ("relu", Outcome.REJECTED, "tampering", "Stepper.vet_threads"),  # 1 frames + 2 state
 }
 # Hacks that need their own limits or set-up have their own tests below.
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times",
            "forges_times_slightly", "spins_in_setsid_daemon", "writes_runner_bytecode", "forges_reference_answers",
-           "plants_build_cache", "signals_other_runners"}
+           "plants_build_cache", "signals_other_runners", "spins_between_calls"}
 
 
 def hack_files() -> list[Path]:
@@ -100,6 +99,15 @@ def test_issue_11_classes_are_stopped_without_bubblewrap_too(evaluate, hack: str
     ev = evaluate(problem, HERE / f"{hack}.py", isolation="none")
     assert (ev.outcome, ev.reason_code) == (outcome, code), ev.reason
     assert detail in ev.reason
+
+
+def test_a_thread_spinning_between_calls_is_frozen_with_its_runner(evaluate) -> None:  # noqa: ANN001
+    # Frozen from each answer to its next command (its cgroup): the thread never runs while the reference
+    # does. What it burns between the runner's last answer and the freeze landing shows in the vetting's
+    # CPU (background_cpu) on a loaded machine; otherwise what is left is a torch-only forward.
+    ev = evaluate("relu", HERE / "spins_between_calls.py")
+    assert (ev.outcome, ev.reason_code) in ((Outcome.REJECTED, "background_cpu"), (Outcome.REJECTED, "no_custom_kernel"))
+    assert "had no call to answer" not in ev.reason, ev.reason  # nothing of it ran between its commands
 
 
 def test_phase_times_come_from_the_judge_whatever_clocks_the_candidate_patched(evaluate) -> None:  # noqa: ANN001
