@@ -147,11 +147,14 @@ def kill_daemons(mark: str) -> None:
 
 
 def spinning_daemon_verdict(ev, counted: bool) -> None:  # noqa: ANN001
-    """The daemon spins beside the timed calls: where the judge reads the runner's CPU time from its
-    cgroup (local runners on the CPU) that is `background_cpu`; where nothing counts an escaped
-    process (the subreaper's containment, a container) the honest ReLU is ok."""
+    """The daemon spins beside the timed calls. Where the runner has a cgroup (local runners on the CPU)
+    the daemon is in it: frozen with the runner between its commands (it cannot slow the reference), and
+    inside its windows its CPU is the candidate's own time (sandbox/clock.py), so the ReLU is either
+    `ok` at a speed that holds the daemon's work, or `background_cpu` where the daemon took more than a
+    core's share inside the windows. Where nothing counts an escaped process (the subreaper's
+    containment, a container) the honest ReLU is ok."""
     if counted:
-        assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "background_cpu"), ev.reason
+        assert ev.ok or (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "background_cpu"), ev.reason
     else:
         assert ev.ok, ev.reason
 
