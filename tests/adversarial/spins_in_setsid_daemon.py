@@ -3,8 +3,10 @@ setsid at import), where summing the group's CPU time missed it (an attack of my
 first background_cpu rule, 2026-11-24).
 
 It streams memory on the runner's cores for the whole evaluation while the forward is an honest ReLU.
-Expected: rejected, background_cpu, where the runner has a cgroup of its own (the cgroup's cpu.stat
-counts every process ever in it); with process-group containment the daemon is not counted.
+Expected, where the runner has a cgroup of its own: the daemon is frozen with the runner between its
+commands (it cannot slow the reference) and its CPU inside them is the candidate's own time (cpu.stat
+counts every process ever in the cgroup): ok at that slower speed, or background_cpu where it took more
+than a core's share inside the windows. With process-group containment the daemon is not counted.
 """
 import os
 import time

@@ -229,7 +229,10 @@ def test_a_setsid_daemon_spinning_beside_the_calls_is_counted_in_the_runners_cgr
     if choose().kind is not ContainmentKind.CGROUP:
         pytest.skip("escaped processes' CPU time is read from the worker's cgroup; this machine gives none")
     ev = evaluate("relu", HERE / "spins_in_setsid_daemon.py")
-    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "background_cpu"), ev.reason
+    # in the runner's cgroup: frozen with it between commands, its CPU the candidate's own time inside them
+    # (sandbox/clock.py); background_cpu where it took more than a core's share there
+    assert ev.ok or (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "background_cpu"), ev.reason
+    assert "had no call to answer" not in ev.reason, ev.reason
 
 
 @pytest.mark.parametrize("confine", ["auto", "off"])
