@@ -19,6 +19,7 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"  # before triton's first import: its language is decorated at import
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import re  # noqa: E402
@@ -47,26 +48,40 @@ def problem_files(args: argparse.Namespace) -> list[tuple[str, Path]]:
     return out
 
 
+@functools.lru_cache(maxsize=2)  # a problem's two sweeps (`--ragged`) shrink it once
+def _shrunk(source: str, budget: object) -> str:
+    from kevolve.agent.offline.shrink import shrink
+
+    return shrink(source, budget)  # type: ignore[arg-type]
+
+
 def sweep_file(path: Path, args: argparse.Namespace, uneven: bool = False) -> tuple[str, ProblemSweep | None]:
     """('' or why it was not swept, the sweep's record) of one problem file at shrunk sizes (`uneven`: each
     then made one less where the module allows, `shrink.ragged`)."""
-    from kevolve.agent.offline.shrink import Budget, ragged, shrink
+    from kevolve.agent.offline.shrink import Budget, ragged
     from kevolve.agent.offline.trace import TraceError
     from kevolve.agent.offline.triton_sweep import sweep_plan, triton_plan
     from kevolve.contract import load_problem, problem_from_source
 
-    problem = load_problem(path)
+    problem, kinds = load_problem(path), tuple(args.kinds.split(","))
+    try:  # at the problem's own sizes first: shrinking is the slow part, and most problems have no product
+        if triton_plan(problem, kinds) is None:
+            return f"no Triton group of kind {args.kinds}", None
+    except TraceError as e:
+        return f"no plan: {str(e).splitlines()[0][:120]}", None
     try:
-        small = shrink(problem.source, Budget(args.elements, args.flops))
+        small = _shrunk(problem.source, Budget(args.elements, args.flops))
+        if uneven and ragged(small) == small:
+            return "no top-level size can be made uneven", None
         problem = problem_from_source(ragged(small) if uneven else small, str(path))
     except Exception as e:  # noqa: BLE001 — not measurable on fake tensors: swept at its own sizes
         log.info("%s: not shrunk (%s: %s)", path, type(e).__name__, e)
     try:
-        plan = triton_plan(problem, tuple(args.kinds.split(",")))
+        plan = triton_plan(problem, kinds)
     except TraceError as e:
-        return f"no plan: {str(e).splitlines()[0][:120]}", None
+        return f"no plan at shrunk sizes: {str(e).splitlines()[0][:120]}", None
     if plan is None:
-        return f"no Triton group of kind {args.kinds}", None
+        return f"no Triton group of kind {args.kinds} at shrunk sizes", None
     try:
         return "", sweep_plan(plan, args.mutations, args.seed)
     except Exception as e:  # noqa: BLE001 — the reference itself (a module this sweep cannot run) is a skip
@@ -93,7 +108,8 @@ def summary(records: list[tuple[str, str, ProblemSweep]], skipped: int, kinds: s
     n_var = sum(len(r.variants) for _, _, r in records)
     out = max((v.err_inf / v.allowed_inf for v in ran), default=0.0)
     grp = max((v.group_err / v.group_allowed for v in ran), default=0.0)
-    return (f"swept {len(records)} (problem, sizes) pairs ({skipped} without a Triton {kinds} plan), {n_var} "
+    return (f"swept {len(records)} (problem, sizes) pairs ({skipped} skipped: no Triton {kinds} plan, or no "
+            f"uneven sizes), {n_var} "
             f"variants; largest error / allowance: output {out:.3f}, launches {grp:.3f}; largest launch error "
             f"{max((v.group_err for v in ran), default=0.0):.2e}; with a wrong variant: {len(bad)} {bad}")
 
@@ -112,6 +128,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--flops", type=float, default=2e7, help="shrink budget: product FLOPs of a forward")
     ap.add_argument("--ragged", action="store_true",
                     help="each problem a second time, its shrunk sizes made one less (partial tiles, masks)")
+    ap.add_argument("--verbose", action="store_true", help="say why each skipped problem was skipped")
     ap.add_argument("--out", default=None, help="folder for sweep.jsonl (one record per swept problem)")
     args = ap.parse_args(argv)
     if not args.fixtures and not args.suite:
@@ -122,6 +139,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s %(message)s", stream=sys.stderr)
+    log.setLevel(logging.INFO if args.verbose else logging.WARNING)
     records: list[tuple[str, str, ProblemSweep]] = []
     skipped = 0
     for (name, path), uneven in product(problem_files(args), (False, True) if args.ragged else (False,)):

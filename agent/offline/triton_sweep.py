@@ -164,10 +164,11 @@ def _group_error(plan: Plan, calls: list[_Call], factor: float) -> tuple[float, 
         up = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in c.args]
         with torch.no_grad():
             truth, twin = run_group(group, up), run_group(group, list(c.args))
-        if tuple(c.out.shape) != tuple(truth.shape):
+        finite = torch.isfinite(truth)
+        if tuple(c.out.shape) != tuple(truth.shape) or not torch.equal(torch.isfinite(c.out), finite):
             return float("inf"), worst[1]
-        err = rel_errors(c.out.double(), truth)[0]
-        allowed = factor * rel_errors(twin.double(), truth)[0] + FLOORS[torch.float32]
+        err = rel_errors(c.out.double(), truth, finite)[0]
+        allowed = factor * rel_errors(twin.double(), truth, finite)[0] + FLOORS[torch.float32]
         if err / allowed > worst[0] / worst[1]:
             worst = (err, allowed)
     return worst
@@ -194,14 +195,17 @@ def _result(name: str, desc: str, got: Any, truth: Any, eager: tuple[float, floa
     return VariantResult(name, desc, e_inf, e_2, *allowed, worst, *group)
 
 
-def sweep_plan(plan: Plan, mutations: int = 3, seed: int = 0, factor: float = 8.0) -> ProblemSweep:
-    """Every variant of a Triton plan on one draw of the module's inputs, against float64."""
+def sweep_plan(plan: Plan, mutations: int = 3, seed: int = 0, factor: float | None = None) -> ProblemSweep:
+    """Every variant of a Triton plan on one draw of the module's inputs, against float64 (`factor`: the
+    judge's tolerance factor, its configured default when None)."""
     from kevolve.agent.offline.coverage import reference
+    from kevolve.sandbox.config import SandboxConfig
     from kevolve.sandbox.correctness import rel_errors
 
     import torch
 
     t0 = time.monotonic()
+    factor = SandboxConfig.model_fields["tolerance_factor"].default if factor is None else factor
     model, inputs = reference(plan.problem)
     truth = _truth(model, inputs)
     if not isinstance(truth, torch.Tensor):
