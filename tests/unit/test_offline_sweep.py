@@ -95,7 +95,7 @@ def test_a_group_twin_given_float64_leaves_computes_in_float64():
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs triton")
 def test_the_sweep_script_runs_fixtures_under_the_interpreter_and_writes_its_records(tmp_path: Path):
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "offline_interpret_sweep.py"), "--fixtures",
-                          "--match", "^(linear_swish_scale|bmm)\\.py$", "--mutations", "1", "--out", str(tmp_path)],
+                          "--match", "^(linear_swish_scale|bmm)\\.py$", "--mutations", "0", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     recs = [json.loads(ln) for ln in (tmp_path / "sweep.jsonl").read_text().splitlines()]
