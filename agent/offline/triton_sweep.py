@@ -27,7 +27,8 @@ TRITON_KINDS = ("mm", "tconv")
 _MM_CHANGES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("ieee", {"precision": "ieee"}),
     ("split4", {"split_k": 4}),
-    ("split64", {"split_k": 64}),
+    ("split64k16", {"split_k": 64, "tile_k": 16}),  # as many slices as legal: shrunk Ks are short (L2 55, 56, 66:
+    # K = 256 at shrunk sizes is 8 steps of 32, too few for two slices; 16 steps of 16 allow two)
     ("tiles32x32x16w4", {"tile_m": 32, "tile_n": 32, "tile_k": 16, "warps": 4}),
     ("tiles64x128x64s2", {"tile_m": 64, "tile_n": 128, "tile_k": 64, "stages": 2}),
 )
