@@ -109,7 +109,8 @@ def compile_all(sources: list[str]) -> str:
     return ""
 
 
-def _reference(problem: object, seed: int = 0) -> tuple[object, list[object]]:
+def reference(problem: object, seed: int = 0) -> tuple[object, list[object]]:
+    """The module (eval mode; batch-norm running statistics that are not 0 / 1) and one draw of its inputs."""
     import torch
     from kevolve.agent.offline.trace import load_namespace
 
@@ -131,7 +132,7 @@ def ir_error(problem: object) -> tuple[str, float | None]:
     from kevolve.agent.offline.interpret import run_plan
 
     p = plan(problem)  # type: ignore[arg-type]
-    model, inputs = _reference(problem)
+    model, inputs = reference(problem)
     with torch.no_grad():
         want = model(*inputs)
         got = run_plan(p, model, inputs)  # type: ignore[arg-type]

@@ -44,7 +44,7 @@ def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
         from kevolve.agent.offline.direct import registry
 
         return registry()[group.kind].twin(group, leaves)
-    views = [torch.as_strided(torch.as_tensor(t, dtype=torch.float32).contiguous().reshape(-1), group.shape, spec.strides)
+    views = [torch.as_strided(torch.as_tensor(t, dtype=_dtype(t)).contiguous().reshape(-1), group.shape, spec.strides)
              for t, spec in zip(leaves, group.leaves, strict=True)]
     stats: list[torch.Tensor] = []
     memo: dict[Expr, torch.Tensor] = {}
@@ -75,6 +75,11 @@ def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
     for d in group.reduce_dims:
         out = out.narrow(d, 0, 1)
     return out.contiguous().reshape(group.out_shape)
+
+
+def _dtype(t: object) -> torch.dtype:
+    """float64 for a float64 leaf (a group's truth, `triton_sweep.py`), float32 for anything else."""
+    return torch.float64 if isinstance(t, torch.Tensor) and t.dtype == torch.float64 else torch.float32
 
 
 def _run_mm(group: Group, args: list[torch.Tensor]) -> torch.Tensor:

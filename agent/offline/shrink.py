@@ -138,3 +138,21 @@ def shrink(source: str, budget: Budget = Budget(), max_steps: int = 80) -> str:
             continue
         sizes, elems, flops = trial, e2, f2
     return with_sizes(source, sizes)
+
+
+def ragged(source: str) -> str:
+    """`source` with each shrinkable size one less where the module still runs with it (a group count must
+    still divide its channels): KernelBench's sizes, and the halvings of `shrink`, are mostly powers of two,
+    which every tile divides; a kernel's masks and partial tiles run only on sizes that are not."""
+    tree = parse_python(source)
+    ns: dict[str, Any] = {}
+    exec(compile(source, "<problem>", "exec"), ns)  # noqa: S102
+    sizes = _sizes(tree, ns)
+    for s in sorted(sizes, key=lambda s: (s.stmt, s.index or 0)):
+        trial = dict(sizes) | {s: sizes[s] - 1}
+        try:
+            cost(with_sizes(source, trial))
+        except Exception:  # noqa: BLE001 — this size cannot change (constraint of the module); keep it
+            continue
+        sizes = trial
+    return with_sizes(source, sizes)

@@ -23,7 +23,7 @@ from kevolve.agent.offline.canon import ParamRef
 from kevolve.agent.offline.gemm import GemmShape
 from kevolve.agent.offline.ir import Group, Leaf, LeafSpec, contiguous_strides
 from kevolve.agent.offline.partition import Fused
-from kevolve.agent.offline.space import KernelParams
+from kevolve.agent.offline.space import KernelParams, bare_product
 from kevolve.agent.offline.trace import node_dtype, node_shape
 from kevolve.agent.offline.triton_ops import emit, supported
 
@@ -264,6 +264,8 @@ def kernel_source(name: str, group: Group, p: KernelParams) -> str:
     # K in slices (a bare product, `space.auto_split`): program (tile, batch, slice) adds its slice's partial
     # product into the output the launcher zeroed, the bias once (by slice 0)
     split = p.split_k > 1
+    if split and not bare_product(group):  # partial sums meet in the output: no epilogue can run on them
+        raise ValueError(f"K slices asked of a product with an epilogue: {group.describe()}")
     steps = ("\n    steps = tl.cdiv(K, BLOCK_K)\n    per = tl.cdiv(steps, SPLIT_K)\n    lo = ks * per"
              "\n    hi = tl.minimum(lo + per, steps)") if split else ""
     k_at = "(lo * BLOCK_K + rk{})" if split else "rk{}"

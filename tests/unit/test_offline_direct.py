@@ -23,11 +23,11 @@ def test_conv_twin_catches_a_wrong_index_formula():
     """The conv twin reads the input by the kernel's formulas: a wrong dilation in the spec is a mismatch."""
     from dataclasses import replace
 
-    from kevolve.agent.offline.coverage import _reference
+    from kevolve.agent.offline.coverage import reference
     from kevolve.agent.offline.interpret import run_plan
 
     p = plan(direct_problem("conv2d_grouped_dilated"))
-    model, inputs = _reference(p.problem)
+    model, inputs = reference(p.problem)
     torch.testing.assert_close(run_plan(p, model, inputs), model(*inputs), rtol=1e-4, atol=1e-5)
     g = p.fused[0].group
     g.spec = replace(g.spec, dilation=(1, 1))

@@ -12,7 +12,8 @@ import pytest
 from kevolve.agent.offline.generate import plans
 from kevolve.agent.offline.proposer import OfflineProposer
 from kevolve.agent.offline.search import search
-from kevolve.agent.offline.space import decode, decode_technique, legal, mutate
+from kevolve.agent.offline.space import KernelParams, bare_product, decode, decode_technique, legal, mutate
+from kevolve.agent.offline.triton_mm import kernel_source
 from kevolve.contract import load_problem
 from kevolve.records import Evaluation, Outcome, Profile, TimingStats
 from kevolve.sandbox.static_checks import custom_kernel_names
@@ -22,7 +23,8 @@ if importlib.util.find_spec("triton") is None:  # not imported here: the interpr
     pytest.skip("needs triton", allow_module_level=True)
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
-PRODUCTS = ["gemm_batchnorm", "linear_gelu_softmax", "only_matmul", "bmm", "einsum_4d", "conv1x1", "matmul_deep"]
+PRODUCTS = ["gemm_batchnorm", "linear_gelu_softmax", "only_matmul", "bmm", "einsum_4d", "conv1x1", "matmul_deep",
+            "linear_swish_scale"]
 
 
 def _triton_plan(name: str):
@@ -135,6 +137,28 @@ def test_a_bare_product_with_few_tiles_and_a_long_k_cuts_k_into_slices():
         assert all(q.split_k == 1 for q in plan.legalize(plan.defaults())) and "atomic_add" not in plan.source()
         g0 = plan.fused[0].group
         assert legal(replace(plan.defaults()[0], split_k=8), g0).split_k == 1
+
+
+def test_an_epilogue_over_the_product_alone_is_never_cut_into_k_slices():
+    # KernelBench L2 59 on the H100: Linear, x * sigmoid(x), * 2.0 has one leaf (the product; the scale is a
+    # constant) and few tiles, and was cut into K slices that summed the bare product into the output,
+    # the epilogue dropped: max error 0.43 against float64
+    plan = _triton_plan("linear_swish_scale")
+    (g,) = [f.group for f in plan.fused]
+    assert len(g.leaves) == 1 and not bare_product(g)
+    (p,) = plan.legalize(plan.defaults())
+    assert p.split_k == 1 and "atomic_add" not in plan.source() and "sigmoid" in plan.source()
+    assert legal(replace(p, split_k=8), g).split_k == 1
+    rng = random.Random(0)
+    for _ in range(40):
+        p = mutate(replace(p, split_k=8), g, rng)
+        assert p.split_k == 1
+
+
+def test_a_sliced_product_with_an_epilogue_is_refused_by_the_kernel_writer():
+    g = _triton_plan("linear_swish_scale").fused[0].group
+    with pytest.raises(ValueError, match="epilogue"):
+        kernel_source("kv_mm_0", g, replace(legal(KernelParams(), g), split_k=4))
 
 
 def test_sliced_products_match_the_module_under_the_interpreter():
