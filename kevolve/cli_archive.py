@@ -154,6 +154,12 @@ def export_cmd(path: Annotated[Path, typer.Argument(help="output file: .jsonl or
         fail(f"--format must be jsonl or parquet, not {fmt!r}")
     if not path.parent.is_dir():
         fail(f"{path.parent}: no such folder")
+    if (fmt or path.suffix.lstrip(".")) == "parquet":  # before the archive is looked for: what to install first
+        from kevolve.extras import missing
+
+        why = missing("pyarrow")
+        if why:
+            fail(why)
     with _errors():
         from kevolve.archive.transfer import export
 
