@@ -12,6 +12,7 @@ kill the process while a candidate is being evaluated.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import time
 from pathlib import Path
@@ -42,7 +43,10 @@ SCRIPT = [("Task: translate", [reply("wrong"), reply("ok_0_5")]),
           ("Task: repair", [reply("ok_1_5")]),
           ("Task: mutate", [reply(t) for t in ("ok_1_2", "ok_2_0", "cerr", "ok_1_8", "ok_3_0", "ok_2_5", "ok_3_5")]),
           ("Task: crossover", [reply("ok_0_9")])]
-MAX_CANDIDATES = 9
+MAX_CANDIDATES = 9  # candidates the script has evaluated by the end of its budget
+# --max-candidates counts LLM calls (a duplicate reply spends one): the script's one duplicate (a repair that
+# repeats an earlier candidate) costs the tenth call.
+PROPOSALS = MAX_CANDIDATES + 1
 
 
 def _t(ms: float) -> TimingStats:
@@ -75,7 +79,7 @@ def config(runs: Path, ingest: str | None = None) -> OptimizeConfig:
     return OptimizeConfig(llm=LLMConfig(provider="scripted", model="fake"), runs_dir=runs, archive_ingest=ingest,
                           sandbox=SandboxConfig(device="cpu", seed=1),
                           evolution=EvolutionConfig(islands=1, jobs_per_generation=1, concurrency=1, seed=7),
-                          stop=StopConfig(max_candidates=MAX_CANDIDATES, patience=20))
+                          stop=StopConfig(max_candidates=PROPOSALS, patience=20))
 
 
 def run_as_configured(runs: Path, db_url: str, mode: str) -> Result:
@@ -84,10 +88,30 @@ def run_as_configured(runs: Path, db_url: str, mode: str) -> Result:
                         archive_url=db_url)
 
 
+class PersistentScript(ScriptedLLM):
+    """The script, continued across processes: where each rule stands is saved in RUNS_DIR/script.json after
+    every call and read back on --resume, so a resumed run is not answered with replies it already had (a
+    real LLM does not replay its answers, and each repeat would now spend the budget as a duplicate)."""
+
+    def __init__(self, state: Path, resume: bool) -> None:
+        super().__init__(SCRIPT)
+        self.state = state
+        if resume and state.exists():
+            self._next = json.loads(state.read_text())
+
+    def complete(self, messages, **opts):  # noqa: ANN001, ANN003, ANN201
+        out = super().complete(messages, **opts)
+        with self._lock:
+            self.state.write_text(json.dumps(self._next))
+        return out
+
+
 def run(runs: Path, db_url: str, mode: str, block_at: int = 0, resume: str | None = None) -> Result:
     archive = Archive(db_url, embedder=HashingEmbedder())
+    runs.mkdir(parents=True, exist_ok=True)
     try:
-        return run_optimize(None if resume else PROBLEM, config(runs), llm=ScriptedLLM(SCRIPT),
+        return run_optimize(None if resume else PROBLEM, config(runs),
+                            llm=PersistentScript(runs / "script.json", resume is not None),
                             sandbox=TagSandbox(block_at, runs / "blocked"), resume=resume, retriever=None,
                             storer=Ingestor(archive, mode, run_kind="optimize"))
     finally:
