@@ -18,7 +18,7 @@ from kevolve.agent.proposer import Proposer
 from kevolve.agent.rundir import RunFolder
 from kevolve.records import Candidate, Evaluation, Problem
 from kevolve.sandbox import Sandbox
-from kevolve.sandbox.builds import Prebuilder
+from kevolve.sandbox.build.service import Prebuilder
 
 Retriever = Callable[[str, int], list[object]]
 Storer = Callable[[Problem, Candidate, Evaluation, str], object]
@@ -46,7 +46,7 @@ class Context:
     """Offered each evaluated candidate the moment its verdict exists (None: ingest is off)."""
     prebuild: Prebuilder | None = None
     """Handed each new candidate's source as it is proposed, to compile its extensions while earlier
-    candidates are evaluated (sandbox/builds.py); None: the evaluation worker builds them."""
+    candidates are evaluated (sandbox/build/service.py); None: the evaluation worker builds them."""
     prompts: Prompts = field(default_factory=Prompts)
     """The prompt files (the package's, or overrides from config.prompts_dir)."""
     fatal: str | None = None

@@ -25,7 +25,7 @@ from kevolve.agent.rundir import RunFolder
 from kevolve.archive.ingest import IngestMode
 from kevolve.records import Problem
 from kevolve.sandbox import Sandbox
-from kevolve.sandbox.builds import Prebuilder
+from kevolve.sandbox.build.service import Prebuilder
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +102,9 @@ def _archive_hooks(config: OptimizeConfig, retriever: Retriever | None | Literal
 
 def _sandbox(config: OptimizeConfig) -> Sandbox:
     """The backend config.sandbox names (local or docker), whichever entry point started the run."""
-    from kevolve.sandbox.bwrap import IsolationUnavailable
-    from kevolve.sandbox.docker_backend import DockerUnavailable
-    from kevolve.sandbox.make import make_sandbox
+    from kevolve.sandbox.isolate.bwrap import IsolationUnavailable
+    from kevolve.sandbox.isolate.container import DockerUnavailable
+    from kevolve.sandbox.parent.make import make_sandbox
 
     try:
         return make_sandbox(config.sandbox)
@@ -235,7 +235,7 @@ def check_feasible(problem: Problem, sandbox: Sandbox, config: OptimizeConfig) -
     problem whose data cannot fit, or that is broken, raises ProblemError here, before any call is paid for.
     A sandbox without `reference` (a test fake) is left be; a judge that fails to start is left to the
     evaluations, which retry it and report infra_error."""
-    from kevolve.sandbox.local import JudgeLost
+    from kevolve.sandbox.parent.local import JudgeLost
 
     reference = getattr(sandbox, "reference", None)
     if reference is None:

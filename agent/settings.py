@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import SecretStr, ValidationError
 
 from kevolve.agent.config import EvolutionConfig, LLMConfig, OptimizeConfig, StopConfig
+from kevolve.languages import LANGUAGES
 from kevolve.records import KernelLanguage
 from kevolve.sandbox.config import BWRAP_ENV, SandboxConfig
 
@@ -94,16 +95,17 @@ def saved_config(runs_dir: Path, run: str) -> OptimizeConfig | None:
 
 
 def parse_language(value: str | None, device: str) -> KernelLanguage | None:
-    """--language: cuda, cupy or triton (None: the target's default). CuPy and Triton kernels need a GPU."""
+    """--language: one of kevolve/languages.py's names (None: the target's default); some need a GPU."""
     if value is None:
         return None
     try:
         lang = KernelLanguage(value.strip().lower())
     except ValueError:
-        raise SettingsError(f"--language must be cuda, cupy or triton, not {value!r}") from None
-    if lang is not KernelLanguage.CUDA and not device.startswith("cuda"):
+        raise SettingsError(f"--language must be one of {', '.join(LANGUAGES)}, not {value!r}") from None
+    if LANGUAGES[lang.value].gpu_only and not device.startswith("cuda"):
+        cpu = [n for n, entry in LANGUAGES.items() if not entry.gpu_only]
         raise SettingsError(f"--language {lang.value} writes GPU kernels: it needs --device cuda "
-                            "(on the CPU candidates are C++ through load_inline: --language cuda)")
+                            f"(on the CPU: --language {' or '.join(cpu)})")
     return lang
 
 

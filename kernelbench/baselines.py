@@ -1,6 +1,6 @@
 """KernelBench's published baseline timings; the baseline cache itself lives in the sandbox.
 
-`kevolve.sandbox.baselines` holds `BaselineCache` and `BenchSandbox` (the evaluation infrastructure
+`kevolve.sandbox.parent.baselines` holds `BaselineCache` and `BenchSandbox` (the evaluation infrastructure
 in one place); they are re-exported here for the bench modules.
 """
 
@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from kevolve.sandbox.baselines import (Baseline, BaselineCache, BenchSandbox, device_fingerprint, fits,
+from kevolve.sandbox.parent.baselines import (Baseline, BaselineCache, BenchSandbox, device_fingerprint, fits,
                                        harness_version, torch_version)
 
 

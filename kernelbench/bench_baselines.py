@@ -3,7 +3,7 @@
 Each problem is timed in a fresh timing-only worker (`baseline_worker`: the sandbox's Timer, as in
 a bench run, without the float64 truth or outputs). Several workers start up, set their problems up
 and compile the torch.compile baseline at once (`--jobs`); one at a time is timed
-(sandbox/baseline_pool.py). Each result goes into the cache as it comes, and problems already
+(sandbox/parent/baseline_pool.py). Each result goes into the cache as it comes, and problems already
 cached are skipped unless --refresh, so an interrupted run (or one stopped by --time-limit-s)
 continues where it stopped.
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 
 from kevolve.kernelbench.baselines import (Baseline, BaselineCache, device_fingerprint, fits, load_published,
                                            torch_version)
-from kevolve.sandbox.baseline_pool import PoolSettings
+from kevolve.sandbox.parent.baseline_pool import PoolSettings
 from kevolve.kernelbench.suite import SuiteProblem
 from kevolve.sandbox.config import SandboxConfig
-from kevolve.sandbox.protocol import WorkerRequest
+from kevolve.sandbox.common.protocol import WorkerRequest
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def _published(path: Path | None) -> tuple[dict[tuple[int, str], float], dict[tu
 
 
 def baseline_request(sp: SuiteProblem, config: SandboxConfig) -> WorkerRequest:
-    from kevolve.sandbox.oracle import make_draws
+    from kevolve.sandbox.judge.oracle import make_draws
 
     assert sp.problem is not None
     return WorkerRequest(task="reference", problem_source=sp.problem.source, device=config.device,
@@ -105,7 +105,7 @@ def _measure(todo: list[SuiteProblem], config: SandboxConfig, settings: PoolSett
              fingerprint: str) -> Iterator[tuple[SuiteProblem, Baseline | str | None, dict[str, object]]]:
     """Each problem of `todo` as it finishes: (problem, its baseline, why not, or None if pending; when its
     worker started and when it was timed, wall clock)."""
-    from kevolve.sandbox.baseline_pool import BaselinePool
+    from kevolve.sandbox.parent.baseline_pool import BaselinePool
 
     pool = BaselinePool([(sp, baseline_request(sp, config)) for sp in todo], config, settings)
     for res in pool.results():

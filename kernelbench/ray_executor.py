@@ -22,8 +22,8 @@ log = logging.getLogger(__name__)
 def _problem_task(job_json: str, config_json: str, cache_root: str | None, reuse: bool, fingerprint: str,
                   retries: int):  # noqa: ANN202 - a Ray streaming generator
     from kevolve.kernelbench.runner import run_problem
-    from kevolve.sandbox.baselines import BaselineCache
-    from kevolve.sandbox.make import make_sandbox
+    from kevolve.sandbox.parent.baselines import BaselineCache
+    from kevolve.sandbox.parent.make import make_sandbox
 
     job = ProblemJob.model_validate_json(job_json)
     config = SandboxConfig.model_validate_json(config_json)

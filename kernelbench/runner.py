@@ -3,7 +3,7 @@
 The plan turns (suite, solutions, finished work) into problem jobs. The local executor runs one
 lane thread per device (`cpu`, or `cuda:N` per `--gpus`), each with its own sandbox, taking whole
 problems from a shared queue so that a problem's reference runs once; the build service
-(sandbox/builds.py) compiles every candidate's extensions ahead of it on the remaining CPU cores,
+(sandbox/build/service.py) compiles every candidate's extensions ahead of it on the remaining CPU cores,
 from the plan, without running candidate code. Lanes and the build service are pinned to disjoint
 cores, so no evaluation is timed on a core that is compiling.
 """
@@ -27,10 +27,10 @@ from kevolve.kernelbench.store import MEMORY_LIMIT, NO_SOLUTION, PROBLEM_ERROR, 
 from kevolve.kernelbench.suite import SuiteProblem
 from kevolve.records import Candidate, Evaluation, Outcome, Record
 from kevolve.sandbox.config import SandboxConfig
-from kevolve.sandbox.cores import split_cores
+from kevolve.sandbox.isolate.cores import split_cores
 
 if TYPE_CHECKING:
-    from kevolve.sandbox.builds import BuildResult, BuildService
+    from kevolve.sandbox.build.service import BuildResult, BuildService
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def failed_problem_row(sp: SuiteProblem, e: Exception, worker: str, t0: float) -
     """The row of a problem whose reference could not be prepared: too large for the memory limit
     (memory_limit), broken (problem_error), or the machine's fault (infra_error: retried on rerun)."""
     from kevolve.contract import ProblemTooLarge
-    from kevolve.sandbox.local import JudgeLost
+    from kevolve.sandbox.parent.local import JudgeLost
 
     wall = time.monotonic() - t0
     if isinstance(e, ProblemTooLarge):
@@ -117,8 +117,8 @@ def make_plan(problems: list[SuiteProblem], solutions: dict[tuple[int, int], lis
 
 def evaluate_with_retries(sandbox: BenchSandbox, job: ProblemJob, cand: Candidate, config: SandboxConfig,
                           retries: int) -> tuple[Evaluation, int]:
-    """The sandbox's one retry rule (sandbox/make.py) for one of the job's candidates."""
-    from kevolve.sandbox.make import evaluate_with_retries as retried
+    """The sandbox's one retry rule (sandbox/parent/make.py) for one of the job's candidates."""
+    from kevolve.sandbox.parent.make import evaluate_with_retries as retried
 
     assert job.problem.problem is not None
     return retried(sandbox, job.problem.problem, cand, config, retries)
@@ -128,7 +128,7 @@ def run_problem(job: ProblemJob, sandbox: BenchSandbox, config: SandboxConfig, r
                 before: Callable[[Candidate], None] | None = None) -> Iterator[ResultRow]:
     """Evaluate a problem's candidates in order, yielding each row as it is decided."""
     from kevolve.contract import ProblemError
-    from kevolve.sandbox.local import JudgeLost
+    from kevolve.sandbox.parent.local import JudgeLost
 
     sp = job.problem
     assert sp.problem is not None
@@ -194,8 +194,8 @@ class LocalExecutor:
         """The build service on the compile cores, fed the whole plan at once (cached keys return at once)."""
         if not self.compile_cores:
             return None
-        from kevolve.sandbox.builds import BuildService, gpu_arch
-        from kevolve.sandbox.recipe import BuildTarget
+        from kevolve.sandbox.build.service import BuildService, gpu_arch
+        from kevolve.sandbox.build.recipe import BuildTarget
 
         cores = self.compile_cores
         arch = gpu_arch(self.devices[0]) if self.config.is_cuda else ""
@@ -223,7 +223,7 @@ class LocalExecutor:
         sandbox = None
         try:
             # The lane's judge times on `cores` and starts its spare runners on the compile cores.
-            from kevolve.sandbox.make import make_sandbox
+            from kevolve.sandbox.parent.make import make_sandbox
 
             sandbox = make_sandbox(self.config, lane_cores=cores, spare_cores=self.compile_cores or None,
                                    spares=max(1, self.warm_workers), baselines=self.cache, reuse_baselines=self.reuse,

@@ -68,9 +68,9 @@ def eval_cmd(
     cand = Candidate.from_source(source, prob.id)
     box = None
     try:
-        from kevolve.sandbox.bwrap import IsolationUnavailable
-        from kevolve.sandbox.docker_backend import DockerUnavailable
-        from kevolve.sandbox.make import make_sandbox
+        from kevolve.sandbox.isolate.bwrap import IsolationUnavailable
+        from kevolve.sandbox.isolate.container import DockerUnavailable
+        from kevolve.sandbox.parent.make import make_sandbox
 
         box = make_sandbox(config, keep_scratch=keep_scratch)
         ev = box.evaluate(prob, cand, config)

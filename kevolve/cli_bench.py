@@ -259,7 +259,7 @@ def baselines_cmd(
     memory_limit_gb: Annotated[Optional[float], typer.Option(min=0.1, help="host memory per worker")] = None,
 ) -> None:
     """Measure eager (and torch.compile) baselines into the cache, optionally beside published ones."""
-    from kevolve.sandbox.baseline_pool import PoolSettings, default_budget, default_jobs
+    from kevolve.sandbox.parent.baseline_pool import PoolSettings, default_budget, default_jobs
     from kevolve.kernelbench.bench_baselines import run_baselines
 
     found = _load(suite, level, problems, match)
@@ -305,7 +305,7 @@ def default_warm_workers(base: str, compile_workers: int) -> int:
     One per two compile cores (the cores they start on), 2 to 8, and ~3 GiB of host memory each."""
     if base == "cpu":
         return 0
-    from kevolve.sandbox.memory import available_bytes
+    from kevolve.sandbox.isolate.memory import available_bytes
 
     avail = available_bytes()
     by_memory = 8 if avail is None else max(2, int(avail // (3 * 2**30)))

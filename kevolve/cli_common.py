@@ -11,6 +11,8 @@ from typing import NoReturn, TypeVar
 
 import typer
 
+from kevolve.languages import LANGUAGES
+
 T = TypeVar("T")
 
 # What works on a machine without an NVIDIA GPU (the main job needs one), said wherever a GPU is missing.
@@ -18,8 +20,8 @@ CPU_HINT = ("Without a GPU, what works here: kevolve optimize FILE --device cpu 
             "C++ kernels), and kevolve eval / kevolve bench --device cpu for C++ candidates")
 NO_GPU = f"no CUDA GPU is visible to PyTorch here. {CPU_HINT}"
 
-LANGUAGE_HELP = ("kernel language the prompts ask for: cuda (load_inline), cupy (NVRTC) or triton; default: CuPy "
-                 "preferred on a GPU, C++ on the CPU; a resumed run keeps its own")
+LANGUAGE_HELP = (f"kernel language the prompts ask for: {', '.join(LANGUAGES)}; default: CuPy preferred on a GPU, "
+                 "C++ on the CPU; a resumed run keeps its own")
 ALLOW_HELP = ("permit a candidate-policy category (repeatable): introspection, monkeypatch, process_setting, "
               "environment, network, processes, threads, files, exit, native, import, or all")
 
@@ -70,7 +72,7 @@ def check_compile_baseline(value: str) -> None:
 def parse_allow(values: list[str] | None) -> tuple[str, ...]:
     """--allow CATEGORY (repeatable) as SandboxConfig.policy_allow; SettingsError for an unknown one."""
     from kevolve.agent.settings import SettingsError
-    from kevolve.sandbox.policy import UnknownCategory, validate_allow
+    from kevolve.sandbox.policy.candidate import UnknownCategory, validate_allow
 
     try:
         validate_allow(values or ())

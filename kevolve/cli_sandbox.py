@@ -16,8 +16,8 @@ def build_image(
         "--from-dockerfile", help="docker build sandbox/Dockerfile (CUDA, pinned; needs a registry)")] = False,
 ) -> None:
     """Build the worker image. Default: import a root filesystem made from this machine's Python."""
-    from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client
-    from kevolve.sandbox.docker_image import build_dockerfile, build_local
+    from kevolve.sandbox.isolate.container import DockerUnavailable, docker_client
+    from kevolve.sandbox.isolate.docker_image import build_dockerfile, build_local
 
     try:
         client = docker_client()
@@ -35,9 +35,9 @@ def build_image(
 def isolation_rows(bwrap: str | None = None, gpu: bool = False) -> list[tuple[str, str]]:
     """Rows for `kevolve doctor`: which confinement each backend would use here (`bwrap`: the
     configured binary, None = bwrap on PATH; `gpu`: also try bwrap with a CUDA worker)."""
-    from kevolve.sandbox.bwrap import probe
+    from kevolve.sandbox.isolate.bwrap import probe
 
-    from kevolve.sandbox.containment import doctor_rows
+    from kevolve.sandbox.isolate.containment import doctor_rows
 
     works, why = probe("cpu", bwrap)
     rows = [("isolation (local)", f"active: {why}" if works else f"none: {why}")]
@@ -45,7 +45,7 @@ def isolation_rows(bwrap: str | None = None, gpu: bool = False) -> list[tuple[st
         gpu_works, gpu_why = probe("cuda", bwrap)
         rows.append(("isolation (local, GPU)", f"active: {gpu_why}" if gpu_works else f"none: {gpu_why}"))
     rows += doctor_rows()
-    from kevolve.sandbox import landlock
+    from kevolve.sandbox.isolate import landlock
 
     v = landlock.abi()
     rows.append(("writes (isolation none)", f"Landlock ABI {v}: a CPU candidate's runner may write only its scratch "
@@ -54,7 +54,7 @@ def isolation_rows(bwrap: str | None = None, gpu: bool = False) -> list[tuple[st
     if works:
         rows.append(("containment (bwrap)", "also a PID namespace: the kernel kills all of it with the worker"))
     try:
-        from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client, image_present, nvidia_runtime
+        from kevolve.sandbox.isolate.container import DockerUnavailable, docker_client, image_present, nvidia_runtime
 
         client = docker_client()
         ok = image_present(client, "kevolve-eval:latest")
@@ -70,7 +70,7 @@ def isolation_rows(bwrap: str | None = None, gpu: bool = False) -> list[tuple[st
 
 
 def _left_behind_row(client: object) -> str:
-    from kevolve.sandbox.docker_backend import engine_error, left_behind
+    from kevolve.sandbox.isolate.container import engine_error, left_behind
 
     try:
         orphans, unowned = left_behind(client)
@@ -89,7 +89,8 @@ def prune(
                                                      "older kevolve): stop running evaluations first")] = False,
 ) -> None:
     """Remove worker containers left behind by judges that are gone (a judge starting does this too)."""
-    from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client, engine_error, left_behind, remove_containers
+    from kevolve.sandbox.isolate.container import (DockerUnavailable, docker_client, engine_error, left_behind,
+                                                   remove_containers)
 
     try:
         client = docker_client()

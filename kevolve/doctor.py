@@ -22,7 +22,7 @@ def _version(cmd: list[str]) -> str:
 
 
 def run_doctor() -> None:
-    from kevolve.sandbox.bwrap import find_bwrap
+    from kevolve.sandbox.isolate.bwrap import find_bwrap
     from kevolve.sandbox.config import BWRAP_ENV
 
     rows: list[tuple[str, str]] = []
@@ -39,7 +39,7 @@ def run_doctor() -> None:
                                 "with an LLM, and eval / bench of C++ candidates"))
     except ImportError:
         rows.append(("torch", "not installed"))
-    from kevolve.sandbox.memory import available_bytes, default_limit_gb, gib
+    from kevolve.sandbox.isolate.memory import available_bytes, default_limit_gb, gib
 
     rows.append(("memory", f"{gib(available_bytes())} available; each evaluation process may use "
                            f"{default_limit_gb():.1f} GiB by default (--memory-limit-gb)"))

@@ -11,6 +11,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kevolve.languages import LANGUAGES
+
 
 class Record(BaseModel):
     """Base class: frozen, strict about unknown fields."""
@@ -76,12 +78,9 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-class KernelLanguage(StrEnum):
-    """How a candidate writes its kernels (what `--language` asks the proposer for)."""
-
-    CUDA = "cuda"  # CUDA C++ (C++ on the CPU) built by torch.utils.cpp_extension.load_inline
-    CUPY = "cupy"  # CUDA C++ compiled by NVRTC through CuPy's RawKernel / RawModule
-    TRITON = "triton"  # @triton.jit kernels, compiled by Triton at their first launch
+KernelLanguage = StrEnum("KernelLanguage", {name.upper(): name for name in LANGUAGES})  # type: ignore[misc]
+"""How a candidate writes its kernels (what `--language` asks the proposer for): one member per entry of
+kevolve/languages.py (CUDA, CUPY, TRITON …)."""
 
 
 class Problem(Record):
@@ -130,7 +129,7 @@ class TimingStats(Record):
         default=None, description="host clock around call + device-wide sync (catches side work)"
     )
     claimed_median_ms: float | None = Field(default=None, description=(
-        "the runner's own account of a call (median), a diagnostic: no speed is read from it (sandbox/clock.py)"))
+        "the runner's own account of a call (median), a diagnostic: no speed is read from it (sandbox/judge/clock.py)"))
 
 
 class CheckResult(Record):

@@ -45,7 +45,7 @@ def print_evaluation(ev: Evaluation) -> None:
 
 
 # Where the phases run: the parent only checks the source; the judge prepares the problem and drives
-# the runner; the runner builds and runs the candidate (see sandbox/judge.py).
+# the runner; the runner builds and runs the candidate (see sandbox/judge/serve.py).
 _WHERE = {"start": "judge (runner warm-up wait)", "compile": "runner: build + import + construct",
           "correctness": "runner calls + judge checks", "timing": "runner calls, reference interleaved",
           "profile": "runner (profiler) + judge", "ablation": "runner + judge", "finish": "runner report",

@@ -1,8 +1,8 @@
 """Evaluate candidates in isolated worker processes: compile, verify, time, profile.
 
 `Sandbox.evaluate(problem, candidate, config) -> Evaluation` never raises for a bad candidate.
-Modules here are imported lazily by the CLI; the judge runs `kevolve.sandbox.judge`, candidates
-run in `kevolve.sandbox.runner` processes (see sandbox/judge.py).
+Modules here are imported lazily by the CLI; the judge runs `kevolve.sandbox.judge.serve`, candidates
+run in `kevolve.sandbox.runner.serve` processes (see sandbox/judge/serve.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from kevolve.records import Record
-from kevolve.sandbox.memory import default_limit_gb
+from kevolve.sandbox.isolate.memory import default_limit_gb
 
 
 class CompileBaseline(StrEnum):
@@ -21,7 +21,7 @@ class CompileBaseline(StrEnum):
 
 class Backend(StrEnum):
     LOCAL = "local"  # worker processes on this machine (see `isolation`)
-    DOCKER = "docker"  # the same worker inside a locked-down container (sandbox/docker_backend.py)
+    DOCKER = "docker"  # the same worker inside a locked-down container (sandbox/isolate/container.py)
 
 
 class Isolation(StrEnum):
@@ -54,13 +54,13 @@ class SandboxConfig(Record):
     timeout_s: float = Field(default=300.0, description="hard wall-clock limit per worker job")
     memory_limit_gb: float = Field(default_factory=default_limit_gb, description=(
         "host memory limit of each process of an evaluation (the judge's problem data, each runner's process "
-        "group); default: half of what this machine had available when kevolve started (sandbox/memory.py)"))
+        "group); default: half of what this machine had available when kevolve started (sandbox/isolate/memory.py)"))
     trials: int = Field(default=30, description="minimum timed trials (adaptive up to 10x this)")
     max_timing_s: float = Field(default=10.0, description="stop adding trials after this long")
     warmup: int = 3
     launch_calls: int = Field(default=12, ge=0, description=(
         "unused since every speed is the judge's clock around batches of calls, launch work included "
-        "(sandbox/clock.py); kept so that saved configs still load"))
+        "(sandbox/judge/clock.py); kept so that saved configs still load"))
     max_slowdown: float = Field(default=100.0, ge=0.0, description=(
         "a candidate whose calls take this many times the reference's (and over half a second each), two calls "
         "in a row after its first, is stopped there: `timeout: too_slow`; 0 = never (only timeout_s ends it)"))
@@ -100,13 +100,13 @@ class SandboxConfig(Record):
             return self.audit_tolerance
         return 0.10 if self.is_cuda else 0.50
     policy_allow: tuple[str, ...] = Field(
-        default=(), description="candidate-policy categories to permit before anything runs (sandbox/policy.py); "
+        default=(), description="candidate-policy categories to permit before anything runs (sandbox/policy/); "
                                 "'all' turns the policy off")
 
     @field_validator("policy_allow")
     @classmethod
     def _known_categories(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        from kevolve.sandbox.policy import validate_allow
+        from kevolve.sandbox.policy.candidate import validate_allow
 
         validate_allow(v)  # UnknownCategory is a ValueError: pydantic reports it as a validation error
         return tuple(dict.fromkeys(v))

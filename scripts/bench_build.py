@@ -10,7 +10,7 @@
    The variants run concurrently (each compile is one process; the machine has 16 cores).
 Prints a table and writes build.json.
 
-With --service: N candidates built cold through kevolve's build service (sandbox/builds.py) and,
+With --service: N candidates built cold through kevolve's build service (sandbox/build/service.py) and,
 side by side in the same run, through plain `load_inline` (torch's defaults, each in its own
 process), W at a time; then the service again with its precompiled headers ready. Per candidate:
 seconds, the .cu recipe (slim / fallback), whether main.cpp used a PCH; the total wall of each pass.
@@ -139,7 +139,7 @@ def variants(build_dir: Path, work: Path) -> dict[str, str]:
         "cpp: with pch": out(cpp.replace(" -c ", f" -I{work}/pch -Winvalid-pch -c ", 1), "v_cpp2.o"),
     }
     if cu:
-        from kevolve.sandbox.recipe import ensure_shim
+        from kevolve.sandbox.build.recipe import ensure_shim
 
         shim = ensure_shim(work)
         v["cu: kevolve slim headers"] = out(cu.replace(" -c ", f" -I{shim} -c ", 1), "v_cu5.o",
@@ -164,7 +164,7 @@ print(json.dumps({"seconds": time.monotonic() - t0}))
 
 def corpus(cuda: bool) -> dict[str, object]:
     """label -> ExtensionSpec for each candidate (read statically, as the service reads them)."""
-    from kevolve.sandbox.extensions import extract
+    from kevolve.sandbox.build.extensions import extract
 
     files = sorted((_ROOT / "tests" / "fixtures" / "solutions").glob("*_cpp.py"))
     if cuda:
@@ -196,9 +196,9 @@ _WARM = {"default": ((), ("-O3",)), "plain": ((),), "none": ()}
 def service_builds(specs: dict[str, object], workers: int, cache: Path, isolation: str,
                    warm: str = "default") -> tuple[dict[str, dict], float]:
     """All specs submitted at once to a BuildService on every core (PCHs warmed first); total wall."""
-    from kevolve.sandbox.builds import BuildService, gpu_arch
+    from kevolve.sandbox.build.service import BuildService, gpu_arch
     from kevolve.sandbox.config import Isolation
-    from kevolve.sandbox.recipe import BuildTarget
+    from kevolve.sandbox.build.recipe import BuildTarget
 
     t0 = time.monotonic()
     svc = BuildService(cache, BuildTarget.current(gpu_arch("cuda:0")), workers=workers,

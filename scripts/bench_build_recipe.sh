@@ -1,5 +1,5 @@
 #!/bin/bash
-# The build recipe's compile commands (sandbox/recipe.py) as plain shell, side by side with torch's
+# The build recipe's compile commands (sandbox/build/recipe.py) as plain shell, side by side with torch's
 # load_inline, on a GPU machine that has torch + nvcc but not kevolve's dependencies (the device
 # machines here lack pydantic). What docs/BENCHMARKS.md "Build service (issue 12)" measured on the H100.
 #

@@ -36,9 +36,9 @@ def main() -> None:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
-    from kevolve.sandbox import fused_compare
-    from kevolve.sandbox.checks import fingerprint
-    from kevolve.sandbox.correctness import compare_one
+    from kevolve.sandbox.judge import fused_compare
+    from kevolve.sandbox.judge.checks import fingerprint
+    from kevolve.sandbox.judge.correctness import compare_one
 
     dt = getattr(torch, args.dtype)
     g = torch.Generator(device="cuda").manual_seed(1)

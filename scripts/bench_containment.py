@@ -29,15 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _import_checkout() -> types.ModuleType:
-    """kevolve.sandbox.containment from this checkout (it needs nothing beyond the standard library)."""
+    """kevolve.sandbox.isolate.containment from this checkout (it needs nothing beyond the standard library)."""
     try:
-        from kevolve.sandbox import containment
+        from kevolve.sandbox.isolate import containment
     except ImportError:
         for name, path in (("kevolve", ROOT / "kevolve"), ("kevolve.sandbox", ROOT / "sandbox")):
             mod = types.ModuleType(name)
             mod.__path__ = [str(path)]  # type: ignore[attr-defined]
             sys.modules[name] = mod
-        from kevolve.sandbox import containment
+        from kevolve.sandbox.isolate import containment
     return containment
 
 

@@ -41,7 +41,7 @@ def evaluate(problem: str, solution: str, seed: int | None, cache: Path, trials:
     from kevolve.contract import load_problem
     from kevolve.records import Candidate
     from kevolve.sandbox.config import SandboxConfig
-    from kevolve.sandbox.make import make_sandbox
+    from kevolve.sandbox.parent.make import make_sandbox
 
     prob = load_problem(FIX / f"{problem}.py")
     cand = Candidate.from_source((SOL / f"{solution}.py").read_text(), prob.id)

@@ -2,10 +2,10 @@
 
     python3 -P scripts/bench_runner_start.py --device cuda --parallel 1,4,8 [--primed]
 
-Each stage is what `sandbox/runner.py`'s main() does before it reports warm: import torch (and
+Each stage is what `sandbox/runner/serve.py`'s main() does before it reports warm: import torch (and
 torch.utils.cpp_extension), make the device ready, the profiler's first use (`profile.warm_up`).
 Prints one row per (parallel, stage): the median and the slowest of the N processes' seconds.
---primed: as runners start since sandbox/pycache.py, reading bytecode primed once (the priming itself,
+--primed: as runners start since sandbox/isolate/pycache.py, reading bytecode primed once (the priming itself,
 if the prefix was not primed yet, is timed and printed first); without it, with PYTHONDONTWRITEBYTECODE=1
 and no prefix, as runners started before.
 """
@@ -29,7 +29,7 @@ dev = torch.device(sys.argv[1])
 if dev.type == "cuda":
     torch.empty(1, device=dev)
 t.append(time.perf_counter())
-from kevolve.sandbox.profile import warm_up
+from kevolve.sandbox.common.profile import warm_up
 warm_up(dev)
 t.append(time.perf_counter())
 print(json.dumps([b - a for a, b in zip(t, t[1:])]))
@@ -41,12 +41,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--parallel", default="1,4,8")
-    ap.add_argument("--primed", action="store_true", help="read bytecode primed by sandbox/pycache.py")
+    ap.add_argument("--primed", action="store_true", help="read bytecode primed by sandbox/isolate/pycache.py")
     a = ap.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if a.primed:
-        from kevolve.sandbox import pycache
+        from kevolve.sandbox.isolate import pycache
 
         t0 = time.perf_counter()
         where = pycache.prime(pycache.default_root())

@@ -53,8 +53,8 @@ def main() -> None:
     from kevolve.contract import load_problem
     from kevolve.records import Candidate
     from kevolve.sandbox.config import SandboxConfig
-    from kevolve.sandbox import judge as judge_mod
-    from kevolve.sandbox.judge import Judge
+    from kevolve.sandbox.judge import serve as judge_mod
+    from kevolve.sandbox.judge.serve import Judge
 
     series: list[dict] = []  # every eager and candidate call of the evaluations, in order
     t_start = time.monotonic()
@@ -85,7 +85,7 @@ def main() -> None:
     state, eager, _summary = judge._problem(prob, cfg)
     out: dict = {}
 
-    from kevolve.sandbox.session import Pad
+    from kevolve.sandbox.judge.flush import Pad
 
     def alone(pad: float | None) -> list[tuple[str, float]]:
         """Eager alone: the judge's Pad sizing (None) or a fixed pad; uncovered calls included."""

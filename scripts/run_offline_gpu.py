@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from kevolve.kernelbench.suite import load_suite
     from kevolve.sandbox.config import SandboxConfig
-    from kevolve.sandbox.make import make_sandbox
+    from kevolve.sandbox.parent.make import make_sandbox
 
     suite = load_suite(args.suite, levels, args.problems)
     chosen = []

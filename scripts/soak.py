@@ -132,12 +132,12 @@ def orchestrate(args: argparse.Namespace, start: int, out: Path) -> None:
     from kevolve.contract import load_problem
     from kevolve.records import Candidate
     from kevolve.sandbox.config import Backend
-    from kevolve.sandbox.make import make_sandbox
+    from kevolve.sandbox.parent.make import make_sandbox
 
     config = soak_config(args)
     if config.backend is Backend.DOCKER:
-        from kevolve.sandbox.docker_backend import docker_client
-        from kevolve.sandbox.docker_image import ensure_local
+        from kevolve.sandbox.isolate.container import docker_client
+        from kevolve.sandbox.isolate.docker_image import ensure_local
 
         ensure_local(args.image, docker_client())
     sandbox = make_sandbox(config, spares=args.spares)  # spare runners (or containers) warm ahead of need
@@ -242,7 +242,7 @@ def markdown(summary: dict) -> str:
 
 def _remove_stray_containers() -> None:
     """Containers of an orchestrator that was killed mid-job (their pool never closed)."""
-    from kevolve.sandbox.docker_backend import _LABEL, docker_client
+    from kevolve.sandbox.isolate.container import _LABEL, docker_client
 
     for c in docker_client().containers.list(all=True, filters={"label": _LABEL}):
         c.remove(force=True)

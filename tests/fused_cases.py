@@ -1,4 +1,4 @@
-"""Cases for the judge's one-pass comparison kernel (sandbox/fused_compare.py) against the torch path it
+"""Cases for the judge's one-pass comparison kernel (sandbox/judge/fused_compare.py) against the torch path it
 replaces: the same poison, non-finite and error decisions, case by case. In a subprocess, since Triton
 picks its interpreter (TRITON_INTERPRET) when first imported; CASE_DEVICE=cuda runs the compiled kernel."""
 
@@ -11,10 +11,10 @@ import pytest
 
 SCRIPT = textwrap.dedent("""
     import json, os, torch
-    from kevolve.sandbox import fused_compare
-    from kevolve.sandbox.checks import fingerprint
-    from kevolve.sandbox.correctness import has_poison, rel_errors
-    from kevolve.sandbox.harness import POISON_BITS
+    from kevolve.sandbox.judge import fused_compare
+    from kevolve.sandbox.judge.checks import fingerprint
+    from kevolve.sandbox.judge.correctness import has_poison, rel_errors
+    from kevolve.sandbox.common.harness import POISON_BITS
 
     def torch_path(c, t):
         fin_t = torch.isfinite(t)

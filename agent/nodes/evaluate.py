@@ -12,7 +12,7 @@ from kevolve.agent.context import Context
 from kevolve.agent.state import Trial
 from kevolve.records import Evaluation, Outcome, Problem
 from kevolve.runfiles import RUN_FORMAT, TrialLine
-from kevolve.sandbox.make import evaluate_with_retries
+from kevolve.sandbox.parent.make import evaluate_with_retries
 
 log = logging.getLogger(__name__)
 

@@ -95,7 +95,7 @@ def together(sources: list[str]) -> str:
 
 def compile_all(sources: list[str]) -> str:
     """'' when every kernel of every source compiles (and the Python parses), else the first error."""
-    from kevolve.sandbox.compile import nvrtc_compile
+    from kevolve.sandbox.build.compile import nvrtc_compile
 
     for src in sources:
         try:

@@ -5,7 +5,7 @@ judged incorrect on the H100): the plan's defaults and the variants the search c
 K slices, small and large tiles, the convolutions' layouts, random mutations), each made legal as the search
 makes them, rendered, executed, and its launchers run in place of the IR twins (`interpret.run_plan`) on
 one draw of the module's inputs. Each output is compared with the module run in float64 the way the judge
-compares (`sandbox/correctness.py`): relative max error within factor x eager fp32's own error + the
+compares (`sandbox/judge/correctness.py`): relative max error within factor x eager fp32's own error + the
 float32 floor. The caller must have set TRITON_INTERPRET=1 before triton was first imported (a process of
 its own: `scripts/offline_interpret_sweep.py`, `tests/triton_interpret_check.py`).
 """
@@ -157,7 +157,7 @@ def _group_error(plan: Plan, calls: list[_Call], factor: float) -> tuple[float, 
     import torch
 
     from kevolve.agent.offline.interpret import run_group
-    from kevolve.sandbox.correctness import FLOORS, rel_errors
+    from kevolve.sandbox.judge.correctness import FLOORS, rel_errors
 
     worst = (0.0, FLOORS[torch.float32])
     for c in calls:
@@ -177,7 +177,7 @@ def _group_error(plan: Plan, calls: list[_Call], factor: float) -> tuple[float, 
 
 def _result(name: str, desc: str, got: Any, truth: Any, eager: tuple[float, float], factor: float,
             group: tuple[float, float]) -> VariantResult:
-    from kevolve.sandbox.correctness import FLOORS, rel_errors
+    from kevolve.sandbox.judge.correctness import FLOORS, rel_errors
 
     import torch
 
@@ -201,7 +201,7 @@ def sweep_plan(plan: Plan, mutations: int = 3, seed: int = 0, factor: float | No
     judge's tolerance factor, its configured default when None)."""
     from kevolve.agent.offline.coverage import reference
     from kevolve.sandbox.config import SandboxConfig
-    from kevolve.sandbox.correctness import rel_errors
+    from kevolve.sandbox.judge.correctness import rel_errors
 
     import torch
 

@@ -12,7 +12,7 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 @pytest.fixture(scope="session")
 def sandbox():  # noqa: ANN201
-    from kevolve.sandbox.local import LocalSandbox
+    from kevolve.sandbox.parent.local import LocalSandbox
 
     return LocalSandbox()
 

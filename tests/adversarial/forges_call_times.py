@@ -5,7 +5,7 @@ the channel object it answers the judge on, and gives that object (not its class
 watch) a `send` that divides every reported time by 20 before passing the answer on. Outputs,
 nonces and checks are untouched.
 Expected: ok at its honest speed, the forged account unread. Every speed is the judge's own clock around
-batches of calls (sandbox/clock.py: CPU time of the runner's cgroup on the CPU, the round trip of a batch
+batches of calls (sandbox/judge/clock.py: CPU time of the runner's cgroup on the CPU, the round trip of a batch
 ending in a device-wide sync on the GPU); what a runner reports of its times is a diagnostic (before
 2026-11-26 this was rejected as timer_mismatch, a rule over the claims that the new clock made moot).
 """

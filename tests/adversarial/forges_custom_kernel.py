@@ -9,7 +9,7 @@ count, whatever the registry says).
 """
 import torch
 import torch.nn as nn
-from kevolve.sandbox import compile as build
+from kevolve.sandbox.build import compile as build
 
 build.BUILT_MODULES.add("torch")
 

@@ -38,7 +38,7 @@ def _targets() -> list[str]:
             continue
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"kevolve.sandbox.runner" not in argv or "/shm-" not in Path(f"/proc/{pid}/maps").read_text():
+            if b"kevolve.sandbox.runner.serve" not in argv or "/shm-" not in Path(f"/proc/{pid}/maps").read_text():
                 continue
         except OSError:
             continue

@@ -6,7 +6,7 @@ channel object), but a factor the audit's end-to-end clock lets through: that cl
 "the audit caught a 10x forgery, not a 1.8x one"). An honest ReLU claiming 1.8x its speed moves no
 ranking past eager on this machine, but in a search it outranks the honest kernels beside it.
 Expected: ok at its honest speed, the forged account unread. Every speed is the judge's own clock around
-batches of calls (sandbox/clock.py: CPU time of the runner's cgroup on the CPU, the round trip of a batch
+batches of calls (sandbox/judge/clock.py: CPU time of the runner's cgroup on the CPU, the round trip of a batch
 ending in a device-wide sync on the GPU); what a runner reports of its times is a diagnostic (before
 2026-11-26 this was rejected as timer_mismatch, a rule over the claims that the new clock made moot).
 """

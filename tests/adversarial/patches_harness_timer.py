@@ -5,7 +5,7 @@ modules; this replaces the method that times one trial. Expected: rejected, tamp
 """
 import torch
 import torch.nn as nn
-from kevolve.sandbox import timing
+from kevolve.sandbox.common import timing
 
 _one = timing.Timer.one
 

@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-from kevolve.sandbox import timing
+from kevolve.sandbox.common import timing
 
 timing._CPU_FLUSH_BYTES = 4
 timing._L2_FLUSH_BYTES = 4

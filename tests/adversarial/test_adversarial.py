@@ -122,7 +122,7 @@ def test_phase_times_come_from_the_judge_whatever_clocks_the_candidate_patched(e
 def test_times_forged_inside_the_runner_do_not_move_the_speedup(evaluate, hack: str,  # noqa: ANN001
                                                                 isolation: str) -> None:
     # 20x and 1.8x forgeries of the runner's own account. Every speed comes from the judge's own clock
-    # (sandbox/clock.py: on the CPU the runner's CPU time by its cgroup); the runner's account is kept beside
+    # (sandbox/judge/clock.py: on the CPU the runner's CPU time by its cgroup); the runner's account is kept beside
     # it as a diagnostic (claimed_median_ms). The forger is timed as its honest twin (the same C++ loop) is:
     # were its account read, its time would be 1/1.8 or 1/20 of the twin's.
     factor = 1.8 if hack == "forges_times_slightly" else 20.0
@@ -140,7 +140,7 @@ def test_a_candidate_without_a_sandbox_cannot_plant_in_the_build_cache(evaluate,
     # isolation none: the runner runs as the user. With its writes confined (Landlock, the default on the
     # CPU) nothing lands in the cache; with confine_writes off the same candidate plants both files,
     # which is what the confinement is for (and shows this test can fail).
-    from kevolve.sandbox import landlock
+    from kevolve.sandbox.isolate import landlock
 
     if landlock.abi() <= 0:
         pytest.skip("this kernel has no Landlock")
@@ -159,8 +159,8 @@ def test_a_candidate_without_a_sandbox_cannot_plant_in_the_build_cache(evaluate,
 
 @pytest.mark.parametrize(("isolation", "confine"), [("auto", "auto"), ("none", "auto"), ("none", "off")])
 def test_a_candidate_cannot_signal_the_judges_other_processes(evaluate, isolation: str, confine: str) -> None:  # noqa: ANN001
-    from kevolve.sandbox import landlock
-    from kevolve.sandbox.bwrap import local_launcher
+    from kevolve.sandbox.isolate import landlock
+    from kevolve.sandbox.isolate.bwrap import local_launcher
     from kevolve.sandbox.config import SandboxConfig
 
     ev = evaluate("relu", HERE / "signals_other_runners.py", isolation=isolation, confine_writes=confine,
@@ -224,13 +224,13 @@ def test_worker_environment_holds_no_secrets(evaluate, monkeypatch) -> None:  # 
 
 
 def test_a_setsid_daemon_spinning_beside_the_calls_is_counted_in_the_runners_cgroup(evaluate) -> None:  # noqa: ANN001
-    from kevolve.sandbox.containment import ContainmentKind, choose
+    from kevolve.sandbox.isolate.containment import ContainmentKind, choose
 
     if choose().kind is not ContainmentKind.CGROUP:
         pytest.skip("escaped processes' CPU time is read from the worker's cgroup; this machine gives none")
     ev = evaluate("relu", HERE / "spins_in_setsid_daemon.py")
     # in the runner's cgroup: frozen with it between commands, its CPU the candidate's own time inside them
-    # (sandbox/clock.py); background_cpu where it took more than a core's share there
+    # (sandbox/judge/clock.py); background_cpu where it took more than a core's share there
     assert ev.ok or (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "background_cpu"), ev.reason
     assert "had no call to answer" not in ev.reason, ev.reason
 
@@ -241,8 +241,8 @@ def test_the_primed_runner_bytecode_is_out_of_a_candidates_reach(evaluate, confi
     # it lands (confine_writes off, or a kernel without Landlock) the judge sees it after the candidate
     from testpaths import ISOLATION
 
-    from kevolve.sandbox import landlock, pycache
-    from kevolve.sandbox.bwrap import local_launcher
+    from kevolve.sandbox.isolate import landlock, pycache
+    from kevolve.sandbox.isolate.bwrap import local_launcher
     from kevolve.sandbox.config import SandboxConfig
 
     where = pycache.folder(pycache.default_root())
@@ -299,7 +299,7 @@ def test_answers_written_into_the_references_channel_are_not_its_times(evaluate,
     # from files it no longer names, is not dumpable, and echoes a nonce in every answer: where the
     # candidate still reaches it (root, without bubblewrap or Landlock: /proc/PID/fd) the forged answer is
     # tampering. Landlock (confine_writes) denies opening that pipe for writing: no answer is forged.
-    from kevolve.sandbox import landlock
+    from kevolve.sandbox.isolate import landlock
 
     ev = evaluate("relu", HERE / "forges_reference_answers.py", isolation=isolation, allow_torch_only=True,
                   confine_writes=confine)

@@ -32,8 +32,8 @@ def unusual_built():  # noqa: ANN201
     """The four candidates share one extension: the build service compiles it once, without running them."""
     from testpaths import BUILD_CACHE
 
-    from kevolve.sandbox.builds import BuildService
-    from kevolve.sandbox.recipe import BuildTarget
+    from kevolve.sandbox.build.service import BuildService
+    from kevolve.sandbox.build.recipe import BuildTarget
 
     service = BuildService(BUILD_CACHE, BuildTarget.current(""), workers=1)
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kevolve.sandbox.policy import check_policy
+from kevolve.sandbox.policy.candidate import check_policy
 
 HERE = Path(__file__).parent
 HEAD = "import torch\nimport torch.nn as nn\n"

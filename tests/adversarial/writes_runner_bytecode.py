@@ -1,4 +1,4 @@
-"""Hack: write the runner bytecode kevolve primes for every runner (sandbox/pycache.py; the prefix is in
+"""Hack: write the runner bytecode kevolve primes for every runner (sandbox/isolate/pycache.py; the prefix is in
 the runner's PYTHONPYCACHEPREFIX), so that every runner after this one runs what it left there (my own
 attack on the primed bytecode, 2026-11-24; here it only corrupts torch's `_tensor_str`, which breaks them).
 

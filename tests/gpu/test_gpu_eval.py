@@ -9,7 +9,7 @@ import pytest
 from kevolve.contract import load_problem
 from kevolve.records import Candidate, Outcome
 from kevolve.sandbox.config import SandboxConfig
-from kevolve.sandbox.local import LocalSandbox
+from kevolve.sandbox.parent.local import LocalSandbox
 from testpaths import ISOLATION
 
 pytestmark = pytest.mark.gpu
@@ -44,7 +44,7 @@ def test_honest_cupy_kernel_is_accepted_with_a_custom_kernel_listed(sandbox, con
 
 
 def test_launch_work_counts_in_the_speedup_the_search_ranks_by(sandbox, config) -> None:
-    """Every speed is the judge's clock around batches of calls ending in a device-wide sync (sandbox/clock.py):
+    """Every speed is the judge's clock around batches of calls ending in a device-wide sync (sandbox/judge/clock.py):
     the host's launch work is in it. A ReLU in 64 launches does the device work of one launch and ~1 ms of
     host work a call: it reads far slower than the same kernel in one launch."""
     chunked = evaluate(sandbox, config, "relu_cupy_chunked")
@@ -175,7 +175,7 @@ def test_an_honest_kernel_thousands_of_times_slower_is_stopped_after_three_calls
 def test_honest_kernels_run_with_their_writes_confined_without_a_sandbox(sandbox, config, name: str) -> None:
     """confine_writes is on by default for CPU runners only: this is the GPU's check before its default
     changes (Landlock: CUDA opens /dev/nvidia* for writing, CuPy and nvcc write under the scratch)."""
-    from kevolve.sandbox import landlock
+    from kevolve.sandbox.isolate import landlock
 
     if landlock.abi() <= 0:
         pytest.skip("this kernel has no Landlock")

@@ -10,7 +10,7 @@ import pytest
 from kevolve.contract import load_problem
 from kevolve.records import Candidate, Outcome
 from kevolve.sandbox.config import SandboxConfig
-from kevolve.sandbox.local import LocalSandbox
+from kevolve.sandbox.parent.local import LocalSandbox
 from testpaths import ISOLATION
 
 pytestmark = pytest.mark.gpu
@@ -54,7 +54,7 @@ def test_taking_all_device_memory_is_a_runtime_error_and_the_memory_comes_back(s
 def test_the_passthrough_finds_this_machines_gpu_node_and_libcuda() -> None:
     import torch
 
-    from kevolve.sandbox.gpu_passthrough import HostGpu, docker_gpu, gpu_minor, ldconfig_listing
+    from kevolve.sandbox.isolate.gpu_passthrough import HostGpu, docker_gpu, gpu_minor, ldconfig_listing
 
     host = HostGpu(ldconfig=ldconfig_listing())
     gpu = docker_gpu(0, host)

@@ -20,9 +20,9 @@ def _digest(path: Path) -> str:
 
 def test_builds_are_promoted_reused_and_cannot_be_poisoned(tmp_path, cpu_config) -> None:  # noqa: ANN001
     from kevolve.contract import load_problem
-    from kevolve.sandbox.bwrap import probe
-    from kevolve.sandbox.compile import build_scope
-    from kevolve.sandbox.local import LocalSandbox
+    from kevolve.sandbox.isolate.bwrap import probe
+    from kevolve.sandbox.build.cache import build_scope
+    from kevolve.sandbox.parent.local import LocalSandbox
 
     from kevolve.records import Candidate
 

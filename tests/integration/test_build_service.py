@@ -13,10 +13,11 @@ from pathlib import Path
 
 from testpaths import FIXTURES, unavailable
 
-from kevolve.sandbox.builds import BuildService, BuildStatus, artifact_dir
+from kevolve.sandbox.build.recipe import artifact_dir
+from kevolve.sandbox.build.service import BuildService, BuildStatus
 from kevolve.sandbox.config import Isolation
-from kevolve.sandbox.extensions import ExtensionSpec
-from kevolve.sandbox.recipe import BuildTarget, module_name
+from kevolve.sandbox.build.extensions import ExtensionSpec
+from kevolve.sandbox.build.recipe import BuildTarget, module_name
 
 RELU = (FIXTURES / "solutions" / "relu_cpp.py").read_text()
 
@@ -35,7 +36,7 @@ def _booby_trapped(marker: Path, name: str) -> str:
 def _load_in_fresh_worker(cache: Path, private: Path, source: str) -> subprocess.CompletedProcess[str]:
     """Install the worker's hooks in a new interpreter and run `source`; no compiler or ninja on PATH."""
     code = ("import sys, torch\nfrom pathlib import Path\n"
-            "from kevolve.sandbox.compile import install_build_hooks, BUILT_MODULES\n"
+            "from kevolve.sandbox.build.compile import install_build_hooks, BUILT_MODULES\n"
             "install_build_hooks(Path(sys.argv[1]), Path(sys.argv[2]), 'scope')\n"
             "ns = {}\nexec(compile(sys.stdin.read(), 'candidate.py', 'exec'), ns)\n"
             "y = ns['ModelNew']()(torch.tensor([-1.0, 2.0]))\nprint(ns['ext'].__name__, y.tolist(), sorted(BUILT_MODULES))\n")
@@ -47,7 +48,7 @@ def _load_in_fresh_worker(cache: Path, private: Path, source: str) -> subprocess
 def _build_in_worker(cache: Path, private: Path, source: str, then: str) -> subprocess.CompletedProcess[str]:
     """Run `source` in a new interpreter with the worker's build hooks (compilers on PATH); `then` prints."""
     code = ("import sys, torch\nfrom pathlib import Path\n"
-            "from kevolve.sandbox.compile import install_build_hooks\n"
+            "from kevolve.sandbox.build.compile import install_build_hooks\n"
             "install_build_hooks(Path(sys.argv[1]), Path(sys.argv[2]), 'scope')\n"
             f"ns = {{}}\nexec(compile(sys.stdin.read(), 'candidate.py', 'exec'), ns)\n{then}\n")
     return subprocess.run([sys.executable, "-c", code, str(cache), str(private)], input=source, capture_output=True,
@@ -110,7 +111,7 @@ def test_a_failing_compile_is_a_result_with_the_compilers_message(tmp_path: Path
 
 
 def test_an_include_of_a_secret_file_fails_under_isolation(tmp_path: Path) -> None:
-    from kevolve.sandbox.bwrap import probe
+    from kevolve.sandbox.isolate.bwrap import probe
 
     works, why = probe()
     if not works:

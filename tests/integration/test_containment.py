@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from testpaths import unavailable
 
-from kevolve.sandbox import cgroups, procfs
-from kevolve.sandbox.containment import ContainmentKind
-from kevolve.sandbox.isolation import WorkerProcess
+from kevolve.sandbox.isolate import cgroups, procfs
+from kevolve.sandbox.isolate.containment import ContainmentKind
+from kevolve.sandbox.isolate.launch import WorkerProcess
 
 ESCAPER = (Path(__file__).parent / "escaper.py").read_text()
 CGROUP, SUBREAPER, GROUP = ContainmentKind.CGROUP, ContainmentKind.SUBREAPER, ContainmentKind.PROCESS_GROUP
@@ -58,7 +58,7 @@ def require(kind: ContainmentKind) -> None:
 def launcher_for(name: str) -> object | None:
     if name == "none":
         return None
-    from kevolve.sandbox.bwrap import BwrapLauncher, probe
+    from kevolve.sandbox.isolate.bwrap import BwrapLauncher, probe
 
     works, why = probe()
     if not works:
@@ -181,8 +181,8 @@ def test_the_spawners_other_children_survive_a_workers_kill(kind: ContainmentKin
 
 ORCHESTRATOR = textwrap.dedent("""
     import sys, time
-    from kevolve.sandbox.containment import ContainmentKind
-    from kevolve.sandbox.isolation import WorkerProcess
+    from kevolve.sandbox.isolate.containment import ContainmentKind
+    from kevolve.sandbox.isolate.launch import WorkerProcess
     escaper, mark, kind, then = sys.argv[1:5]
     w = WorkerProcess("cpu", containment=ContainmentKind(kind)).spawn([sys.executable, "-c", escaper, mark, "stay"])
     while not (w.scratch / "ready").exists():
@@ -207,7 +207,7 @@ def test_workers_left_running_at_the_orchestrators_exit_take_everything_with_the
 
 FORKING_ORCHESTRATOR = textwrap.dedent("""
     import os, sys, time
-    from kevolve.sandbox.isolation import WorkerProcess
+    from kevolve.sandbox.isolate.launch import WorkerProcess
     escaper, mark = sys.argv[1:3]
     w = WorkerProcess("cpu").spawn([sys.executable, "-c", escaper, mark, "stay"])
     while not (w.scratch / "ready").exists():

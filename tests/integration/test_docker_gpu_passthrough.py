@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from testpaths import unavailable
 
-from kevolve.sandbox.gpu_passthrough import INSIDE_LIB_DIR, HostGpu
+from kevolve.sandbox.isolate.gpu_passthrough import INSIDE_LIB_DIR, HostGpu
 
 IMAGE = "kevolve-eval:test"
 PROBE = ("import os, ctypes, json; lib = ctypes.CDLL('libcuda.so.1');"
@@ -27,7 +27,7 @@ PROBE = ("import os, ctypes, json; lib = ctypes.CDLL('libcuda.so.1');"
 def test_a_container_gets_the_selected_gpu_and_the_driver_libraries_without_the_toolkit(tmp_path: Path) -> None:
     import json
 
-    from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client, gpu_run_args, image_present
+    from kevolve.sandbox.isolate.container import DockerUnavailable, docker_client, gpu_run_args, image_present
 
     try:
         client = docker_client()

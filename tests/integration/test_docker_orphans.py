@@ -29,8 +29,8 @@ class ModelNew(nn.Module):
 @pytest.fixture(scope="module")
 def client():  # noqa: ANN201
     pytest.importorskip("docker")
-    from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client
-    from kevolve.sandbox.docker_image import ensure_local
+    from kevolve.sandbox.isolate.container import DockerUnavailable, docker_client
+    from kevolve.sandbox.isolate.docker_image import ensure_local
 
     try:
         c = docker_client()
@@ -41,15 +41,15 @@ def client():  # noqa: ANN201
 
 
 def _owned_by(client, pid: int, tag: str) -> list:  # noqa: ANN001
-    from kevolve.sandbox.docker_backend import _OWNER
+    from kevolve.sandbox.isolate.container import _OWNER
 
     return [c for c in client.containers.list(all=True, filters={"label": _OWNER}) if c.labels.get(_OWNER) == tag]
 
 
 def _judge_with_containers(client, cfg, prob):  # noqa: ANN001, ANN202
     from kevolve.records import Candidate
-    from kevolve.sandbox.docker_backend import owner_tag
-    from kevolve.sandbox.local import LocalSandbox
+    from kevolve.sandbox.isolate.container import owner_tag
+    from kevolve.sandbox.parent.local import LocalSandbox
 
     box = LocalSandbox(spares=2)
     box.reference(prob, cfg)
@@ -69,7 +69,7 @@ def _kill(judge) -> None:  # noqa: ANN001
 def test_the_containers_of_a_killed_judge_are_removed(client, cpu_config) -> None:  # noqa: ANN001
     from kevolve.contract import load_problem
     from kevolve.sandbox.config import Backend
-    from kevolve.sandbox.local import LocalSandbox
+    from kevolve.sandbox.parent.local import LocalSandbox
 
     cfg = cpu_config.model_copy(update=dict(backend=Backend.DOCKER, image="kevolve-eval:test", allow_torch_only=True,
                                             memory_limit_gb=4.0, policy_allow=("all",)))
@@ -97,7 +97,7 @@ def test_the_containers_of_a_killed_judge_are_removed(client, cpu_config) -> Non
 
 
 def test_containers_of_a_live_judge_or_another_machine_are_kept(client, tmp_path) -> None:  # noqa: ANN001
-    from kevolve.sandbox.docker_backend import _owner_alive, owner_tag
+    from kevolve.sandbox.isolate.container import _owner_alive, owner_tag
 
     me = owner_tag()
     assert me and _owner_alive(me)
@@ -112,7 +112,7 @@ def test_sandbox_prune_removes_what_judges_left_and_doctor_counts_it(client) -> 
     from typer.testing import CliRunner
 
     from kevolve.cli import app
-    from kevolve.sandbox.docker_backend import _LABEL, _OWNER, left_behind, owner_tag
+    from kevolve.sandbox.isolate.container import _LABEL, _OWNER, left_behind, owner_tag
 
     boot, _, rest = owner_tag().partition(":")
     ns, pid, start = rest.rsplit(":", 2)

@@ -13,14 +13,14 @@ import pytest
 
 from kevolve.contract import load_problem
 from kevolve.records import Candidate
-from kevolve.sandbox import oracle
+from kevolve.sandbox.judge import oracle
 from kevolve.sandbox.config import SandboxConfig
 
 FIX = Path(__file__).parent.parent / "fixtures"
 
 
 def test_every_timed_call_is_on_a_draw_no_earlier_call_saw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kevolve.sandbox.judge import Judge
+    from kevolve.sandbox.judge.serve import Judge
     from testpaths import BUILD_CACHE
 
     monkeypatch.chdir(tmp_path)

@@ -106,7 +106,7 @@ def test_optimize_asks_the_llm_for_kernels_in_the_language_given(fixtures, tmp_p
 
 
 @pytest.mark.parametrize(("device", "language", "message"), [
-    ("cpu", "fortran", "--language must be cuda, cupy or triton, not 'fortran'"),
+    ("cpu", "fortran", "--language must be one of cuda, cupy, triton, not 'fortran'"),
     ("cpu", "triton", "--language triton writes GPU kernels: it needs --device cuda"),
 ])
 def test_optimize_refuses_a_language_the_cli_would_refuse_with_the_same_message(

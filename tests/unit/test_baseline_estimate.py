@@ -1,11 +1,11 @@
-"""A baseline worker's estimate of the memory its prepared problem holds (sandbox/baseline_worker.py)."""
+"""A baseline worker's estimate of the memory its prepared problem holds (sandbox/judge/baseline_worker.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kevolve.sandbox.baseline_worker import estimate_bytes
-from kevolve.sandbox.harness import load_module
+from kevolve.sandbox.judge.baseline_worker import estimate_bytes
+from kevolve.sandbox.common.harness import load_module
 
 FLUSH_CPU = 64 * 2**20
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from kevolve.sandbox.baseline_pool import BaselinePool, PoolSettings, admissible
+from kevolve.sandbox.parent.baseline_pool import BaselinePool, PoolSettings, admissible
 from kevolve.kernelbench.suite import SuiteProblem
 from kevolve.sandbox.config import SandboxConfig
-from kevolve.sandbox.isolation import WorkerExit
-from kevolve.sandbox.protocol import WorkerReport, WorkerRequest
+from kevolve.sandbox.isolate.launch import WorkerExit
+from kevolve.sandbox.common.protocol import WorkerReport, WorkerRequest
 
 GB = 2**30
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kevolve.sandbox.compile import build_scope, promote
+from kevolve.sandbox.build.cache import build_scope, promote
 
 
 def _built(root: Path, scope: str, files: dict[str, str]) -> Path:

@@ -6,7 +6,7 @@ import json
 import os
 import struct
 
-from kevolve.sandbox.channel import Channel
+from kevolve.sandbox.common.channel import Channel
 
 
 def frame(obj: object) -> bytes:

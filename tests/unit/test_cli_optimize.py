@@ -43,7 +43,7 @@ def test_graph_prints_mermaid() -> None:
      "cannot open the archive"),
     (["{relu}", "--llm", "vllm:m", "--archive-db", "nonsense"], "not a database URL"),
     (["{relu}", "--llm", "vllm:m", "--allow", "frames"], "unknown policy category 'frames'"),
-    (["{relu}", "--llm", "vllm:m", "--language", "rust"], "--language must be cuda, cupy or triton, not 'rust'"),
+    (["{relu}", "--llm", "vllm:m", "--language", "rust"], "--language must be one of cuda, cupy, triton, not 'rust'"),
     (["{relu}", "--llm", "vllm:m", "--language", "triton"], "--language triton writes GPU kernels: it needs --device cuda"),
     (["{relu}", "--llm", "vllm:m", "--language", "cupy"], "--language cupy writes GPU kernels"),
 ])

@@ -3,8 +3,8 @@ single thread answering calls would spend it (`background_cpu`)."""
 
 from __future__ import annotations
 
-from kevolve.sandbox.session import Facts
-from kevolve.sandbox.verdict import cpu_rule
+from kevolve.sandbox.judge.facts import Facts
+from kevolve.sandbox.judge.verdict import cpu_rule
 
 def calls(idle_s: float = 0.0, inside_extra_s: float = 0.0, vet_s: float = 0.005, n: int = 100) -> Facts:
     """`n` calls of 1 ms windows read from a cgroup: CPU before the command, at the account, at the vetting."""

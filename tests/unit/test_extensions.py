@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from testpaths import FIXTURES
 
-from kevolve.sandbox.extensions import ExtensionSpec, extract
-from kevolve.sandbox.recipe import BuildTarget
+from kevolve.sandbox.build.extensions import ExtensionSpec, extract
+from kevolve.sandbox.build.recipe import BuildTarget
 
 TARGET = BuildTarget(torch="2.13.0", cuda="13.0", python="cpython-311", arch="9.0")
 CPP = "torch::Tensor f(torch::Tensor x) { return x; }"

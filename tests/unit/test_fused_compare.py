@@ -17,7 +17,7 @@ def test_the_fused_kernel_decides_as_the_torch_path_does() -> None:
 def test_off_the_gpu_and_when_switched_off_the_torch_path_runs(monkeypatch) -> None:
     import torch
 
-    from kevolve.sandbox import fused_compare
+    from kevolve.sandbox.judge import fused_compare
 
     x = torch.ones(8)
     assert fused_compare.stats(x, x) is None  # a CPU tensor

@@ -3,7 +3,7 @@ the driver API as documented (a fake driver records the calls; the kernel itself
 
 import ctypes
 
-from kevolve.sandbox.pad import BLOCK, PTX, Pad, grid_for
+from kevolve.sandbox.runner.pad import BLOCK, PTX, Pad, grid_for
 
 
 class FakeDriver:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kevolve.sandbox.gpu_passthrough import INSIDE_LIB_DIR, HostGpu, NoGpuNodes, docker_gpu, driver_libs, gpu_nodes
+from kevolve.sandbox.isolate.gpu_passthrough import (INSIDE_LIB_DIR, HostGpu, NoGpuNodes, docker_gpu, driver_libs,
+                                                      gpu_nodes)
 
 NODES = ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
 DRIVER_SONAMES = {"libcuda.so.580.95.05": "libcuda.so.1", "libnvidia-ml.so.580.95.05": "libnvidia-ml.so.1",
@@ -74,7 +75,7 @@ def ldconfig_cache(tmp_path: Path, libdir: Path) -> str:
 
 
 def test_bwrap_on_a_gpu_binds_every_nvidia_node_at_its_dev_path(host: HostGpu, tmp_path: Path) -> None:
-    from kevolve.sandbox.bwrap import bwrap_argv
+    from kevolve.sandbox.isolate.bwrap import bwrap_argv
 
     (tmp_path / "scratch").mkdir()
     argv = bwrap_argv(tmp_path / "scratch", device="cuda", host=host)
@@ -87,7 +88,7 @@ def test_bwrap_on_a_gpu_binds_every_nvidia_node_at_its_dev_path(host: HostGpu, t
 
 
 def test_bwrap_with_a_fake_gpu_shows_its_nodes_inside_the_sandbox(host: HostGpu, tmp_path: Path) -> None:
-    from kevolve.sandbox.bwrap import bwrap_argv, probe
+    from kevolve.sandbox.isolate.bwrap import bwrap_argv, probe
 
     works, why = probe("cpu")
     if not works:
@@ -169,7 +170,7 @@ class FakeEngine:
 
 def start_container(engine: FakeEngine, device: str, tmp_path: Path, gpu_host: HostGpu | None = None):  # noqa: ANN201
     from kevolve.sandbox.config import SandboxConfig
-    from kevolve.sandbox.docker_backend import ContainerRunner
+    from kevolve.sandbox.isolate.container import ContainerRunner
 
     config = SandboxConfig(device=device, cache_dir=tmp_path / "cache", backend="docker")
     ContainerRunner(engine, config, root=tmp_path, gpu_host=gpu_host).start()
@@ -204,7 +205,7 @@ def test_a_cpu_container_gets_no_gpu(tmp_path) -> None:  # noqa: ANN001
 
 
 def test_a_gpu_container_on_a_host_without_the_driver_is_docker_unavailable_in_one_line(host, tmp_path) -> None:  # noqa: ANN001
-    from kevolve.sandbox.docker_backend import DockerUnavailable
+    from kevolve.sandbox.isolate.container import DockerUnavailable
 
     with pytest.raises(DockerUnavailable, match="no NVIDIA container runtime.*libcuda") as e:
         start_container(FakeEngine({"runc": {"path": "runc"}}), "cuda", tmp_path, host)

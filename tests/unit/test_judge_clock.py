@@ -1,4 +1,4 @@
-"""The judge's clock (sandbox/clock.py) over hand-built windows: a call's time from batches, empties and the
+"""The judge's clock (sandbox/judge/clock.py) over hand-built windows: a call's time from batches, empties and the
 kernel's CPU accounting; what a runner claims plays no part; how many calls a batch holds."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kevolve.sandbox.clock import BATCH_MAX, Window, batch_room, batch_size, call_times, empty_ms, per_call
-from kevolve.sandbox.slots import Slots
+from kevolve.sandbox.judge.clock import BATCH_MAX, Window, batch_room, batch_size, call_times, empty_ms, per_call
+from kevolve.sandbox.judge.slots import Slots
 
 
 def test_a_calls_time_is_the_batch_less_an_empty_one_over_its_calls() -> None:

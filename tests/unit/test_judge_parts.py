@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from kevolve.records import Evaluation, Outcome, TimingStats
-from kevolve.sandbox.channel import Channel, ChannelClosed, Garbled
+from kevolve.sandbox.common.channel import Channel, ChannelClosed, Garbled
 
 
 def _pair() -> tuple[Channel, Channel]:
@@ -50,7 +50,7 @@ def test_channel_close_is_idempotent_and_a_closed_channel_says_so() -> None:
 
 
 def test_a_changed_process_setting_is_named_with_its_old_and_new_value() -> None:
-    from kevolve.sandbox import settings
+    from kevolve.sandbox.runner import torch_settings as settings
 
     before = settings.snapshot()
     old = torch.get_num_threads()
@@ -64,7 +64,7 @@ def test_a_changed_process_setting_is_named_with_its_old_and_new_value() -> None
 
 
 def test_fingerprints_tell_bits_apart_and_equal_bits_together() -> None:
-    from kevolve.sandbox.checks import fingerprint
+    from kevolve.sandbox.judge.checks import fingerprint
 
     x = torch.randn(64, 33)
     assert fingerprint([x]) == fingerprint([x.clone()])
@@ -76,7 +76,7 @@ def test_fingerprints_tell_bits_apart_and_equal_bits_together() -> None:
 def test_fingerprint_sums_in_steps_equal_one_whole_sum() -> None:
     # the print is summed a bounded number of words at a time (no int64 copy of a 7 GiB output); the steps
     # must give the whole sums exactly, every 7th word included, whatever the length against the step
-    from kevolve.sandbox.checks import _sums
+    from kevolve.sandbox.judge.checks import _sums
 
     for n in (1, 6, 7, 8, 69, 70, 71, 1000):
         v = torch.randint(-2**31, 2**31 - 1, (n,), dtype=torch.int32)
@@ -85,14 +85,14 @@ def test_fingerprint_sums_in_steps_equal_one_whole_sum() -> None:
 
 
 def _call(n: int, key: str, phase: str, out: torch.Tensor, truth: torch.Tensor):  # noqa: ANN202
-    from kevolve.sandbox.checks import check_call
+    from kevolve.sandbox.judge.checks import check_call
 
     return check_call(n, key, phase, [out], [truth], ((0.0, 0.0),), 8.0, 0.1, 0.1)
 
 
 def test_classification_names_the_cache_the_poison_and_the_late_failure() -> None:
-    from kevolve.sandbox.checks import Ledger, classify, fingerprint
-    from kevolve.sandbox.harness import POISON_BITS
+    from kevolve.sandbox.judge.checks import Ledger, classify, fingerprint
+    from kevolve.sandbox.common.harness import POISON_BITS
 
     t0, t1 = torch.randn(8, 8).relu(), torch.randn(8, 8).relu()
     prints = {"d0": fingerprint([t0]), "d1": fingerprint([t1])}
@@ -115,7 +115,7 @@ def _ev(speedup_ms: float, outcome: Outcome = Outcome.OK) -> Evaluation:
 
 
 def test_the_audit_overturns_disagreement_and_keeps_agreement() -> None:
-    from kevolve.sandbox.audit import decide
+    from kevolve.sandbox.judge.audit import decide
 
     same = decide(_ev(2.0), _ev(2.05), 1.9, (), 1.0)
     assert same.ok and same.audit is not None and same.audit.passed
@@ -131,7 +131,7 @@ def test_the_audit_overturns_disagreement_and_keeps_agreement() -> None:
 
 
 def test_a_disagreement_on_the_runners_timer_alone_must_repeat_in_a_second_audit() -> None:
-    from kevolve.sandbox.audit import confirm, decide, wants_second
+    from kevolve.sandbox.judge.audit import confirm, decide, wants_second
 
     apart = decide(_ev(2.0), _ev(2.5), 2.4, (1,), 1.0)  # the timer disagrees, the judge's clock is content
     assert apart.outcome is Outcome.REJECTED and wants_second(apart)
@@ -153,7 +153,7 @@ def test_a_disagreement_on_the_runners_timer_alone_must_repeat_in_a_second_audit
 
 
 def test_the_judge_clock_speedup_cancels_what_the_clock_adds_to_both_runners() -> None:
-    from kevolve.sandbox.audit import judge_clock_speedup
+    from kevolve.sandbox.judge.audit import judge_clock_speedup
 
     # candidate 0.5 ms, reference 1.0 ms, each call's channel and checks add 0.3 ms on both sides
     clock = [(0.5 + 0.3, 0.5, 1.0 + 0.3, 1.0)] * 10
@@ -168,7 +168,7 @@ def _ev_ms(claim_ms: float, ref_ms: float) -> Evaluation:
 
 
 def test_the_candidates_output_staging_is_taken_off_its_side_of_the_judges_clock() -> None:
-    from kevolve.sandbox.audit import decide, judge_clock, judge_clock_speedup
+    from kevolve.sandbox.judge.audit import decide, judge_clock, judge_clock_speedup
 
     # Modelled on KernelBench L1 90 (cumprod) on the H100: 3.0 ms against eager's 4.67 ms (1.56x); both
     # runners' calls carry 0.3 ms of channel and sync, the candidate's also 3.1 ms of copying its 4 GB
@@ -190,7 +190,7 @@ def test_the_candidates_output_staging_is_taken_off_its_side_of_the_judges_clock
 
 
 def test_launch_work_is_allowed_on_the_judges_clock_and_hidden_work_is_not() -> None:
-    from kevolve.sandbox.audit import decide, judge_clock
+    from kevolve.sandbox.judge.audit import decide, judge_clock
 
     # Modelled on KernelBench L1 88 (a fused GELU) on the H100: 0.19 ms on the GPU against eager's 1.62 ms
     # (8.5x); five audits read it at 0.14-0.73 ms end to end on the judge's clock (2.2x at the worst):
@@ -212,7 +212,7 @@ def test_launch_work_is_allowed_on_the_judges_clock_and_hidden_work_is_not() -> 
 
 
 def test_the_judges_clock_is_pairwise_and_reports_its_spread() -> None:
-    from kevolve.sandbox.audit import judge_clock
+    from kevolve.sandbox.judge.audit import judge_clock
 
     # the channel's cost moves from pair to pair (0.3 or 0.5 ms), the same within a pair: it cancels
     calls = [(0.5 + c, 0.5, 1.0 + c, 1.0) for c in (0.3, 0.5) * 10]
@@ -225,9 +225,9 @@ def test_the_judges_clock_is_pairwise_and_reports_its_spread() -> None:
 
 
 def test_a_first_launch_that_compiles_counts_as_build_time_by_the_judges_clock() -> None:
-    from kevolve.sandbox.checks import Ledger, check_call
-    from kevolve.sandbox.session import Facts
-    from kevolve.sandbox.verdict import first_launch_s
+    from kevolve.sandbox.judge.checks import Ledger, check_call
+    from kevolve.sandbox.judge.facts import Facts
+    from kevolve.sandbox.judge.verdict import first_launch_s
 
     t = torch.randn(8, 8).relu()
 
@@ -245,7 +245,7 @@ def test_a_first_launch_that_compiles_counts_as_build_time_by_the_judges_clock()
 
 
 def test_timing_stops_early_only_for_a_plainly_slower_candidate() -> None:
-    from kevolve.sandbox.schedule import enough
+    from kevolve.sandbox.judge.schedule import enough
 
     ref = [1.0, 1.02, 0.99, 1.01, 1.0]
     assert not enough([2.1] * 4, ref, 30, 0.1, 10.0)  # fewer than five candidate calls
@@ -256,7 +256,7 @@ def test_timing_stops_early_only_for_a_plainly_slower_candidate() -> None:
 
 
 def test_the_pad_forgets_a_slow_first_call_but_not_a_slow_host() -> None:
-    from kevolve.sandbox.session import Pad
+    from kevolve.sandbox.judge.flush import Pad
 
     pad = Pad()
     for ms in (90.0, 0.05, 0.04):  # the first call compiled the kernel on the host
@@ -269,7 +269,7 @@ def test_the_pad_forgets_a_slow_first_call_but_not_a_slow_host() -> None:
 
 
 def test_pinned_bytes_round_each_tensor_up_to_a_power_of_two() -> None:
-    from kevolve.sandbox.oracle import pinned_bytes
+    from kevolve.sandbox.judge.oracle import pinned_bytes
 
     meta = lambda *shape: torch.empty(*shape, device="meta")  # noqa: E731 - sizes without memory
     relu_l1 = meta(4096, 393216)  # KernelBench L1 #19's input: 6.4 GB of float32
@@ -280,8 +280,8 @@ def test_pinned_bytes_round_each_tensor_up_to_a_power_of_two() -> None:
 def test_a_problem_pinning_its_draws_lets_go_of_older_host_copies_only_when_memory_is_short(monkeypatch) -> None:  # noqa: ANN001
     from types import SimpleNamespace
 
-    import kevolve.sandbox.memory as memory
-    from kevolve.sandbox.judge import Judge
+    import kevolve.sandbox.isolate.memory as memory
+    from kevolve.sandbox.judge.serve import Judge
 
     closed: list[str] = []
     judge = Judge("cpu")
@@ -305,14 +305,14 @@ def test_a_problem_pinning_its_draws_lets_go_of_older_host_copies_only_when_memo
 
 
 def test_a_judge_failure_names_kevolves_innermost_frame() -> None:
-    from kevolve.sandbox.judge import _where
-    from kevolve.sandbox.oracle import pinned_bytes
+    from kevolve.sandbox.judge.serve import _where
+    from kevolve.sandbox.judge.oracle import pinned_bytes
 
     try:
         pinned_bytes(None)  # type: ignore[arg-type]
     except TypeError as e:
         where = _where(e)
-    assert where.startswith(" at sandbox/oracle.py:") and where.endswith(" in pinned_bytes"), where
+    assert where.startswith(" at sandbox/judge/oracle.py:") and where.endswith(" in pinned_bytes"), where
     assert _where(ValueError("never raised")) == ""
 
 
@@ -320,8 +320,8 @@ def test_a_comparison_with_no_room_on_the_device_is_done_on_the_cpu(monkeypatch)
     # KernelBench L1 87 on the H100: the float64 result fit on the device, the comparison's mask did not;
     # the judge failed (infra_error). Now the float64 result moves to the host (the caller's list lets go
     # of the device copies) and the comparison runs there, with the same numbers as without the shortage.
-    from kevolve.sandbox import oracle
-    from kevolve.sandbox.reference import eager_errors
+    from kevolve.sandbox.judge import oracle
+    from kevolve.sandbox.judge.reference import eager_errors
 
     y = [torch.randn(64, 33)]
     y64 = [y[0].double() + 1e-6]
@@ -347,24 +347,22 @@ def test_a_truth_with_no_room_on_the_device_empties_the_cache_and_keeps_one_from
     # again, and only one truth is kept on the device from then on. ("meta" stands in for the device.)
     from types import SimpleNamespace
 
-    from kevolve.sandbox import session as session_mod
+    from kevolve.sandbox.judge import truths as truths_mod
 
     draws = {k: SimpleNamespace(truth=[torch.full((4,), float(i))]) for i, k in enumerate(("d0", "d1", "f0"))}
-    fake = SimpleNamespace(state=SimpleNamespace(draws=draws, pool=["d0", "d1"]), device=torch.device("meta"))
-    real, copies = session_mod._copy_in, []
+    truths = truths_mod.DeviceTruths(SimpleNamespace(draws=draws, pool=["d0", "d1"]), torch.device("meta"))
+    real, copies = truths_mod._copy_in, []
 
     def copy_in(truth, device):  # noqa: ANN001, ANN202
-        cache = fake.__dict__.get("_truth_cache", {})
-        if len(copies) == 1 and cache:  # the second copy finds no room while the first truth is kept
+        if len(copies) == 1 and truths.cache:  # the second copy finds no room while the first truth is kept
             copies.append("oom")
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
         copies.append("ok")
         return real(truth, device)
 
-    monkeypatch.setattr(session_mod, "_copy_in", copy_in)
-    truth = session_mod.Session._truth
-    assert truth(fake, "d0")[0].device.type == "meta"
-    assert truth(fake, "d1")[0].device.type == "meta"
-    assert copies == ["ok", "oom", "ok"] and list(fake._truth_cache) == ["d1"] and fake._truth_room == 1
-    truth(fake, "d0")
-    assert list(fake._truth_cache) == ["d0"]  # one kept, not two
+    monkeypatch.setattr(truths_mod, "_copy_in", copy_in)
+    assert truths.get("d0")[0].device.type == "meta"
+    assert truths.get("d1")[0].device.type == "meta"
+    assert copies == ["ok", "oom", "ok"] and list(truths.cache) == ["d1"] and truths.room == 1
+    truths.get("d0")
+    assert list(truths.cache) == ["d0"]  # one kept, not two

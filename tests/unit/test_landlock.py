@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from kevolve.sandbox import landlock
+from kevolve.sandbox.isolate import landlock
 
 pytestmark = pytest.mark.skipif(landlock.abi() <= 0, reason="this kernel has no Landlock")
 
 CHILD = r"""
 import os, subprocess, sys
 from pathlib import Path
-from kevolve.sandbox import landlock
+from kevolve.sandbox.isolate import landlock
 ok, no = Path(sys.argv[1]), Path(sys.argv[2])
 print("confined:" + landlock.confine_writes([ok]))
 def tries(what, fn):
@@ -76,7 +76,7 @@ def test_which_runners_confine_their_writes(tmp_path: Path, kw: dict, launcher: 
     from types import SimpleNamespace
 
     from kevolve.sandbox.config import SandboxConfig
-    from kevolve.sandbox.judge import Judge
+    from kevolve.sandbox.judge.serve import Judge
 
     config = SandboxConfig.model_validate({"device": "cpu", "cache_dir": tmp_path / "cache", **kw})
     runner = SimpleNamespace(launcher=launcher, scratch=tmp_path / "scratch", build_path=None, host_cache=None)

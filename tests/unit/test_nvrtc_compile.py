@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kevolve.sandbox.compile import nvrtc_compile
+from kevolve.sandbox.build.compile import nvrtc_compile
 
 pytest.importorskip("cupy")
 GPU_SOLUTIONS = Path(__file__).parent.parent / "gpu" / "solutions"

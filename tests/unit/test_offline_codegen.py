@@ -11,7 +11,7 @@ from kevolve.agent.offline.generate import NothingToFuse, plan
 from kevolve.agent.offline.interpret import run_plan
 from kevolve.agent.offline.trace import TraceError, load_namespace
 from kevolve.contract import load_problem
-from kevolve.sandbox.static_checks import custom_kernel_names
+from kevolve.sandbox.policy.source import custom_kernel_names
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
 FUSABLE = ["chain_scalars", "conv_relu_bias", "linear_gelu_softmax", "conv_groupnorm", "gemm_batchnorm",
@@ -49,7 +49,7 @@ def test_fused_ir_matches_the_module_on_cpu(name):
 
 @pytest.mark.parametrize("name", FUSABLE)
 def test_every_generated_kernel_compiles_with_nvrtc(name):
-    from kevolve.sandbox.compile import nvrtc_compile
+    from kevolve.sandbox.build.compile import nvrtc_compile
 
     src = plan(_problem(name)).source()
     cuda = re.search(r"_KV_SRC = r'''(.*?)'''", src, re.DOTALL).group(1)
@@ -104,7 +104,7 @@ def test_untraceable_module_gives_a_trace_verdict():
 def test_split_row_kernels_compile_with_nvrtc(name):
     from dataclasses import replace
 
-    from kevolve.sandbox.compile import nvrtc_compile
+    from kevolve.sandbox.build.compile import nvrtc_compile
 
     p = plan(_problem(name))
     src = p.source([replace(x, strategy="split") for x in p.defaults()])

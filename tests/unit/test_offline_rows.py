@@ -22,7 +22,7 @@ from kevolve.agent.offline.search import search
 from kevolve.agent.offline.space import decode, legal, mutate
 from kevolve.contract import load_problem, problem_from_source
 from kevolve.records import Evaluation, Outcome, TimingStats
-from kevolve.sandbox.policy import check_policy
+from kevolve.sandbox.policy.candidate import check_policy
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "offline"
 
@@ -85,7 +85,7 @@ def test_norms_and_softmax_need_one_walk_before_the_output(name, kinds):
 
 def test_every_row_setting_compiles_with_nvrtc():
     """Strategies x one-pass x vector widths x unroll, on norms, softmax, losses and plain reductions."""
-    from kevolve.sandbox.compile import nvrtc_compile
+    from kevolve.sandbox.build.compile import nvrtc_compile
 
     settings = [(s, o, v, u) for s in ("block", "warp", "thread", "split") for o in (True, False)
                 for v, u in ((1, 1), (2, 2), (4, 1), (4, 4))]

@@ -16,7 +16,7 @@ from kevolve.agent.offline.space import KernelParams, bare_product, decode, deco
 from kevolve.agent.offline.triton_mm import kernel_source
 from kevolve.contract import load_problem
 from kevolve.records import Evaluation, Outcome, Profile, TimingStats
-from kevolve.sandbox.static_checks import custom_kernel_names
+from kevolve.sandbox.policy.source import custom_kernel_names
 from offline_cases import triton_check
 
 if importlib.util.find_spec("triton") is None:  # not imported here: the interpreter needs a fresh process

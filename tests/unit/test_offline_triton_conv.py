@@ -12,7 +12,7 @@ import pytest
 from kevolve.agent.offline.generate import plans
 from kevolve.agent.offline.space import default_params, legal, more_precise
 from kevolve.contract import load_problem
-from kevolve.sandbox.static_checks import custom_kernel_names
+from kevolve.sandbox.policy.source import custom_kernel_names
 from offline_cases import triton_check
 
 if importlib.util.find_spec("triton") is None:  # not imported here: the interpreter needs a fresh process

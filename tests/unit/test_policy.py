@@ -1,4 +1,4 @@
-"""The candidate policy's API, registry and rules (sandbox/policy.py): static, no candidate ever runs."""
+"""The candidate policy's API, registry and rules (sandbox/policy/candidate.py): static, no candidate ever runs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kevolve.sandbox.policy import CATEGORIES, UnknownCategory, check_policy, find_violations
+from kevolve.sandbox.policy.candidate import CATEGORIES, UnknownCategory, check_policy, find_violations
 
 DOCS = Path(__file__).parent.parent.parent / "docs" / "VERIFICATION.md"
 HEAD = "import torch\nimport torch.nn as nn\n"
@@ -52,7 +52,7 @@ def test_registry_has_a_code_description_and_checks_per_category_all_documented(
 
 
 def test_importing_the_policy_loads_no_torch() -> None:
-    code = ("import sys\nfrom kevolve.sandbox.policy import check_policy\n"
+    code = ("import sys\nfrom kevolve.sandbox.policy.candidate import check_policy\n"
             "check_policy(open(sys.argv[1]).read())\n"
             "print('HEAVY', [m for m in ('torch', 'numpy') if m in sys.modules])")
     src = Path(__file__).parent.parent / "fixtures" / "policy" / "llm_inline_cuda.py"
@@ -64,7 +64,7 @@ def test_static_checks_and_config_carry_the_policy() -> None:
     from pydantic import ValidationError
 
     from kevolve.sandbox.config import SandboxConfig
-    from kevolve.sandbox.static_checks import policy_reason
+    from kevolve.sandbox.policy.source import policy_reason
 
     assert policy_reason(HEAD + "import socket\n") == \
         "policy_network: import of socket at line 3 (pass --allow network to permit)"

@@ -1,5 +1,5 @@
 """No false positives: every honest candidate the project has, and every source the offline proposer
-writes, passes the default candidate policy (sandbox/policy.py)."""
+writes, passes the default candidate policy (sandbox/policy/candidate.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from offline_cases import DIRECT, REWRITES, direct_problem, rewrite_problem
 from testpaths import FIXTURES
 
-from kevolve.sandbox.policy import check_policy, find_violations
+from kevolve.sandbox.policy.candidate import check_policy, find_violations
 
 REPO = Path(__file__).parent.parent.parent
 HONEST = sorted([*FIXTURES.glob("solutions/*.py"), *FIXTURES.glob("policy/*.py"),

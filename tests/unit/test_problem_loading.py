@@ -6,7 +6,7 @@ import pytest
 
 from kevolve.agent.extract import extract_code
 from kevolve.contract import ProblemError, check_solution_source, defines_model_new, problem_from_source
-from kevolve.sandbox.static_checks import custom_kernel_names
+from kevolve.sandbox.policy.source import custom_kernel_names
 
 
 def test_problem_with_syntax_error_names_the_line() -> None:

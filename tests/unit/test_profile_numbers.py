@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kevolve.records import KernelLaunch, Profile
-from kevolve.sandbox.ncu import parse_csv, summarize
-from kevolve.sandbox.roofline import annotate
+from kevolve.sandbox.parent.ncu import parse_csv, summarize
+from kevolve.sandbox.judge.roofline import annotate
 
 NCU_CSV = '''==PROF== Connected to process 123
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
@@ -41,7 +41,7 @@ def test_roofline_fraction_uses_the_nearer_roof() -> None:
 def test_a_candidates_gemm_kernel_is_its_own_but_cublas_names_are_not() -> None:
     """`gemm_p1_kernel`: a bare `gemm` prefix once made every such kernel cuBLAS's (12 of 14 honest
     level-1 GEMMs `no_custom_kernel` on the H100); cuBLAS's own gemm/gemv kernels stay library ones."""
-    from kevolve.sandbox.profile import _is_custom
+    from kevolve.sandbox.common.profile import _is_custom
 
     own = ("gemm_p1", "gemm_p1_kernel", "gemv_kernel", "gemmSN_NN_kernel", "fft_kernel")
     assert _is_custom("gemm_p1_kernel(float const*, float const*, float*, int, int, int)", own)
@@ -53,7 +53,7 @@ def test_a_candidates_gemm_kernel_is_its_own_but_cublas_names_are_not() -> None:
 
 def test_a_kernel_the_reference_also_runs_is_not_the_candidates() -> None:
     from kevolve.sandbox.config import SandboxConfig
-    from kevolve.sandbox.verdict import custom_kernel_rule
+    from kevolve.sandbox.judge.verdict import custom_kernel_rule
 
     cfg = SandboxConfig(device="cuda")
     lib = "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopB_NNT"

@@ -19,8 +19,8 @@ from kevolve.agent.state import Job, Trial
 from kevolve.contract import problem_from_source
 from kevolve.records import (Candidate, CheckResult, Evaluation, KernelLaunch, Origin, Outcome, Profile,
                              TimingStats)
-from kevolve.sandbox.ncu import parse_csv, summarize
-from kevolve.sandbox.roofline import annotate
+from kevolve.sandbox.parent.ncu import parse_csv, summarize
+from kevolve.sandbox.judge.roofline import annotate
 
 SNAP = Path(__file__).parent / "snapshots"
 PROBLEM = problem_from_source("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
@@ -44,13 +44,13 @@ COMPILE = trial(Outcome.COMPILE_ERROR, "compile_error: build failed",
                 log_tail="[1/2] nvcc relu.cu\nrelu.cu(3): error: expected a \";\"\n1 error detected")
 WRONG = trial(Outcome.INCORRECT, "incorrect: draw d0: output 0: max error 5.2e-01, rms 4.9e-01",
               checks=(CheckResult(name="correct:d0", passed=False, detail="output 0: max error 5.2e-01"),))
-# Nsight Compute's CSV for the candidate's kernel, as sandbox/ncu.py reads it.
+# Nsight Compute's CSV for the candidate's kernel, as sandbox/parent/ncu.py reads it.
 NCU_CSV = '''"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
 "0","1","python3","h","relu_k","1","7","(256, 1, 1)","(64, 1, 1)","0","9.0","m","dram__throughput.avg.pct_of_peak_sustained_elapsed","%","61.2"
 "0","1","python3","h","relu_k","1","7","(256, 1, 1)","(64, 1, 1)","0","9.0","m","gpu__time_duration.sum","usecond","41.5"
 "0","1","python3","h","relu_k","1","7","(256, 1, 1)","(64, 1, 1)","0","9.0","m","sm__throughput.avg.pct_of_peak_sustained_elapsed","%","12.0"
 '''
-# The profile as the verdict builds it (sandbox/verdict.py: roofline.annotate, then ncu.attach's metrics):
+# The profile as the verdict builds it (sandbox/judge/verdict.py: roofline.annotate, then ncu.attach's metrics):
 # 88.45 MB in 0.05 ms is 1769 GB/s, 61% of the H100's measured 2900 GB/s.
 PROFILE = annotate(Profile(kernels=(KernelLaunch(name="relu_k", count=1, device_time_us=41.5, custom=True),),
                            ncu=summarize(parse_csv(NCU_CSV))),

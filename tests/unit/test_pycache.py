@@ -1,4 +1,4 @@
-"""Runner bytecode (sandbox/pycache.py): primed once by a process that runs no candidate code, then
+"""Runner bytecode (sandbox/isolate/pycache.py): primed once by a process that runs no candidate code, then
 read by every runner and written by none."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kevolve.sandbox import pycache
+from kevolve.sandbox.isolate import pycache
 
 
 @pytest.fixture()
@@ -35,8 +35,8 @@ def test_priming_writes_the_runners_bytecode_once_and_marks_it(primed: Path) -> 
 
 
 def test_runners_get_the_prefix_read_only(primed: Path, tmp_path: Path) -> None:
-    from kevolve.sandbox.bwrap import bwrap_argv
-    from kevolve.sandbox.isolation import scrubbed_env
+    from kevolve.sandbox.isolate.bwrap import bwrap_argv
+    from kevolve.sandbox.isolate.launch import scrubbed_env
 
     env = scrubbed_env("cpu", tmp_path)
     assert env["PYTHONPYCACHEPREFIX"] == str(primed) and env["PYTHONDONTWRITEBYTECODE"] == "1"
@@ -52,8 +52,8 @@ def test_runners_get_the_prefix_read_only(primed: Path, tmp_path: Path) -> None:
 def test_a_runner_under_bubblewrap_cannot_write_the_prefix(primed: Path, tmp_path: Path) -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
-    from kevolve.sandbox.bwrap import bwrap_argv
-    from kevolve.sandbox.isolation import scrubbed_env
+    from kevolve.sandbox.isolate.bwrap import bwrap_argv
+    from kevolve.sandbox.isolate.launch import scrubbed_env
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()

@@ -10,8 +10,8 @@ import pytest
 
 from kevolve.records import Outcome
 from kevolve.sandbox.config import Isolation, SandboxConfig
-from kevolve.sandbox.runner_proc import Gone
-from kevolve.sandbox.verdict import _gone_reason
+from kevolve.sandbox.judge.runner_proc import Gone
+from kevolve.sandbox.judge.verdict import _gone_reason
 
 
 def test_scratch_overflow_is_crashed_with_disk_limit_reason() -> None:
@@ -31,7 +31,7 @@ def test_a_runner_gone_in_each_way_gets_its_own_reason() -> None:
 
 
 def test_bwrap_argv_binds_only_scratch_writable_and_the_cache_read_only(tmp_path) -> None:  # noqa: ANN001
-    from kevolve.sandbox.bwrap import BUILD_PATH, bwrap_argv
+    from kevolve.sandbox.isolate.bwrap import BUILD_PATH, bwrap_argv
 
     scratch, cache = tmp_path / "scratch", tmp_path / "cache"
     scratch.mkdir()
@@ -46,7 +46,7 @@ def test_bwrap_argv_binds_only_scratch_writable_and_the_cache_read_only(tmp_path
 
 
 def test_isolation_bwrap_refuses_to_run_without_bubblewrap(monkeypatch) -> None:  # noqa: ANN001
-    from kevolve.sandbox import bwrap
+    from kevolve.sandbox.isolate import bwrap
 
     monkeypatch.setenv("PATH", "/nonexistent")
     bwrap.probe.cache_clear()
@@ -59,7 +59,7 @@ def test_isolation_bwrap_refuses_to_run_without_bubblewrap(monkeypatch) -> None:
 
 
 def test_container_env_carries_nothing_from_the_host(monkeypatch) -> None:  # noqa: ANN001
-    from kevolve.sandbox.docker_backend import container_env
+    from kevolve.sandbox.isolate.container import container_env
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     monkeypatch.setenv("SOME_HOST_VAR", "/home/me")
@@ -84,7 +84,7 @@ def test_sweeping_removes_cgroups_of_gone_orchestrators_and_spares_live_and_youn
     import sys
     import time
 
-    from kevolve.sandbox import cgroups, procfs
+    from kevolve.sandbox.isolate import cgroups, procfs
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     me = procfs.read_stat(os.getpid())
@@ -103,7 +103,7 @@ def test_sweeping_removes_cgroups_of_gone_orchestrators_and_spares_live_and_youn
 
 def test_docker_unreachable_is_one_plain_line(monkeypatch, tmp_path) -> None:  # noqa: ANN001
     pytest.importorskip("docker")
-    from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client
+    from kevolve.sandbox.isolate.container import DockerUnavailable, docker_client
 
     for host, words in ((f"unix://{tmp_path}/no.sock", "no engine socket"), ("tcp://127.0.0.1:1", "refused")):
         monkeypatch.setenv("DOCKER_HOST", host)
@@ -127,7 +127,7 @@ def test_memory_watch_counts_forked_copy_on_write_pages_once() -> None:
     import sys
     import time
 
-    from kevolve.sandbox.isolation import _over_memory, _rss_bytes
+    from kevolve.sandbox.isolate.launch import _over_memory, _rss_bytes
 
     code = ("import os, time\nbuf = bytearray(200 * 2**20)\nfor i in range(0, len(buf), 4096): buf[i] = 1\n"
             "for _ in range(20):\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n"
@@ -146,7 +146,7 @@ def test_memory_watch_counts_forked_copy_on_write_pages_once() -> None:
 
 def test_ncu_is_not_run_outside_a_sandbox_that_was_asked_for_by_name() -> None:
     from kevolve.sandbox.config import Backend
-    from kevolve.sandbox.local import _ncu_would_escape
+    from kevolve.sandbox.parent.local import _ncu_would_escape
 
     base = SandboxConfig(device="cuda", ncu=True)
     assert _ncu_would_escape(base.model_copy(update={"backend": Backend.DOCKER}))
@@ -157,7 +157,7 @@ def test_ncu_is_not_run_outside_a_sandbox_that_was_asked_for_by_name() -> None:
 def test_the_imported_image_carries_the_gpu_compile_paths_only_on_a_gpu_machine(monkeypatch) -> None:  # noqa: ANN001
     import torch
 
-    from kevolve.sandbox import docker_image
+    from kevolve.sandbox.isolate import docker_image
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     cpu = docker_image.worker_dists()
@@ -169,7 +169,7 @@ def test_the_imported_image_carries_the_gpu_compile_paths_only_on_a_gpu_machine(
 
 def test_a_configured_bwrap_off_path_is_the_one_workers_run_under(monkeypatch, tmp_path) -> None:  # noqa: ANN001
     """As on a GPU machine with Debian's bubblewrap unpacked by scripts/unpack_bwrap.sh (KEVOLVE_BWRAP)."""
-    from kevolve.sandbox import bwrap
+    from kevolve.sandbox.isolate import bwrap
 
     real = shutil.which("bwrap")
     if real is None:
@@ -221,7 +221,7 @@ def test_eval_with_isolation_bwrap_and_a_bad_kevolve_bwrap_refuses_in_one_line(f
 
 
 def test_worker_compile_caches_live_in_its_scratch(tmp_path) -> None:  # noqa: ANN001
-    from kevolve.sandbox.isolation import scrubbed_env
+    from kevolve.sandbox.isolate.launch import scrubbed_env
 
     env = scrubbed_env("cuda:0", tmp_path)
     for var in ("CUPY_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME"):
@@ -236,7 +236,7 @@ def test_the_image_source_is_found_in_an_installed_wheel_as_in_the_checkout(tmp_
     import sys
     from pathlib import Path
 
-    from kevolve.sandbox.docker_image import source_hash
+    from kevolve.sandbox.isolate.docker_image import source_hash
 
     root = Path(__file__).resolve().parents[2]
     site = tmp_path / "site"
@@ -245,7 +245,7 @@ def test_the_image_source_is_found_in_an_installed_wheel_as_in_the_checkout(tmp_
 
     for pkg, folder in (("kevolve", "kevolve"), ("kevolve/sandbox", "sandbox"), ("kevolve/kernelbench", "kernelbench")):
         shutil.copytree(root / folder, site / pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    code = "from kevolve.sandbox.docker_image import source_hash, _package_dir; " \
+    code = "from kevolve.sandbox.isolate.docker_image import source_hash, _package_dir; " \
            "print(source_hash()); print(_package_dir('kevolve.sandbox'))"
     out = subprocess.run([sys.executable, "-P", "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=120)
@@ -260,7 +260,7 @@ def test_a_judge_killed_before_it_answers_is_lost_with_how_it_died(tmp_path) -> 
     # only "peer closed", with the judge's last log line, which was an unrelated warning).
     import signal
 
-    from kevolve.sandbox.local import JudgeClient, JudgeLost
+    from kevolve.sandbox.parent.local import JudgeClient, JudgeLost
 
     j = JudgeClient("cpu", root=tmp_path, spares=0)
     try:
@@ -278,9 +278,9 @@ def test_a_process_can_make_itself_undumpable_and_an_exec_makes_it_dumpable_agai
     import subprocess
     import sys
 
-    code = ("from kevolve.sandbox.procfs import dumpable, set_dumpable; import subprocess, sys; "
+    code = ("from kevolve.sandbox.isolate.procfs import dumpable, set_dumpable; import subprocess, sys; "
             "before = dumpable(); assert set_dumpable(False); "
-            "child = subprocess.run([sys.executable, '-c', 'from kevolve.sandbox.procfs import dumpable; "
+            "child = subprocess.run([sys.executable, '-c', 'from kevolve.sandbox.isolate.procfs import dumpable; "
             "print(dumpable())'], capture_output=True, text=True).stdout.strip(); "
             "print(before, dumpable(), child)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -5,7 +5,7 @@ an honest kernel on a 4 MB CPU input read 0.7 ms there against 0.4 ms and was ju
 
 import torch
 
-from kevolve.sandbox.slots import Slots
+from kevolve.sandbox.judge.slots import Slots
 
 
 def draws() -> dict[str, list[torch.Tensor]]:

@@ -1,4 +1,4 @@
-"""The tolerance rule (sandbox/correctness.py) on hand-built tensors: the two error norms, and where
+"""The tolerance rule (sandbox/judge/correctness.py) on hand-built tensors: the two error norms, and where
 `compare_one` draws the line (factor x eager's own error + the dtype's floor, both norms)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from kevolve.sandbox.correctness import FLOORS, NEAR_MISS, compare_one, rel_errors
-from kevolve.sandbox.harness import POISON_BITS
+from kevolve.sandbox.judge.correctness import FLOORS, NEAR_MISS, compare_one, rel_errors
+from kevolve.sandbox.common.harness import POISON_BITS
 
 
 def test_rel_errors_are_the_max_norm_and_the_2_norm_relative_to_the_truth() -> None:

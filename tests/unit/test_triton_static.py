@@ -14,7 +14,7 @@ import pytest
 
 from kevolve.agent.extract import extract_code
 from kevolve.contract import check_solution_source
-from kevolve.sandbox.static_checks import custom_kernel_names, policy_reason
+from kevolve.sandbox.policy.source import custom_kernel_names, policy_reason
 
 SOLUTIONS = Path(__file__).parent.parent / "gpu" / "solutions"
 RELU = (SOLUTIONS / "relu_triton.py").read_text()
@@ -100,7 +100,7 @@ def test_tritons_compiler_names_the_device_kernel_as_the_static_checks_do(tmp_pa
     triton = pytest.importorskip("triton")
     from triton.backends.compiler import GPUTarget
 
-    from kevolve.sandbox.profile import _is_custom
+    from kevolve.sandbox.common.profile import _is_custom
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     spec = importlib.util.spec_from_file_location("relu_triton_candidate", SOLUTIONS / "relu_triton.py")

@@ -11,13 +11,13 @@ import torch
 
 from kevolve.contract import problem_from_source
 from kevolve.records import Candidate, Outcome
-from kevolve.sandbox.checks import Ledger, check_call, classify, fingerprint
-from kevolve.sandbox.clock import Window
+from kevolve.sandbox.judge.checks import Ledger, check_call, classify, fingerprint
+from kevolve.sandbox.judge.clock import Window
 from kevolve.sandbox.config import SandboxConfig
-from kevolve.sandbox.oracle import DrawData, ProblemState
-from kevolve.sandbox.protocol import Draw, DrawReport, ReferenceSummary
-from kevolve.sandbox.session import Facts, Verdict
-from kevolve.sandbox.verdict import assemble
+from kevolve.sandbox.judge.oracle import DrawData, ProblemState
+from kevolve.sandbox.common.protocol import Draw, DrawReport, ReferenceSummary
+from kevolve.sandbox.judge.facts import Facts, Verdict
+from kevolve.sandbox.judge.verdict import assemble
 
 PROBLEM = problem_from_source("class Model: pass\ndef get_inputs(): pass\ndef get_init_inputs(): pass\n", "p.py")
 CAND = Candidate.from_source("class ModelNew: pass\n", PROBLEM.id)
@@ -105,7 +105,7 @@ def test_a_candidate_that_goes_wrong_in_the_timed_calls_degrades_over_calls() ->
 
 def slow_rule(max_slowdown: float = 100.0, ref_ms: float | None = 1.0, ledger: Ledger | None = None):  # noqa: ANN201
     """A Session with only what its too_slow rule reads (no runner, no problem state)."""
-    from kevolve.sandbox.session import Session
+    from kevolve.sandbox.judge.session import Session
 
     s = Session.__new__(Session)
     s.config = SandboxConfig(device="cpu", max_slowdown=max_slowdown)

@@ -20,8 +20,8 @@ BACKENDS = ("bwrap", "docker")
 
 @pytest.fixture(scope="session")
 def bwrap_box() -> Iterator[object]:
-    from kevolve.sandbox.bwrap import probe
-    from kevolve.sandbox.local import LocalSandbox
+    from kevolve.sandbox.isolate.bwrap import probe
+    from kevolve.sandbox.parent.local import LocalSandbox
 
     works, why = probe("cpu", ISOLATION["bwrap"])
     if not works:
@@ -33,9 +33,9 @@ def bwrap_box() -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def docker_box() -> Iterator[object]:
-    from kevolve.sandbox.docker_backend import DockerUnavailable, docker_client
-    from kevolve.sandbox.docker_image import ensure_local
-    from kevolve.sandbox.local import LocalSandbox
+    from kevolve.sandbox.isolate.container import DockerUnavailable, docker_client
+    from kevolve.sandbox.isolate.docker_image import ensure_local
+    from kevolve.sandbox.parent.local import LocalSandbox
 
     try:
         client = docker_client()
@@ -69,7 +69,7 @@ def plain_evaluate(plain_boxes, hostile_config) -> Callable[..., Callable[..., o
     from kevolve.contract import load_problem
     from kevolve.records import Candidate
     from kevolve.sandbox.config import Isolation
-    from kevolve.sandbox.local import LocalSandbox
+    from kevolve.sandbox.parent.local import LocalSandbox
 
     base = hostile_config.model_copy(update={"isolation": Isolation.NONE})
     prob = load_problem(FIXTURES / "problems" / "relu.py")

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from kevolve.records import Outcome
-from kevolve.sandbox.containment import ContainmentKind
+from kevolve.sandbox.isolate.containment import ContainmentKind
 
 HERE = Path(__file__).parent
 REPO = HERE.parent.parent.parent
@@ -128,7 +128,7 @@ def test_hostile_candidates_are_evaluated_with_the_policy_off(hostile_config) ->
 
 def daemons(mark: str, settle_s: float = 3.0) -> list[int]:
     """Live processes with `mark` in their argv, once the kernel had `settle_s` to finish a kill."""
-    from kevolve.sandbox.procfs import cmdline
+    from kevolve.sandbox.isolate.procfs import cmdline
 
     deadline = time.monotonic() + settle_s
     while True:
@@ -149,7 +149,7 @@ def kill_daemons(mark: str) -> None:
 def spinning_daemon_verdict(ev, counted: bool) -> None:  # noqa: ANN001
     """The daemon spins beside the timed calls. Where the runner has a cgroup (local runners on the CPU)
     the daemon is in it: frozen with the runner between its commands (it cannot slow the reference), and
-    inside its windows its CPU is the candidate's own time (sandbox/clock.py), so the ReLU is either
+    inside its windows its CPU is the candidate's own time (sandbox/judge/clock.py), so the ReLU is either
     `ok` at a speed that holds the daemon's work, or `background_cpu` where the daemon took more than a
     core's share inside the windows. Where nothing counts an escaped process (the subreaper's
     containment, a container) the honest ReLU is ok."""
@@ -160,7 +160,7 @@ def spinning_daemon_verdict(ev, counted: bool) -> None:  # noqa: ANN001
 
 
 def test_a_daemon_left_behind_dies_with_its_worker(evaluate, request) -> None:  # noqa: ANN001
-    from kevolve.sandbox.containment import choose
+    from kevolve.sandbox.isolate.containment import choose
 
     mark = f"kevolve-daemon-{uuid.uuid4().hex}"
     try:
@@ -178,7 +178,7 @@ def test_a_daemon_left_behind_dies_with_its_worker(evaluate, request) -> None:  
 def test_a_daemon_left_behind_dies_with_its_worker_without_bubblewrap(kind, plain_evaluate) -> None:  # noqa: ANN001
     from testpaths import unavailable
 
-    from kevolve.sandbox import cgroups
+    from kevolve.sandbox.isolate import cgroups
 
     if kind is ContainmentKind.CGROUP and isinstance(home := cgroups.home(), cgroups.Unavailable):
         unavailable(f"cgroup v2: {home.reason}")

@@ -6,7 +6,7 @@ import cupy as cp
 import torch
 import torch.nn as nn
 
-from kevolve.sandbox import timing
+from kevolve.sandbox.common import timing
 
 timing._L2_FLUSH_BYTES = 1024
 

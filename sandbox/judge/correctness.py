@@ -1,0 +1,119 @@
+"""Compare a candidate's outputs with the truth (the judge calls it for every call, `checks.py`).
+
+Tolerance (documented in docs/VERIFICATION.md): the reference is computed once more in float64
+(`truth`, handed over rounded to the output dtype: half an ulp, far below any tolerance). For
+every draw the candidate may be off from the truth by `factor` times eager PyTorch's
+own error plus a small per-dtype floor, measured two ways (max-norm and 2-norm, both relative to the
+truth's scale). Eager's error is the yardstick because it is what PyTorch itself does on this device
+(TF32 convolutions included); the floor keeps exact ops (ReLU: eager error 0) from demanding
+bit-equality. With factor 8 and a float32 floor of 1e-5, bf16 (~4e-3) and fp16 (~5e-4) arithmetic
+fail on float32 problems.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from kevolve.records import CheckResult
+from kevolve.sandbox.judge import fused_compare
+from kevolve.sandbox.common.harness import POISON_BITS
+
+FLOORS = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+NEAR_MISS = 3e-2  # a normwise error under this, yet over tolerance, is a precision shortcut
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    key: str
+    kind: str  # "shape", "poison", "nonfinite", "value", "count"
+    detail: str
+    err: float = float("inf")
+
+
+_CHUNK = 1 << 24  # elements per step: a 6 GB output is compared without a 12 GB float64 copy
+
+
+def rel_errors(x: torch.Tensor, t: torch.Tensor, mask: torch.Tensor | None = None,
+               chunk: int = _CHUNK) -> tuple[float, float]:
+    """(max|x-t| / max|t|, ||x-t|| / ||t||) over the elements where `mask` holds (all if None);
+    the absolute errors where the truth is all zero.
+
+    Computed in float64, `chunk` elements at a time, so the memory it needs does not grow with the
+    output (KernelBench level 1 has 6.4 GB outputs); one host sync at the end."""
+    x, t = x.reshape(-1), t.reshape(-1)
+    m = mask.reshape(-1) if mask is not None else None
+    acc = torch.zeros(4, dtype=torch.float64, device=t.device)  # max|t|, sum t^2, max|d|, sum d^2
+    for s in range(0, t.numel(), chunk):
+        tc, xc = t[s:s + chunk].double(), x[s:s + chunk].double()
+        d = xc - tc
+        if m is not None:
+            mc = m[s:s + chunk]
+            tc, d = torch.where(mc, tc, 0.0), torch.where(mc, d, 0.0)
+        part = torch.stack([tc.abs().max(), tc.square().sum(), d.abs().max(), d.square().sum()])
+        acc = torch.stack([torch.maximum(acc[0], part[0]), acc[1] + part[1],
+                           torch.maximum(acc[2], part[2]), acc[3] + part[3]])
+    return _relative(*acc.tolist())
+
+
+def _relative(scale_inf: float, sq_t: float, e_inf: float, sq_d: float) -> tuple[float, float]:
+    scale_2, e_2 = sq_t ** 0.5, sq_d ** 0.5
+    return (e_inf / scale_inf if scale_inf else e_inf, e_2 / scale_2 if scale_2 else e_2)
+
+
+def has_poison(x: torch.Tensor) -> bool:
+    if x.dtype in POISON_BITS and x.numel():
+        int_dtype, bits = POISON_BITS[x.dtype]
+        pattern = bits - (1 << (8 * x.element_size())) if bits >= 1 << (8 * x.element_size() - 1) else bits
+        return bool((x.contiguous().view(int_dtype) == pattern).any().item())
+    if x.numel() and x.element_size() >= 4:  # integer outputs: most bytes 0xA5
+        return bool((x.contiguous().view(torch.uint8) == 0xA5).float().mean().item() > 0.5)
+    return False
+
+
+def compare_one(key: str, cand: list[torch.Tensor], truth: list[torch.Tensor],
+                eager_err: tuple[tuple[float, float], ...], factor: float,
+                prints: list[tuple[int, ...]] | None = None) -> tuple[CheckResult, Mismatch | None]:
+    """Check one draw's outputs; returns the check and, if it failed, why. With `prints`, the
+    one-pass kernel appends each output's `checks.fingerprint` where it computed one."""
+    def fail(kind: str, detail: str, err: float = float("inf")) -> tuple[CheckResult, Mismatch]:
+        return CheckResult(name=f"correct:{key}", passed=False, detail=detail), Mismatch(key, kind, detail, err)
+
+    if len(cand) != len(truth):
+        return fail("count", f"{len(cand)} outputs, expected {len(truth)}")
+    worst = ""
+    for i, (c, t) in enumerate(zip(cand, truth, strict=True)):
+        if tuple(c.shape) != tuple(t.shape) or c.dtype != t.dtype:
+            return fail("shape", f"output {i} is {c.dtype}{list(c.shape)}, expected {t.dtype}{list(t.shape)}")
+        fused = fused_compare.stats(c, t, prints)  # one pass on the GPU: the same decisions as below
+        if fused is not None:
+            poison, nonfinite, scale_inf, sq_t, e_inf, sq_d = fused
+            if poison:
+                return fail("poison", f"output {i} holds the harness's poison pattern: memory never written")
+            if nonfinite:
+                return fail("nonfinite", f"output {i}: NaN/inf where the reference has none, or of another kind or sign")
+            c_inf, c_2 = _relative(scale_inf, sq_t, e_inf, sq_d)
+        elif has_poison(c):
+            return fail("poison", f"output {i} holds the harness's poison pattern: memory never written")
+        elif not c.is_floating_point():
+            if not torch.equal(c, t):
+                return fail("value", f"output {i}: {(c != t).sum().item()} of {c.numel()} elements differ")
+            continue
+        else:
+            finite_t = torch.isfinite(t)
+            # where the reference is not finite the candidate must match it exactly: NaN for NaN, and an
+            # infinity of the same sign (-inf for +inf passed before: the values there are not compared)
+            if not torch.equal(torch.isfinite(c), finite_t) or \
+                    not torch.equal(c[~finite_t].isnan(), t[~finite_t].isnan()) or \
+                    not torch.equal(torch.isposinf(c), torch.isposinf(t)):
+                return fail("nonfinite", f"output {i}: NaN/inf where the reference has none, or of another kind or sign")
+            c_inf, c_2 = rel_errors(c, t, finite_t)
+        y_inf, y_2 = eager_err[i] if i < len(eager_err) else (0.0, 0.0)
+        floor = FLOORS.get(c.dtype, 1e-5)
+        allow_inf, allow_2 = factor * y_inf + floor, factor * y_2 + floor
+        worst = f"err {c_inf:.2e} (allowed {allow_inf:.2e}; eager {y_inf:.2e})"
+        if c_inf > allow_inf or c_2 > allow_2:
+            return fail("value", f"output {i}: max error {c_inf:.2e}, rms {c_2:.2e} against float64 "
+                                 f"(allowed {allow_inf:.2e} / {allow_2:.2e}; eager's own {y_inf:.2e})", c_2)
+    return CheckResult(name=f"correct:{key}", passed=True, detail=worst), None

@@ -1,0 +1,155 @@
+"""The reference's arithmetic: float64 truth, eager's own error against it, the work it does, and
+the in-process baseline timing `kevolve bench baselines` uses (the judge, sandbox/judge/oracle.py, uses the
+rest; it runs in a trusted process apart from any candidate).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kevolve.records import TimingStats
+from kevolve.sandbox.common import harness as h
+from kevolve.sandbox.judge.correctness import rel_errors
+from kevolve.sandbox.common.protocol import WorkerRequest
+from kevolve.sandbox.common.timing import Timer
+
+
+def _as_f64(x: Any) -> Any:
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        return x.double()
+    return x
+
+
+def eager_errors(y: list[torch.Tensor], y64: list[torch.Tensor] | None) -> tuple[tuple[float, float], ...]:
+    """Eager's own (max-norm, 2-norm) relative error against float64, per output."""
+    if y64 is None:
+        return tuple((0.0, 0.0) for _ in y)
+    errs = []
+    for a, t in zip(y, y64, strict=True):
+        if not a.is_floating_point():
+            errs.append((0.0, 0.0))
+            continue
+        errs.append(rel_errors(a, t, torch.isfinite(t)))
+    return tuple(errs)
+
+
+def truth_of(y: list[torch.Tensor], y64: list[torch.Tensor] | None) -> list[torch.Tensor]:
+    """What candidates are judged against: float64 results rounded to the output dtype."""
+    if y64 is None:
+        return y
+    return [t.to(a.dtype) if a.is_floating_point() else a for a, t in zip(y, y64, strict=True)]
+
+
+class _Float64:
+    """The reference computed in float64, on the device if it can, else on the CPU."""
+
+    def __init__(self, model: Any, device: torch.device) -> None:
+        self.device = device
+        self.model = copy.deepcopy(model).double() if isinstance(model, torch.nn.Module) else model
+
+    def __call__(self, inputs: list[Any]) -> list[torch.Tensor] | None:
+        for dev in (self.device, torch.device("cpu")):
+            try:
+                m = self.model.to(dev) if isinstance(self.model, torch.nn.Module) else self.model
+                with torch.no_grad():
+                    out = m(*[_as_f64(h.to_device(x, dev)) for x in inputs])
+                return [t.detach() for t in h.flatten_outputs(out)]  # left where computed: no round trip
+            except Exception:  # noqa: BLE001 - some ops have no float64 kernel on some devices (or no room)
+                out = None
+                continue
+        return None
+
+
+_WARM = None  # the warm-up thread's lock: _work waits for it rather than paying the same cost twice
+
+
+def warm_flop_counter() -> None:
+    """Use torch's FLOP counter once on a tiny CPU op (its first use is slow); _work then waits for this."""
+    global _WARM
+    import threading
+
+    from torch.utils.flop_counter import FlopCounterMode
+
+    lock = _WARM = threading.Lock()
+    with lock:
+        try:
+            x = torch.ones(8, 8)
+            with FlopCounterMode(display=False):
+                torch.relu(x @ x)
+        except Exception:  # noqa: BLE001 - only a warm-up
+            pass
+
+
+def _work(model: Any, x: list[Any]) -> tuple[int | None, int | None]:
+    """Least bytes any implementation moves, and the FLOPs torch's counter sees (None if 0)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    if _WARM is not None:
+        with _WARM:
+            pass
+
+    nbytes = sum(t.numel() * t.element_size() for t in x if isinstance(t, torch.Tensor))
+    if isinstance(model, torch.nn.Module):
+        nbytes += sum(p.numel() * p.element_size() for p in model.parameters())
+        nbytes += sum(b.numel() * b.element_size() for b in model.buffers())
+    try:
+        with FlopCounterMode(display=False) as counter:
+            out = model(*x)
+        nbytes += sum(t.numel() * t.element_size() for t in h.flatten_outputs(out) if isinstance(t, torch.Tensor))
+        flops = counter.get_total_flops()
+    except Exception:  # noqa: BLE001 - an op the counter cannot trace: bytes only
+        return nbytes or None, None
+    return nbytes or None, flops or None
+
+
+def compile_reference(model: Any, pool: list[list[Any]], device: torch.device) -> tuple[Any | None, str]:
+    """torch.compile (inductor, default) of the model and its first call, where Inductor compiles.
+
+    Returns (the compiled callable, '') or (None, why not): torch.compile failing is data, not a
+    problem error. Kept apart from timing so that `kevolve bench baselines` compiles while another
+    problem is timed.
+    """
+    try:
+        compiled = torch.compile(model)
+        with torch.no_grad():
+            compiled(*pool[0])
+        h.sync(device)
+    except Exception as e:  # noqa: BLE001
+        return None, f"torch.compile baseline unavailable: {h.one_line(e)}"
+    return compiled, ""
+
+
+def time_baselines(req: WorkerRequest, model: Any, compiled: Any | None, pool: list[list[Any]], keys: list[str],
+                   phases: dict[str, float], scratch: Path | None = None,
+                   ) -> tuple[TimingStats, TimingStats | None, str]:
+    """Eager, then the already compiled model (from `compile_reference`) when given, timed exactly
+    as candidates are.
+
+    Returns (eager, compile or None, log line); fills `phases`. The compiled model failing while
+    timed is data (the log says why), not a problem error.
+    """
+    device = h.device_of(req.device)
+    timer = Timer(device)
+    if scratch is not None:
+        h.set_phase(scratch, "timing")
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        timing = timer.run(model, pool, keys, req.trials, req.max_timing_s, req.warmup)
+    phases["reference_timing"] = time.perf_counter() - t0
+    compile_timing, log = None, ""
+    if compiled is not None:
+        if scratch is not None:
+            h.set_phase(scratch, "compile_baseline")
+        t0 = time.perf_counter()
+        try:
+            with torch.no_grad():
+                compile_timing = timer.run(compiled, pool, keys, req.trials, req.max_timing_s, req.warmup)
+        except Exception as e:  # noqa: BLE001
+            log = f"torch.compile baseline unavailable: {h.one_line(e)}"
+        phases["compile_baseline"] = time.perf_counter() - t0
+    return timing, compile_timing, log

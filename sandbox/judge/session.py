@@ -1,0 +1,448 @@
+"""One candidate's evaluation, driven by the judge: every call the runner makes is checked.
+
+The judge decides each call (which draw, which slot), flushes the caches itself, compares the
+staged outputs with the truth on the device, checks that the inputs came back untouched, and
+keeps every time in its own memory. The eager reference runs in its own runner on the same
+schedule, its calls interleaved with the candidate's, so both are timed under the same conditions
+at the same moments. The runner never learns which phase a call belongs to: all calls look alike.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from kevolve.records import Candidate
+from kevolve.sandbox.judge.checks import Call, check_call, classify
+from kevolve.sandbox.judge.clock import EMPTY_EVERY, Window, batch_size, call_times
+from kevolve.sandbox.config import SandboxConfig
+from kevolve.sandbox.judge.oracle import ProblemState
+from kevolve.sandbox.common.protocol import RunnerFinal, StepResult
+from kevolve.sandbox.judge.runner_proc import Gone, RunnerProcess
+from kevolve.sandbox.judge.schedule import FRESH_EVERY, enough
+from kevolve.sandbox.judge.facts import Facts, ForgedAnswer, Verdict
+from kevolve.sandbox.judge.flush import Flusher, Pad
+from kevolve.sandbox.judge.slots import Slots, staging_sets
+from kevolve.sandbox.judge.truths import DeviceTruths
+
+
+# A call shorter than this is never too slow, whatever the reference's time (SandboxConfig.max_slowdown):
+# a fast reference's hundredfold costs nothing worth stopping for, and a contended machine's hiccup of a
+# few hundred milliseconds must not end an honest evaluation.
+SLOW_FLOOR_S = 0.5
+_CPU_PHASES = ("timed", "fresh", "control", "empty")  # calls whose runner CPU time is read call by call (verdict.cpu_rule)
+
+
+class Session:
+    """Drives one candidate runner (and the problem's eager runner) through the schedule."""
+
+    def __init__(self, state: ProblemState, runner: RunnerProcess, eager: Any, config: SandboxConfig,
+                 device: torch.device, flush: Flusher, clock_calls: int = 0, ref_ms: float | None = None,
+                 quiet: Callable[[], None] | None = None) -> None:
+        self.clock_calls = clock_calls
+        self.quiet = quiet or (lambda: None)  # waits until no runner is starting beside this session (judge/serve.py)
+        # calls without the pad on each side, one at a time: the audit's judge clock needs clock_calls of them
+        # (its second method beside the timed batches, audit.py)
+        self.unpadded = clock_calls
+        # the reference's median call (ms) when the problem was prepared: what too_slow compares with
+        self.ref_ms = ref_ms
+        self.slow_calls = 0
+        self.state, self.runner, self.eager, self.config = state, runner, eager, config
+        self.device, self.flush = device, flush
+        self.facts = Facts()
+        self.truths = DeviceTruths(state, device)
+        folder = None if device.type == "cuda" else runner.scratch
+        inputs = {k: d.inputs for k, d in state.draws.items()}
+        # never-seen draws and timing draws get no slot of their own: copied in just before their call, so
+        # nothing of the candidate's can read them ahead (Slots)
+        self.batch_n = self._batch_n(eager)
+        self.slots = Slots(inputs, state.residency == "device", folder, device,
+                           hidden=state.keys("fresh") + state.keys("timing"),
+                           min_slots=self.batch_n if state.keys("timing") else 1)
+        # a timed batch's k-th call stages its outputs into set k (clock.py); set 0 serves single calls
+        self.staging_sets = staging_sets(state, self.batch_n, folder, device)
+        self.staging = self.staging_sets[0]
+        self.deadline = 0.0
+        self.n = 0
+        self.pad = Pad()
+
+    def _batch_n(self, eager: Any) -> int:
+        """Calls per timed batch (clock.batch_size), within the slots the reference's runner has."""
+        st = self.state
+        timing = st.keys("timing")
+        n = batch_size(self.ref_ms, st.call_bytes(), self.device.type, max(1, len(timing) // 5) if timing else 0)
+        if eager is not None:  # its slots and staging sets are made for as many
+            n = min(n, eager.room)
+        return max(1, n) if st.residency == "device" else 1
+
+    # ------------------------------------------------------------------ one call
+
+    def _answer(self, msg: dict[str, Any] | Gone, nonce: int | None = None, part: str = "call") -> StepResult:
+        if isinstance(msg, Gone):
+            raise Verdict("gone", "", gone=msg)
+        try:
+            res = StepResult.model_validate(msg)
+        except ValueError as e:
+            raise Verdict("crashed", f"bad_report: the runner's answer is malformed ({str(e).splitlines()[0][:120]})")
+        if not res.ok:
+            raise Verdict(res.status, res.reason, res.log)
+        if nonce is not None and res.nonce != nonce:
+            raise Verdict("crashed", "bad_report: an answer that does not echo its command's nonce "
+                                     "(not written by the runner's harness)")
+        if res.part != part:
+            raise Verdict("crashed", f"bad_report: a {res.part} answer where the call's {part} answer was due")
+        return res
+
+    def _vetted(self, nonce: int) -> None:
+        """The runner's second answer to a call: its vetting (threads, outputs changed after return,
+        guards, settings) held, or the verdict it reached."""
+        self._answer(self.runner.receive(self.deadline), nonce, "vet")
+
+    def call(self, key: str, phase: str, slot: int | None = None, op: str = "call", pad_ms: float | None = None) -> Call:
+        """One candidate call on `key`'s values, checked; raises Verdict when it decides the outcome."""
+        self.n += 1
+        ts = time.perf_counter()
+        i = self.slots.slot_for(key) if slot is None else slot
+        tf = time.perf_counter()
+        self._acc("slots", tf - ts)
+        self.flush()
+        self._acc("flush", time.perf_counter() - tf)
+        nonce = secrets.randbits(62) + 1
+        pad = self.pad() if pad_ms is None else pad_ms
+        cpu0 = self.runner.precise_cpu_seconds() if phase in _CPU_PHASES else None
+        t_send = time.perf_counter()
+        msg = self.runner.request({"op": op, "slot": i, "nonce": nonce, "pad_ms": pad}, self.deadline)
+        # The judge's clock stops at the runner's account, sent once the outputs are staged (a single call
+        # outside the timed batches: its time decides only too_slow and the clock phase's audit reading)
+        judge_ms = (time.perf_counter() - t_send) * 1e3
+        cpu_a = self.runner.precise_cpu_seconds() if cpu0 is not None else None
+        res = self._answer(msg, nonce)
+        self._acc("calls", judge_ms / 1e3)
+        self._acc("calls_device", res.ms / 1e3)
+        if self.config.is_cuda:  # no pad is queued on the CPU
+            self._acc("calls_pad", pad / 1e3)
+        if pad_ms is None:  # a call without the pad (the clock phase) is uncovered on purpose
+            self.pad.saw(res.host_ms, res.covered)
+        t0 = time.perf_counter()
+        draw = self.state.draws[key]
+        truth = self.truths.get(key)
+        t1 = time.perf_counter()
+        staged = [s.tensor for s in self.staging] if res.staged else None
+        note = "" if res.staged else (f"{len(res.outputs)} outputs {[f'{o.dtype}{list(o.shape)}' for o in res.outputs]}, "
+                                      f"expected {[f'{o.dtype}{list(o.shape)}' for o in self.state.specs]}")
+        c = self.facts.ledger.add(check_call(self.n, key, phase, staged, truth, draw.eager_err,
+                                             self.config.tolerance_factor, res.ms, res.wall_ms, note,
+                                             judge_ms=judge_ms, host_ms=res.host_ms))
+        self._vetted(nonce)  # compared first: what the runner writes into its staging from now on is not seen
+        self.runner.freeze(True)
+        cpu_v = self.runner.precise_cpu_seconds() if cpu_a is not None else None
+        if cpu0 is not None and cpu_a is not None and cpu_v is not None:
+            self.facts.cpu_calls.append((cpu0, cpu_a, cpu_v, judge_ms))
+        if phase in _CPU_PHASES:  # the runner's whole part of the call: window, vetting, next call's preparation
+            self.facts.active_ms.append((time.perf_counter() - t_send) * 1e3)
+        t2 = time.perf_counter()
+        moved = self.slots.changed(i)
+        t3 = time.perf_counter()
+        # compare = the truth at hand + outputs checked + inputs found intact
+        for name, dt in (("compare", t3 - t0), ("compare_truth", t1 - t0), ("compare_outputs", t2 - t1),
+                         ("compare_inputs", t3 - t2)):
+            self._acc(name, dt)
+        if moved is not None:
+            raise Verdict("rejected", f"mutated_inputs: forward modified input {moved} in place")
+        if op == "profile":
+            self.facts.profile = res
+        self._too_slow(judge_ms)
+        return c
+
+    def batch(self, keys: list[str], phase: str) -> Window:
+        """One command of `len(keys)` calls on these draws (none: an empty batch), timed by the judge's
+        own clock from its command to the runner's account (clock.py), every call's outputs checked."""
+        # The clock starts before the draws are copied in: a thread of the candidate's that reads them while
+        # the judge fills the slots and flushes the caches works inside the window, not before it
+        nonce = secrets.randbits(62) + 1
+        self.runner.freeze(False)  # thawed first: its own cost is in neither side's window
+        cpu0 = self.runner.precise_cpu_seconds() if not self.config.is_cuda or phase in _CPU_PHASES else None
+        t_send = time.perf_counter()
+        picks = self.slots.slots_for(keys)
+        self.flush()
+        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(keys))), "nonce": nonce},
+                                  self.deadline)
+        window = (time.perf_counter() - t_send) * 1e3
+        cpu_a = self.runner.precise_cpu_seconds() if cpu0 is not None else None
+        res = self._answer(msg, nonce)
+        self.runner.send({"op": "vet"})  # the runner waits for this before its vetting (runner/serve.py)
+        if res.calls != len(keys):
+            raise Verdict("crashed", f"bad_report: an account of {res.calls} calls for a batch of {len(keys)}")
+        cpu_ms = None if self.config.is_cuda or cpu0 is None or cpu_a is None else (cpu_a - cpu0) * 1e3
+        kept = Window(window, len(keys), res.host_ms, cpu_ms)
+        # kept before its outputs are compared: a session stopped by this batch keeps its time (verdict.py)
+        {"timed": self.facts.batches, "fresh": self.facts.fresh, "control": self.facts.control,
+         "empty": self.facts.empty}.get(phase, []).append(kept)
+        self._acc("calls", window / 1e3)
+        each = window / max(len(keys), 1)
+        t0 = time.perf_counter()
+        for k, (key, i) in enumerate(zip(keys, picks, strict=True)):
+            self.n += 1
+            staged = [s.tensor for s in self.staging_sets[k]] if res.staged else None
+            note = "" if res.staged else (f"{len(res.outputs)} outputs {[f'{o.dtype}{list(o.shape)}' for o in res.outputs]}, "
+                                          f"expected {[f'{o.dtype}{list(o.shape)}' for o in self.state.specs]}")
+            self.facts.ledger.add(check_call(self.n, key, phase, staged, self.truths.get(key),
+                                             self.state.draws[key].eager_err, self.config.tolerance_factor,
+                                             each, each, note, judge_ms=each, host_ms=res.host_ms / len(keys)))
+        self._vetted(nonce)
+        self.runner.freeze(True)  # until its next command: nothing of it runs while the judge works
+        cpu_v = self.runner.precise_cpu_seconds() if cpu_a is not None else None
+        if cpu0 is not None and cpu_a is not None and cpu_v is not None and phase in _CPU_PHASES:
+            self.facts.cpu_calls.append((cpu0, cpu_a, cpu_v, window))
+        if phase in _CPU_PHASES:
+            self.facts.active_ms.append((time.perf_counter() - t_send) * 1e3)
+        for i in picks:
+            moved = self.slots.changed(i)
+            if moved is not None:
+                raise Verdict("rejected", f"mutated_inputs: forward modified input {moved} in place")
+        self._acc("compare", time.perf_counter() - t0)
+        if self.facts.ledger.misses:
+            raise Verdict("incorrect", self._classify())
+        if keys:
+            self._too_slow(each)
+        return kept
+
+    def _too_slow(self, judge_ms: float) -> None:
+        """Stop a candidate whose calls take `max_slowdown` times the reference's, two in a row, by the
+        judge's clock (what the runner claims plays no part).
+
+        Not the first call (a Triton or NVRTC kernel compiles at its first launch). An incorrect answer
+        already seen wins over this. A correct kernel 3,000x slower than eager (9 s a call) cost 224 s of
+        calls before this rule (H100, KernelBench L2 14, 2026-11-24); it now costs three."""
+        factor = self.config.max_slowdown
+        if not factor or self.ref_ms is None or self.n <= 1:
+            return
+        limit_ms = max(SLOW_FLOOR_S * 1e3, factor * self.ref_ms)
+        if judge_ms <= limit_ms:
+            self.slow_calls = 0
+            return
+        self.slow_calls += 1
+        if self.slow_calls < 2:
+            return
+        if self.facts.ledger.misses:
+            raise Verdict("incorrect", self._classify())
+        raise Verdict("timeout", f"too_slow: calls take {judge_ms / 1e3:.2f} s, {judge_ms / self.ref_ms:,.0f}x "
+                                 f"the reference's {self.ref_ms:.3f} ms (stopped past {factor:g}x and "
+                                 f"{SLOW_FLOOR_S:g} s a call, two calls in a row: --max-slowdown)")
+
+    def _eager(self, key: str, **kw: Any) -> StepResult:
+        try:
+            return self.eager.call(key, self.deadline, **kw)
+        except ForgedAnswer as e:  # written while this candidate ran: its doing
+            raise Verdict(e.status, e.reason) from None
+
+    # ------------------------------------------------------------------ phases
+
+    def _acc(self, name: str, seconds: float) -> None:
+        """Add to a sub-phase total (seconds; inside the phases the schedule names)."""
+        self.facts.phase_s[name] = self.facts.phase_s.get(name, 0.0) + seconds
+
+    def _phase(self, name: str) -> None:
+        self.facts.phase = name
+
+    def run(self, cand: Candidate, job: dict[str, Any]) -> Facts:
+        """The whole schedule; a Verdict ends it early (kept in facts.stop)."""
+        f = self.facts
+        try:
+            self.deadline = time.monotonic() + self.config.timeout_s
+            self._timed_phase("compile", lambda: self._load(job))
+            self._timed_phase("correctness", self._correctness)
+            if f.ledger.misses:
+                raise Verdict("incorrect", self._classify())
+            if not self.config.is_cuda:
+                # CPU calls are timed by the host's clocks, and on a machine whose spare runners start on
+                # the lane's own cores a starting runner (torch's imports) shares them with the timed calls:
+                # both runners' times and the judge's windows moved by 2-4 ms on 0.6 ms calls (2 cores,
+                # 2026-11-26). Waiting costs little: the next candidate waits for that runner anyway.
+                self._timed_phase("quiet", self.quiet)
+            self._timed_phase("timing", self._timing)
+            if self.unpadded and self.eager is not None:
+                self._timed_phase("clock", self._clock)
+            if self.config.profile:
+                self._timed_phase("profile", lambda: self.call(self.state.pool[0], "profile", op="profile"))
+            if f.ledger.misses:
+                raise Verdict("incorrect", self._classify())
+            if not self.config.allow_torch_only:
+                self._timed_phase("ablation", self._ablation)
+            self._timed_phase("finish", self._finish)
+        except Verdict as v:
+            f.stop = v
+        return f
+
+    def _timed_phase(self, name: str, fn: Any) -> None:
+        self._phase(name)
+        t0, c0 = time.monotonic(), time.process_time()
+        try:
+            fn()
+        finally:
+            self.facts.phase_s[name] = self.facts.phase_s.get(name, 0.0) + time.monotonic() - t0
+            self.facts.cpu_s[f"judge.{name}"] = time.process_time() - c0
+
+    def _load(self, job: dict[str, Any]) -> None:
+        msg = self.runner.request(job, self.deadline)
+        if isinstance(msg, dict) and msg.get("op") == "ready":
+            self.facts.load_s = float(msg.get("load_s") or 0.0)
+            self.slots.hide()  # mapped by the runner (transport.SharedBuffer.hide)
+            for s in self.staging:
+                s.hide()
+            return
+        self._answer(msg)  # a failure report, or the runner gone
+        raise Verdict("crashed", "bad_report: the runner answered its job with something else")
+
+    def _correctness(self) -> None:
+        st = self.state
+        pool = st.pool
+        for i in range(self.config.warmup):
+            self.call(pool[i % len(pool)], "warmup")
+        self.pad.settle()
+        for key in st.keys("plain") + st.keys("shifted"):
+            self.call(key, "check")
+        plain = st.keys("plain")
+        if len(plain) >= 2:  # the same buffers again, then refilled with other values in place
+            i = self.slots.slot_for(plain[0])
+            self.call(plain[0], "again", slot=i)
+            if self.slots.refill(i, plain[1]):
+                self.call(plain[1], "inplace", slot=i)
+            self.slots.refill(i, plain[0])
+
+    def _empties(self) -> None:
+        """An empty batch on each side: the round trip a batch's calls are timed beyond (clock.py)."""
+        self.batch([], "empty")
+        if self.eager is not None:
+            self.facts.ref_empty.append(self._eager_batch([]))
+
+    def _eager_batch(self, keys: list[str]) -> Window:
+        try:
+            w = self.eager.batch(keys, self.deadline, self.flush)
+        except ForgedAnswer as e:  # written while this candidate ran: its doing
+            raise Verdict(e.status, e.reason) from None
+        if keys and self.eager.last_cpu is not None:
+            self.facts.ref_cpu.append(self.eager.last_cpu)
+        return w
+
+    def _timed_pair(self, keys: list[str]) -> None:
+        """A timed batch of the candidate's, then the reference's on the same draws (its own slots)."""
+        self.batch(keys, "timed")
+        if self.eager is not None:
+            t0 = time.perf_counter()
+            self.facts.ref_batches.append(self._eager_batch(keys))
+            self._acc("ref_calls", time.perf_counter() - t0)
+
+    def times(self) -> tuple[list[float], list[float]]:
+        """Per timed batch, a call's time by the judge's clock: the candidate's and the reference's (ms)."""
+        f = self.facts
+        return (call_times(f.batches, f.empty, f.ref_empty),
+                call_times(f.ref_batches, f.ref_empty, []))
+
+    def _fresh(self, key: str, seen: str) -> None:
+        """A never-seen draw as a batch of one, right after a batch of one on a draw the runner has seen
+        (its control: the input_cache rule compares the two, timed alike)."""
+        self.batch([seen], "control")
+        self.batch([key], "fresh")
+
+    def _timing(self) -> None:
+        """Timed batches of `batch_n` calls, the reference's after each on the same draws, until both sides'
+        times are steady or the never-seen draws run out; never-seen calls (batches of one) among them."""
+        st, cfg, n = self.state, self.config, self.batch_n
+        pool, fresh, once = st.pool, st.keys("fresh"), st.keys("timing")
+        self.facts.batch_draws = "timing" if once else "pool"
+        if self.eager is not None:  # its first batch on this session's schedule, not kept
+            self._eager_batch(pool[:1])
+        self._empties()
+        t0 = time.monotonic()
+        cpu0, active0 = self.runner.cpu_seconds(), len(self.facts.active_ms)
+        i = 0
+        while True:
+            keys = once[i * n:(i + 1) * n] if once else [pool[(i * n + k) % len(pool)] for k in range(n)]
+            self._timed_pair(keys)
+            i += 1
+            if i % EMPTY_EVERY == 0:
+                self._empties()
+            if fresh and i % FRESH_EVERY == 0:
+                self._fresh(fresh.pop(0), pool[i % len(pool)])
+            cand, ref = self.times()
+            if enough(cand, ref if self.eager else [], cfg.trials, time.monotonic() - t0, cfg.max_timing_s) or (
+                    once and (i + 1) * n > len(once)):
+                break
+        for k, key in enumerate(fresh):
+            self._fresh(key, pool[k % len(pool)])
+        # Where the CPU time cannot be read call by call (no cgroup): over the phase, against the wall
+        # time of the runner's whole part of each call (window, vetting, preparation of the next)
+        busy = sum(self.facts.active_ms[active0:]) / 1e3
+        used = self.facts.cpu_s["runner.timing"] = self.runner.cpu_seconds() - cpu0
+        self.facts.cpu_window = (used, busy)
+        self.facts.cpu_s["runner.timing_calls_wall"] = busy
+
+    def _ablation(self) -> None:
+        """One call with the custom kernels' results replaced by random values: the output must change."""
+        key = self.state.pool[0]
+        i = self.slots.slot_for(key)
+        self.flush()
+        nonce = secrets.randbits(62) + 1
+        res = self._answer(self.runner.request({"op": "ablate", "slot": i, "nonce": nonce}, self.deadline), nonce)
+        self._vetted(nonce)
+        if self.slots.changed(i) is not None:
+            self.slots.refill(i, key)  # random values may have reached an input: not the candidate's doing
+        if res.ablated and res.staged:
+            draw = self.state.draws[key]
+            c = check_call(0, key, "ablation", [s.tensor for s in self.staging], draw.truth, draw.eager_err,
+                           self.config.tolerance_factor, 0.0, 0.0)
+            self.facts.ablation_still_right = c.miss is None
+        self.facts.ablated = res.ablated
+
+    def _clock(self) -> None:
+        """Single calls without the GPU pad, candidate and reference alternating, each timed by the judge's own
+        clock from its command to the runner's account: the audit's reading (audit.judge_clock), built
+        otherwise than the timed batches (one call a command, the reference's trusted account taking off
+        what the judge's clock adds to a call)."""
+        pool = self.state.pool
+        for i in range(self.unpadded):
+            key = pool[i % len(pool)]
+            c = self.call(key, "clock", pad_ms=0.0)  # caches flushed before the command, by both
+            if c.miss is not None:
+                raise Verdict("incorrect", self._classify())
+            self.flush()
+            r = self._eager(key, pad_ms=0.0)
+            self.facts.clock.append((c.judge_ms, c.ms, self.eager.last_window_ms, r.ms))
+
+    def _finish(self) -> None:
+        msg = self.runner.request({"op": "finish"}, self.deadline)
+        if isinstance(msg, Gone):
+            raise Verdict("gone", "", gone=msg)
+        if msg.get("ok") is False:
+            self._answer(msg)
+        try:
+            self.facts.final = RunnerFinal.model_validate(msg)
+        except ValueError:
+            raise Verdict("crashed", "bad_report: the runner's final report is malformed") from None
+
+    def _classify(self) -> str:
+        prints = self.state_prints()
+        return classify(self.facts.ledger, prints, set(self.state.keys("plain")) | set(self.state.keys("fresh")))
+
+    def state_prints(self) -> dict[str, tuple[int, ...]]:
+        from kevolve.sandbox.judge.checks import fingerprint
+
+        if not hasattr(self.state, "_prints"):
+            self.state._prints = {k: fingerprint([t.to(self.device) for t in d.truth])  # type: ignore[attr-defined]
+                                  for k, d in self.state.draws.items()}
+        return self.state._prints  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self.runner.freeze(False)
+        self.runner.close()
+        self.slots.free()
+        for s in self.staging:
+            s.free()
+
+
+__all__ = ["Session"]
