@@ -14,12 +14,13 @@ import textwrap
 from dataclasses import dataclass
 
 from kevolve.contract import defines_model_new
+from kevolve.languages import LANGUAGES
 from kevolve.contract import parse_python
 
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+.-]*)[^\n]*\n(?P<body>.*?)"
                     r"(?:(?P<close>^[ \t]*(?P=fence)[ \t]*$)|\Z)", re.S | re.M)
-# Triton kernels are Python: some models label the file with the kernel language.
-_PY_LANGS = {"", "python", "py", "python3", "triton"}
+# A Python DSL's kernels are Python: some models label the file with the kernel language (languages.py).
+_PY_LANGS = {"", "python", "py", "python3", *(t for lang in LANGUAGES.values() for t in lang.fence_tags)}
 
 
 @dataclass(frozen=True)

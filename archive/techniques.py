@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from kevolve.languages import LANGUAGES
+
 _RULES: dict[str, tuple[str, ...]] = {
     "shared_memory": (r"__shared__", r"extern\s+__shared__", r"tl\.static_alloc"),
     "vectorized_loads": (r"\b(float|half|int|uint|double|bfloat16)[248]\b", r"reinterpret_cast\s*<\s*(const\s+)?"
@@ -32,9 +34,9 @@ _RULES: dict[str, tuple[str, ...]] = {
     "grid_stride_loop": (r"\+=\s*(blockDim\.x\s*\*\s*gridDim\.x|gridDim\.x\s*\*\s*blockDim\.x)",),
     "cooperative_groups": (r"cooperative_groups", r"\bcg::"),
     "streams": (r"cudaStream_t", r"getCurrentCUDAStream"),
-    "triton": (r"@triton\.jit", r"import\s+triton", r"from\s+triton\b"),
+    # each kernel language that says how to recognise it is a tag of its own (kevolve/languages.py)
+    **{name: lang.recognise for name, lang in LANGUAGES.items() if lang.recognise},
     "autotuning": (r"@triton\.autotune", r"triton\.Config\s*\("),
-    "cupy": (r"cupy\.RawKernel|cp\.RawKernel|RawModule",),
     "inline_cuda": (r"load_inline\s*\(",),  # CUDA only with CUDA sources: see techniques()
 }
 _COMPILED = {tag: re.compile("|".join(f"(?:{p})" for p in pats)) for tag, pats in _RULES.items()}

@@ -10,6 +10,8 @@ import subprocess
 from rich.console import Console
 from rich.table import Table
 
+from kevolve.languages import kernel_modules
+
 _KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "KEVOLVE_API_TOKEN")
 
 
@@ -45,7 +47,8 @@ def run_doctor() -> None:
                            f"{default_limit_gb():.1f} GiB by default (--memory-limit-gb)"))
     rows.append(("nvcc", _version(["nvcc", "--version"]) if shutil.which("nvcc") else "not found"))
     rows.append(("ncu", "present" if shutil.which("ncu") else "not found"))
-    rows.append(("cupy", "present" if importlib.util.find_spec("cupy") else "not installed"))
+    for module in kernel_modules():  # each kernel language's Python modules (kevolve/languages.py)
+        rows.append((module, "present" if importlib.util.find_spec(module) else "not installed"))
     rows.append(("docker", "present" if shutil.which("docker") else "not found"))
     bwrap = os.environ.get(BWRAP_ENV) or None
     exe, why = find_bwrap(bwrap)

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import importlib.util
 
+from kevolve.languages import LANGUAGES
+
 # top-level module -> (extra to install, what needs it, as the start of a sentence)
 EXTRAS: dict[str, tuple[str, str]] = {
     "pyarrow": ("kevolve[archive]", "Parquet files need"),
     "psycopg": ("kevolve[archive]", "a PostgreSQL archive needs"),
     "ray": ("kevolve[bench]", "--executor ray needs"),
-    "cupy": ("kevolve[cuda]", "CuPy kernels need"),
-    "cupy_backends": ("kevolve[cuda]", "CuPy kernels need"),
+    # the kernel languages' modules (kevolve/languages.py)
+    **{m: (lang.extra, f"{lang.name} kernels need") for lang in LANGUAGES.values() if lang.extra for m in lang.modules},
+    "cupy_backends": ("kevolve[cuda]", "cupy kernels need"),  # the CuPy wheel's own C-extension package
 }
 
 

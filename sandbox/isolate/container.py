@@ -23,14 +23,13 @@ from typing import Any
 
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.isolate.gpu_passthrough import HostGpu, NoGpuNodes, docker_gpu, ldconfig_listing
-from kevolve.sandbox.isolate.launch import _dir_bytes, _tail, scrubbed_env
+from kevolve.sandbox.isolate.launch import _dir_bytes, _tail, cache_vars, scrubbed_env
 from kevolve.sandbox.judge.runner_proc import Gone, RunnerProcess
 
 log = logging.getLogger(__name__)
 
 CONTAINER_USER = "1000:1000"
-_ENV_KEEP = ("HOME", "TMPDIR", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "CUPY_CACHE_DIR", "TRITON_CACHE_DIR",
-             "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME",
+_ENV_KEEP = ("HOME", "TMPDIR", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", *cache_vars(),
              "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
              "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 _LABEL = "org.kevolve.worker"

@@ -23,15 +23,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from kevolve.languages import LANGUAGES
 from kevolve.sandbox.isolate.gpu_passthrough import is_driver_lib
 
 log = logging.getLogger(__name__)
 
 DOCKERFILE = Path(__file__).with_name("Dockerfile")
 WORKER_DISTS = ("torch", "numpy", "pydantic", "ninja")
-# The GPU compile paths (CuPy/NVRTC, Triton), taken where installed when this machine has a CUDA GPU:
-# a CPU-only image (CI) stays small, a GPU machine's image runs NVRTC candidates too.
-GPU_DISTS = ("cupy-cuda13x", "cupy-cuda12x", "cupy", "nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12", "triton")
+# The kernel languages' GPU compile paths (CuPy/NVRTC, Triton …: kevolve/languages.py), taken where installed when
+# this machine has a CUDA GPU: a CPU-only image (CI) stays small, a GPU machine's image runs their candidates too.
+GPU_DISTS = tuple(d for lang in LANGUAGES.values() for d in lang.dists)
 # kevolve packages the worker imports, and where they sit in the checkout.
 _PACKAGES = {"kevolve": "kevolve", "kevolve.sandbox": "kevolve/sandbox", "kevolve.kernelbench": "kevolve/kernelbench"}
 # Bytecode caches are kept (copied with their sources' mtimes, so they stay valid): without them

@@ -23,6 +23,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Protocol
 
+from kevolve.languages import compile_caches
 from kevolve.sandbox.isolate import pycache
 from kevolve.sandbox.isolate.containment import Containment, ContainmentKind, contain
 from kevolve.sandbox.common.protocol import WorkerReport, WorkerRequest
@@ -67,9 +68,14 @@ def _cache_dirs(scratch: Path) -> dict[str, str]:
     file system is read-only, and outside them a cache shared between candidates is a channel
     between them. (HOME is scratch too, which covers ~/.cupy, ~/.triton, ~/.nv and ~/.cache;
     these hold even where a library reads its own variable first.)"""
-    return {"CUPY_CACHE_DIR": str(scratch / "cupy"), "TRITON_CACHE_DIR": str(scratch / "triton"),
+    return {**{var: str(scratch / sub) for var, sub in compile_caches()},  # the kernel languages' (languages.py)
             "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor"), "CUDA_CACHE_PATH": str(scratch / "nv"),
             "XDG_CACHE_HOME": str(scratch / "cache")}
+
+
+def cache_vars() -> tuple[str, ...]:
+    """The environment variables that place a compile cache (one list: the container keeps exactly these)."""
+    return tuple(_cache_dirs(Path("/scratch")))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from kevolve.contract import parse_python
+from kevolve.languages import kernel_modules
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +90,10 @@ _CATEGORIES = (
         "no redefinition or declaration of CUDA API functions, persisting L2, process-wide CUDA, torch or OS settings, "
         "operator registration for other namespaces; no dangerous compiler flags (--wrap, -fplugin, -include …)")),
     Category("import", "importing a module off the allowlist", (
-        "allowed: torch (minus the parts above and private _ names), triton, cupy, numpy, math, cmath, functools, "
-        "itertools, operator, typing, dataclasses, collections, enum, abc, numbers, warnings, string, re, copy, "
-        "hashlib, bisect, heapq, textwrap, contextlib, time, __future__; os.path and named os.environ reads",
+        f"allowed: torch (minus the parts above and private _ names), {', '.join(kernel_modules())}, numpy, math, "
+        "cmath, functools, itertools, operator, typing, dataclasses, collections, enum, abc, numbers, warnings, "
+        "string, re, copy, hashlib, bisect, heapq, textwrap, contextlib, time, __future__; os.path and named "
+        "os.environ reads",
         "never: kevolve, kevolve_problem; no relative or star imports; no import by string (torch.ops.import_module)")),
 )
 CATEGORIES: dict[str, Category] = {c.name: c for c in _CATEGORIES}

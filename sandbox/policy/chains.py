@@ -15,6 +15,7 @@ import types
 from functools import cache
 from typing import Callable
 
+from kevolve.languages import array_modules
 from kevolve.sandbox.policy.tables import (ALLOW, ARRAY_FILE_NAMES, ARRAY_RNG_NAMES, BACKENDS, BACKENDS_QUERIES,
                                            FILE_METHODS, GLOBAL_HOOK_PREFIX,
                                            HEAVY, KNOWN_MODULES, MEMBERS, MODULES, OWN_SUBMODULES, PARTIAL,
@@ -26,6 +27,7 @@ Verdict = tuple[str, str] | None  # (category, what) or allowed
 
 TYPE: Chain = ("type",)  # the builtin, which hands out classes: followed like one
 TYPE_OF: Chain = ("type()",)  # the class of some object: type(x)
+_ARRAY_MODULES = array_modules()  # NumPy and the kernel languages' NumPy-like libraries (kevolve/languages.py)
 
 
 def is_class(chain: Chain) -> bool:
@@ -175,9 +177,9 @@ def _heavy_by_name(chain: Chain, ctx: str) -> Verdict:
     under several modules (numpy.rec.fromfile, numpy.random.mtrand.seed), and a mode switch is a
     setting whatever object carries it."""
     name, last = dotted(chain), chain[-1]
-    if chain[0] in ("numpy", "cupy") and last in ARRAY_FILE_NAMES:
+    if chain[0] in _ARRAY_MODULES and last in ARRAY_FILE_NAMES:
         return "files", f"uses {name} (file I/O)"
-    if chain[0] in ("numpy", "cupy") and chain[1:2] == ("random",) and last in ARRAY_RNG_NAMES:
+    if chain[0] in _ARRAY_MODULES and chain[1:2] == ("random",) and last in ARRAY_RNG_NAMES:
         return "process_setting", f"uses {name} (the global RNG)"
     if last == "import_module":
         return "import", f"uses {name} (imports a module by name)"

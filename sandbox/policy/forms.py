@@ -10,7 +10,11 @@ import string
 
 from kevolve.sandbox.policy.chains import TYPE, TYPE_OF, binds_self, dunder, module_category
 from kevolve.sandbox.policy.static import NotStatic, Text
-from kevolve.sandbox.policy.tables import DUNDER_DEFS, TORCH_HOOK_DEFS
+from kevolve.languages import LANGUAGES
+from kevolve.sandbox.policy.tables import DUNDER_DEFS, HEAVY, TORCH_HOOK_DEFS
+
+# decorators whose function a kernel language compiles (@triton.jit, @cupy.fuse: kevolve/languages.py)
+JIT_DECORATORS = tuple(d for lang in LANGUAGES.values() for d in lang.jit_decorators)
 
 # Builtins that hand back an object that already exists (a call result is otherwise taken as new: a
 # foreign container is reached through attributes, parameters or bindings the policy cannot follow).
@@ -82,7 +86,7 @@ class FormRules:
         the setting on (sdpa_kernel, errstate …) for everything that runs meanwhile."""
         managers = [c for item in node.items for c in self.m.resolve(  # type: ignore[attr-defined]
             item.context_expr.func if isinstance(item.context_expr, ast.Call) else item.context_expr)]
-        if not any(c[0] in ("torch", "numpy", "cupy", "triton") for c in managers):
+        if not any(c[0] in HEAVY for c in managers):
             return
         todo: list[ast.AST] = list(node.body)
         while todo:
@@ -274,7 +278,7 @@ class FormRules:
                    and param in self.m.scopes[f].params), None)  # type: ignore[attr-defined]
         for d in getattr(fn, "decorator_list", ()):
             for c in self.m.resolve(d.func if isinstance(d, ast.Call) else d):  # type: ignore[attr-defined]
-                if c[0] == "triton" or c[:2] == ("cupy", "fuse") or module_category(c[0]) is not None:
+                if any(c[:len(d)] == d for d in JIT_DECORATORS) or module_category(c[0]) is not None:
                     return True
         return False
 

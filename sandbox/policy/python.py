@@ -22,8 +22,7 @@ from kevolve.sandbox.policy.scope import Chain, Model
 from kevolve.sandbox.policy.static import NotStatic, Text
 from kevolve.contract import parse_python
 from kevolve.sandbox.policy.tables import (ATTR_BUILTINS, BUILTINS, CONTEXT_DUNDERS, DUNDER_NAMES, DUNDER_READ,
-                                           FILE_METHODS,
-                                           FRAME_ATTRS, MUTATORS, REGISTER_METHODS, SECRET_ENV,
+                                           FILE_METHODS, FRAME_ATTRS, HEAVY, MUTATORS, REGISTER_METHODS, SECRET_ENV,
                                            SECRET_ENV_PREFIXES, THREAD_METHODS)
 
 Finding = tuple[str, int, str]
@@ -281,7 +280,7 @@ class PythonRules(FormRules, ast.NodeVisitor):
         self.class_from_dict(node)
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and (f.attr in ("use", "enable", "disable")
                                                                           or f.attr.startswith(("set_", "enable_"))):
-            made = {c for c in self.m.resolve(f.value.func) if c[0] in ("torch", "cupy", "numpy", "triton")}
+            made = {c for c in self.m.resolve(f.value.func) if c[0] in HEAVY}
             if made:
                 self.add("process_setting", node, f"{dotted(sorted(made)[0])}(…).{f.attr}() changes process-wide "
                                                   "state")

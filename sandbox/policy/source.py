@@ -5,50 +5,61 @@ from __future__ import annotations
 import ast
 import re
 from kevolve.contract import parse_python
+from kevolve.languages import LANGUAGES
 
 
 _LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 _CUDA_KERNEL = re.compile(r"__global__\s+[\w:<>\s\*]*?\b(\w+)\s*\(")
-_TRITON_KERNEL = re.compile(r"@triton\.(?:jit|autotune[\s\S]*?@triton\.jit)[^\n]*\n\s*def\s+(\w+)")
-_CUPY_NAME = re.compile(r"(?:RawKernel\s*\([\s\S]*?,\s*|get_function\s*\(\s*)['\"](\w+)['\"]")
 _CPP_FUNCTIONS = re.compile(r"functions\s*=\s*\[([^\]]*)\]")
+# each kernel language's own ways of naming a kernel (kevolve/languages.py)
+_DECORATORS = tuple(d for lang in LANGUAGES.values() for d in lang.kernel_decorators)
+_NAME_PATTERNS = tuple(re.compile(p) for lang in LANGUAGES.values() for p in lang.kernel_name_patterns)
 
 
-def _triton_aliases(tree: ast.Module) -> tuple[set[str], set[str]]:
-    """(names bound to the triton module, names bound to triton.jit) by the source's imports."""
-    modules, jits = {"triton"}, set()
+def _aliases(tree: ast.Module, dotted: str) -> tuple[set[str], set[str]]:
+    """(names bound to the decorator's module, names bound to the decorator itself) by the source's imports:
+    `import triton`, `import triton as tr`, `from triton import jit as j` for "triton.jit"."""
+    module, attr = dotted.rsplit(".", 1)
+    modules, direct = {module}, set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            modules |= {a.asname or a.name for a in node.names if a.name == "triton"}
-        elif isinstance(node, ast.ImportFrom) and node.module == "triton":
-            jits |= {a.asname or a.name for a in node.names if a.name == "jit"}
-    return modules, jits
+            modules |= {a.asname or a.name for a in node.names if a.name == module}
+        elif isinstance(node, ast.ImportFrom) and node.module == module:
+            direct |= {a.asname or a.name for a in node.names if a.name == attr}
+    return modules, direct
 
 
-def triton_kernel_names(source: str) -> set[str]:
-    """Functions decorated with triton.jit however it was imported (`@triton.jit`, `@triton.jit(...)`,
-    `from triton import jit`, `import triton as tr`), under autotune / heuristics decorators or not.
-    The name is the kernel's name on the device: Triton compiles `def relu_k` to the entry `relu_k`."""
+def decorated_kernel_names(source: str) -> set[str]:
+    """Functions a kernel language compiles, by their decorator however it was imported (`@triton.jit`,
+    `@triton.jit(...)`, `from triton import jit`, `import triton as tr`), under other decorators (autotune,
+    heuristics) or not. The name is the kernel's name on the device: Triton compiles `def relu_k` to the
+    entry `relu_k`."""
     try:
         tree = parse_python(source)
     except (SyntaxError, ValueError):
-        return set(_TRITON_KERNEL.findall(source))
-    modules, jits = _triton_aliases(tree)
+        return set()
+    found: set[str] = set()
+    for dotted in _DECORATORS:
+        modules, direct = _aliases(tree, dotted)
+        attr = dotted.rsplit(".", 1)[1]
 
-    def is_jit(d: ast.expr) -> bool:
-        d = d.func if isinstance(d, ast.Call) else d
-        if isinstance(d, ast.Name):
-            return d.id in jits
-        return (isinstance(d, ast.Attribute) and d.attr == "jit" and isinstance(d.value, ast.Name)
-                and d.value.id in modules)
+        def is_kernel(d: ast.expr) -> bool:
+            d = d.func if isinstance(d, ast.Call) else d
+            if isinstance(d, ast.Name):
+                return d.id in direct
+            return (isinstance(d, ast.Attribute) and d.attr == attr and isinstance(d.value, ast.Name)
+                    and d.value.id in modules)
 
-    return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and any(map(is_jit, n.decorator_list))}
+        found |= {n.name for n in ast.walk(tree)
+                  if isinstance(n, ast.FunctionDef) and any(map(is_kernel, n.decorator_list))}
+    return found
 
 
 def custom_kernel_names(source: str) -> tuple[str, ...]:
     """Names of kernels / extension functions the candidate defines itself."""
-    names = set(_CUDA_KERNEL.findall(_LAUNCH_BOUNDS.sub(" ", source))) | triton_kernel_names(source)
-    names |= set(_CUPY_NAME.findall(source))
+    names = set(_CUDA_KERNEL.findall(_LAUNCH_BOUNDS.sub(" ", source))) | decorated_kernel_names(source)
+    for pattern in _NAME_PATTERNS:
+        names |= set(pattern.findall(source))
     for group in _CPP_FUNCTIONS.findall(source):
         names |= set(re.findall(r"['\"](\w+)['\"]", group))
     return tuple(sorted(n for n in names if n not in {"if", "for", "while", "return"}))

@@ -7,12 +7,15 @@ the longest table entry that is a prefix of it decides. `ALLOW` marks an allowed
 
 from __future__ import annotations
 
+from kevolve.languages import LANGUAGES, kernel_modules
+
 ALLOW = "allow"
 
 # Top-level modules a candidate may import; anything else is `import` unless MODULES names it.
-# The heavy four are allowed with deny-listed parts (MEMBERS); the stdlib ones are checked member by
-# member against their public, non-module API (policy_python.stdlib_api).
-HEAVY = ("torch", "triton", "cupy", "numpy")
+# torch, numpy and every kernel language's modules (kevolve/languages.py) are allowed with deny-listed parts
+# (MEMBERS); the stdlib ones are checked member by member against their public, non-module API
+# (policy_python.stdlib_api).
+HEAVY = ("torch", "numpy", *kernel_modules())
 STDLIB = ("math", "cmath", "functools", "itertools", "operator", "typing", "dataclasses", "collections",
           "enum", "abc", "numbers", "warnings", "string", "re", "copy", "hashlib", "bisect", "heapq",
           "textwrap", "contextlib", "time", "__future__")
@@ -26,14 +29,14 @@ MODULES: dict[str, str] = {
                      "copyreg", "shelve", "code", "codeop", "traceback", "linecache", "dis", "tracemalloc",
                      "faulthandler", "trace", "pdb", "bdb", "profile", "cProfile", "pstats", "site", "sysconfig",
                      "torch.profiler", "torch.autograd.profiler", "torch.fx", "torch.cuda.profiler",
-                     "numpy.ctypeslib", "cupy.cuda.profiler", "cupy.cuda.runtime", "cupy.cuda.driver",
+                     "numpy.ctypeslib",
                      "torch.utils.cpp_backtrace", "torch.monitor",
                      # run Python given as strings (Timer(stmt=…) exec()s it) or compile TorchScript source
                      "torch.utils.benchmark", "torch.utils.jit", "torch.jit.frontend"), "introspection"),
     **dict.fromkeys(("torch.library", "torch.overrides", "torch.utils.flop_counter", "torch.utils.module_tracker"),
                     "monkeypatch"),
     **dict.fromkeys(("torch.compiler", "torch.export", "torch.cuda.tunable", "torch.cuda.green_contexts",
-                     "torch.numa", "torch.utils.deterministic", "torch.utils.backend_registration", "triton.knobs"),
+                     "torch.numa", "torch.utils.deterministic", "torch.utils.backend_registration"),
                     "process_setting"),
     **dict.fromkeys(("threading", "_thread", "concurrent", "asyncio", "multiprocessing", "torch.multiprocessing",
                      "torch.utils.data", "torch.utils.throughput_benchmark"), "threads"),
@@ -50,9 +53,8 @@ MODULES: dict[str, str] = {
                      "ftplib", "smtplib", "poplib", "imaplib", "telnetlib", "xmlrpc", "socketserver", "selectors",
                      "websocket", "websockets", "paramiko", "torch.hub", "torch.distributed",
                      "torch.utils.model_zoo", "torch.cuda.nccl"), "network"),
-    **dict.fromkeys(("cupy.cuda.nvrtc", "cupy.cuda.compiler", "cupy.cuda.jitify", "cupy.cuda.compile_with_cache"),
-                    "native"),
     **dict.fromkeys(("kevolve", "kevolve_problem", "kevolve_candidate", "torch.package"), "import"),
+    **{m: c for lang in LANGUAGES.values() for m, c in lang.denied_modules.items()},
 }
 
 # Members of allowed modules, by longest matching prefix (a call, a read or a store of the chain).
@@ -93,17 +95,8 @@ MEMBERS: dict[str, str] = {
     # numpy
     "numpy.lib.stride_tricks.as_strided": "introspection",  # unchecked strides: any host address
     **{f"numpy.{n}": "process_setting" for n in ("seterr", "seterrcall", "setbufsize")},
-    # cupy
-    # read-only queries of CuPy's raw CUDA runtime bindings stay allowed
-    **dict.fromkeys((f"cupy.cuda.runtime.{n}" for n in (
-        "getDevice", "getDeviceCount", "getDeviceProperties", "deviceGetAttribute", "runtimeGetVersion",
-        "driverGetVersion", "deviceSynchronize", "is_hip")), ALLOW),
-    **{f"cupy.cuda.runtime.{n}": "process_setting" for n in (
-        "deviceSetLimit", "setDevice", "streamSetAttribute", "ctxResetPersistingL2Cache", "deviceSetCacheConfig",
-        "deviceSetSharedMemConfig", "setDeviceFlags", "deviceReset", "profilerStart", "profilerStop")},
-    "cupy.cuda.driver.ctxGetCurrent": ALLOW,
-    # triton
-    "triton.compile": "files",
+    # the kernel languages' own rules
+    **{m: c for lang in LANGUAGES.values() for m, c in lang.members.items()},
 }
 
 # Submodules of the allowed packages (besides those in MODULES): a chain naming one is a module object,
@@ -122,17 +115,15 @@ _SUBMODULES = {
                       "python_native quantized xeon xnnpack",
     "numpy": "char core dtypes exceptions fft lib linalg ma matlib matrixlib polynomial random rec strings testing "
              "typing version",
-    "numpy.lib": "stride_tricks", "cupy": "cuda fft lib linalg random sparse testing",
-    "cupy.cuda": "memory stream texture cub", "triton": "language runtime compiler testing tools",
-    "triton.language": "extra math random core standard", "triton.language.extra": "cuda libdevice",
-    "triton.language.extra.cuda": "libdevice", "os": "path", "collections": "abc",
+    "numpy.lib": "stride_tricks", "os": "path", "collections": "abc",
+    **{m: subs for lang in LANGUAGES.values() for m, subs in lang.submodules.items()},
 }
 KNOWN_MODULES = frozenset({f"{p}.{n}" for p, ns in _SUBMODULES.items() for n in ns.split()} | set(MODULES)
                           | set(HEAVY) | set(STDLIB) | set(PARTIAL))
 
 # Prefix exceptions: the name of a dangerous stdlib module, but the package's own submodule.
-OWN_SUBMODULES = ("torch.types", "torch.signal", "torch.random", "torch.cuda.random", "numpy.random", "cupy.random",
-                  "triton.language.random", "triton.language.math", "numpy.typing")
+OWN_SUBMODULES = ("torch.types", "torch.signal", "torch.random", "torch.cuda.random", "numpy.random", "numpy.typing",
+                  *(m for lang in LANGUAGES.values() for m in lang.own_submodules))
 # Module names that, reached as an attribute of an allowed module (`torch.os`, `typing.sys`), are
 # treated as that module: a chain is re-checked from each of them.
 REROOT = frozenset(n for n, c in MODULES.items() if "." not in n and c != "import") | {"os", "sys"}

@@ -212,7 +212,11 @@ def _intact(guards: Any, before: dict[str, str]) -> None:
         raise h.StageError("rejected", f"tampering: process setting changed: {changed[0]}")
 
 
-KERNEL_LIBRARIES = ("cupy", "triton", "triton.language")
+def kernel_libraries() -> tuple[str, ...]:
+    """What every kernel language's runner imports while warm (kevolve/languages.py)."""
+    from kevolve.languages import LANGUAGES
+
+    return tuple(m for lang in LANGUAGES.values() for m in lang.warm)
 
 
 def preimport() -> None:
@@ -220,7 +224,7 @@ def preimport() -> None:
     candidate's 0.3-0.6 s `compile` phase on the H100); nothing of theirs is initialised here."""
     import importlib
 
-    for name in KERNEL_LIBRARIES:
+    for name in kernel_libraries():
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - not installed, or broken: the candidate's own import tells
