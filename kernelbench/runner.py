@@ -201,7 +201,8 @@ class LocalExecutor:
         arch = gpu_arch(self.devices[0]) if self.config.is_cuda else ""
         service = BuildService(self.config.cache_dir, BuildTarget.current(arch), workers=max(1, len(cores) // 2),
                                cores=cores, isolation=self.config.isolation, timeout_s=self.config.timeout_s,
-                               pids_limit=self.config.pids_limit, bwrap=self.config.bwrap)
+                               pids_limit=self.config.pids_limit, bwrap=self.config.bwrap,
+                               confine=self.config.confine_writes != "off")
         service.warm()
         for j in jobs:
             for cf in j.candidates:

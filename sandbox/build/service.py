@@ -27,6 +27,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -90,7 +91,8 @@ class IsolatedRunner:
     """Runs compiler commands like an evaluation worker: scrubbed env, own process group, bwrap if asked."""
 
     def __init__(self, cache_dir: Path, isolation: Isolation = Isolation.AUTO, pids_limit: int = 512,
-                 bwrap: str | None = None) -> None:
+                 bwrap: str | None = None, confine: bool = True) -> None:
+        from kevolve.sandbox.isolate import landlock
         from kevolve.sandbox.isolate.bwrap import IsolationUnavailable, find_bwrap, probe
 
         self.cache_dir, self.pids_limit = cache_dir, pids_limit
@@ -103,6 +105,9 @@ class IsolatedRunner:
             if not works:
                 log.warning("build service compiles without bubblewrap (%s)", why)
             self.bwrap = works
+        # without bubblewrap, each compiler confines itself with Landlock first (landlock.py's launcher): it reads
+        # what a runner may read and the cache, and writes only its own work folder
+        self.landlock = confine and not self.bwrap and landlock.abi() > 0
         self._live: set[int] = set()
         self._lock = threading.Lock()
 
@@ -114,6 +119,9 @@ class IsolatedRunner:
         env["CUDA_VISIBLE_DEVICES"] = ""
         full = [*bwrap_argv(cwd, (self.cache_dir,), self.pids_limit, "cpu", binary=self.binary), *argv] \
             if self.bwrap else argv
+        if self.landlock:
+            full = [sys.executable, "-P", "-m", "kevolve.sandbox.isolate.landlock", "--write", str(cwd),
+                    "--read", str(self.cache_dir), "--", *argv]
         t0 = time.monotonic()
         with tempfile.TemporaryFile() as out:
             proc = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
@@ -155,11 +163,11 @@ class BuildService:
 
     def __init__(self, cache_dir: Path, target: BuildTarget, workers: int = 1, cores: set[int] | None = None, *,
                  isolation: Isolation = Isolation.AUTO, timeout_s: float = 600.0, pids_limit: int = 512,
-                 max_pch: int = 4, bwrap: str | None = None) -> None:
+                 max_pch: int = 4, bwrap: str | None = None, confine: bool = True) -> None:
         self.cache_dir, self.target, self.timeout_s, self.max_pch = cache_dir.resolve(), target, timeout_s, max_pch
         for sub in (BY_SOURCE, Path("tmp"), Path("pch")):
             (self.cache_dir / sub).mkdir(parents=True, exist_ok=True)
-        self.run = IsolatedRunner(self.cache_dir, isolation, pids_limit, bwrap)
+        self.run = IsolatedRunner(self.cache_dir, isolation, pids_limit, bwrap, confine)
         self.shim = ensure_shim(self.cache_dir)
         initializer = (lambda: os.sched_setaffinity(0, cores)) if cores else None
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="build", initializer=initializer)

@@ -12,7 +12,6 @@ when its first process ends).
 from __future__ import annotations
 
 import functools
-import importlib.util
 import logging
 import os
 import shutil
@@ -25,45 +24,14 @@ from typing import TYPE_CHECKING
 from kevolve.sandbox.isolate import pycache
 from kevolve.sandbox.isolate.gpu_passthrough import HostGpu, NoGpuNodes, gpu_nodes
 from kevolve.sandbox.isolate.launch import Launcher
+from kevolve.sandbox.isolate.view import ETC, SYSTEM, python_dirs, site_dirs, source_dirs
 
 if TYPE_CHECKING:
     from kevolve.sandbox.config import SandboxConfig
 
 log = logging.getLogger(__name__)
 
-# Read-only system paths; absent ones are skipped (--ro-bind-try).
-_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
-# /etc is not shared whole: only what the loader, compilers and getpwuid need.
-_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/passwd",
-        "/etc/group", "/etc/nsswitch.conf", "/etc/localtime")
-_PACKAGES = ("kevolve", "kevolve.sandbox", "kevolve.kernelbench", "kevolve.agent", "kevolve.archive")
 _SHM_BYTES = 256 * 2**20
-
-
-def _source_dirs() -> list[str]:
-    """Where kevolve's packages live (an editable install points into the checkout)."""
-    dirs = []
-    for name in _PACKAGES:
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.submodule_search_locations:
-            dirs += [str(Path(p).resolve()) for p in spec.submodule_search_locations]
-    return sorted(set(dirs))
-
-
-def _python_dirs() -> list[str]:
-    """The interpreter's installation and the virtual environment (may live under a home dir)."""
-    paths = {sys.base_prefix, sys.prefix, sys.exec_prefix, str(Path(sys.executable).resolve().parent.parent)}
-    return sorted({str(Path(p).resolve()) for p in paths})
-
-
-@functools.cache
-def _site_dirs() -> list[str]:
-    """The folders holding the worker's dependencies (torch, CuPy, Triton …) where they are not in the
-    Python installation: a `pip install --target` folder on PYTHONPATH, a user site. Only those: a
-    sys.path entry such as the checkout (pytest puts it there) may hold run folders and secrets."""
-    from kevolve.sandbox.isolate.docker_image import GPU_DISTS, WORKER_DISTS, _dist_closure
-
-    return sorted({str(Path(str(d.locate_file(""))).resolve()) for d in _dist_closure(WORKER_DISTS + GPU_DISTS)})
 
 
 def _covered(paths: list[str]) -> list[str]:
@@ -76,13 +44,13 @@ def _covered(paths: list[str]) -> list[str]:
 
 
 def _bind_system(argv: list[str]) -> None:
-    for path in _SYSTEM:
+    for path in SYSTEM:
         p = Path(path)
         if p.is_symlink():  # merged /usr: /bin -> usr/bin
             argv += ["--symlink", os.readlink(p), path]
         elif p.exists():
             argv += ["--ro-bind", path, path]
-    for path in _ETC:
+    for path in ETC:
         argv += ["--ro-bind-try", path, path]
 
 
@@ -102,7 +70,7 @@ def bwrap_argv(scratch: Path, readable: tuple[Path, ...] = (), pids_limit: int =
             # shared memory and semaphores live there; a file filling it is RAM no RSS counts)
             "--perms", "1777", "--size", str(_SHM_BYTES), "--tmpfs", "/dev/shm"]
     _bind_system(argv)
-    for path in _covered(_python_dirs() + _site_dirs() + _source_dirs()):
+    for path in _covered(python_dirs() + site_dirs() + source_dirs()):
         argv += ["--ro-bind", path, path]
     if device.startswith("cuda"):
         argv += _gpu_binds(host or HostGpu())

@@ -1,16 +1,24 @@
-"""Writes confined to a runner's own scratch directory, without bubblewrap: Linux's Landlock.
+"""A runner's reads and writes confined to what it needs, without bubblewrap: Linux's Landlock.
 
-With isolation `none` a candidate runs as the user and could write anything the user can: the shared
-build cache a later candidate imports (the red team's planted module, 2026-11-26: an honest 0.18x
-candidate read 194.6x), the runner bytecode every runner reads, the Python installation. Landlock
-(Linux 5.13+, no privileges, no namespaces) lets a process take write access away from itself and
-everything it starts, for good. A candidate's runner does so once its job has arrived and before the
-candidate's code is loaded: from then on it may create, change, rename or remove files only under its
-scratch directory (its HOME, TMPDIR, private build directory and caches) and /dev/shm, and write to
-device nodes that already exist (/dev/null, the GPU's). Reading is untouched. Landlock also keeps a
-confined process from tracing (or opening the descriptors and memory of) any process outside its
-domain, and from ABI 6 on from signalling one or reaching its abstract unix sockets: the judge, the
-reference's runner and the user's other processes are out of reach.
+With isolation `none` a candidate runs as the user and could read and write anything the user can: the shared
+build cache a later candidate imports (the red team's planted module, 2026-11-26: an honest 0.18x candidate read
+194.6x), the runner bytecode every runner reads, the Python installation, the user's files and keys, a concurrent
+evaluation's input slots in /dev/shm (the second red team poisoned a neighbour's inputs there, and read secrets
+through native code). Landlock (Linux 5.13+, no privileges, no namespaces) lets a process take file-system rights
+away from itself and everything it starts, for good. A candidate's runner does so once its job has arrived and
+before the candidate's code is loaded (and the build service's compilers do, where there is no bubblewrap):
+
+- **writes** only under its scratch directory (its HOME, TMPDIR, private build directory, caches and shared
+  buffers), and to device nodes that already exist (/dev/null, the GPU's) — never /dev/shm at large;
+- **reads** only of what bubblewrap would bind (view.py: the toolchain and system folders, the loader's files in
+  /etc, the Python installation and the worker's dependencies, kevolve's own packages), `/proc`, `/sys`, the
+  device nodes, the build cache it loads from, the primed bytecode and its scratch: not /tmp, $HOME, /root,
+  /dev/shm, the rest of /etc, other runners' scratch or the judge's.
+
+Landlock also keeps a confined process from tracing (or opening the descriptors and memory of) any process outside
+its domain, and from ABI 6 on from signalling one or reaching its abstract unix sockets: the judge, the
+reference's runner and the user's other processes are out of reach. `python -m kevolve.sandbox.isolate.landlock
+--write DIR [--read DIR …] -- COMMAND …` confines itself and then runs COMMAND (the build service's compilers).
 
 Where the kernel has no Landlock (or it is switched off) the runner says so in its `ready` answer and
 `kevolve doctor` names it; nothing else changes.
@@ -21,6 +29,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import stat
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,9 +39,13 @@ _VERSION = 1  # landlock_create_ruleset flag: ask the ABI version
 _PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
 
-WRITE_FILE, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR, REMOVE_DIR, REMOVE_FILE = 1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 4, 1 << 5
 _MAKE = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
 REFER, TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
+READS = EXECUTE | READ_FILE | READ_DIR
+_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE  # what a rule on a file (not a folder) may hold
+# /dev is opened entry by entry, never /dev/shm or /dev/mqueue: another evaluation's buffers and queues live there
+_DEV_SHARED = frozenset(("shm", "mqueue"))
 
 
 SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
@@ -76,16 +90,37 @@ def _writes(version: int) -> int:
     return rights
 
 
-def confine_writes(writable: Sequence[Path], devices: Sequence[Path] = (Path("/dev"),)) -> str:
-    """Take every file-system write away from this process and its descendants except under
-    `writable` (any write) and `devices` (writing to files that exist there: /dev/null, the GPU's
-    nodes). "" when confined, else why not (the caller reports it; nothing was changed then)."""
+def devices() -> list[Path]:
+    """Every entry of /dev but the shared-memory folders and the links (/dev/stderr -> /proc/self/fd/2, /dev/fd):
+    device nodes, /dev/pts …"""
+    try:
+        return sorted(Path(e.path) for e in os.scandir("/dev") if e.name not in _DEV_SHARED and not e.is_symlink())
+    except OSError:
+        return []
+
+
+def runner_reads() -> list[Path]:
+    """What a runner may read besides its scratch, the build cache and the primed bytecode: the view bubblewrap
+    binds (view.py: the system folders, the loader's and getpwuid's files in /etc, the Python installation, the
+    worker's dependencies, kevolve's own packages), /proc and /sys."""
+    from kevolve.sandbox.isolate import view
+
+    return [Path(p) for p in (*view.SYSTEM, *view.ETC, "/proc", "/sys", "/run/nvidia-persistenced",
+                              *view.python_dirs(), *view.site_dirs(), *view.source_dirs())]
+
+
+def confine(writable: Sequence[Path], readable: Sequence[Path] | None = None) -> str:
+    """Take file-system rights away from this process and its descendants: writes only under `writable` (and to
+    device nodes that exist), reads only under `writable`, `readable` and the device nodes (everywhere where
+    `readable` is None: writes alone are confined). "" when confined, else why not (the caller reports it;
+    nothing was changed then)."""
     version = abi()
     if version <= 0:
         return "Landlock is not available in this kernel"
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
-    rights = _writes(version)
+    writes = _writes(version)
+    rights = writes | (READS if readable is not None else 0)
     # ABI 6+: no signal to a process outside this one's domain (the judge, the reference's runner, the
     # user's other processes: SIGSTOP stalled them, 2026-11-26) and no abstract unix socket outside it
     attr = _RulesetAttrScoped(rights, 0, SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX) if version >= 6 else _RulesetAttr(rights)
@@ -93,20 +128,16 @@ def confine_writes(writable: Sequence[Path], devices: Sequence[Path] = (Path("/d
                           ctypes.c_uint32(0)))
     if fd < 0:
         return f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}"
+    reads = rights & READS
+    rules = [(Path(p), rights) for p in writable]
+    rules += [(p, reads | WRITE_FILE | (writes & TRUNCATE)) for p in devices()]
+    if readable is not None:
+        rules += [(Path(p), reads) for p in readable]
     try:
-        rules = [(p, rights) for p in writable] + [(p, WRITE_FILE | (rights & TRUNCATE)) for p in devices]
         for path, allowed in rules:
-            try:
-                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue  # not on this machine (no /dev/shm): nothing to allow there
-            try:
-                rule = _PathBeneath(allowed, pfd)
-                if libc.syscall(_ADD_RULE, ctypes.c_int(fd), ctypes.c_int(_PATH_BENEATH), ctypes.byref(rule),
-                                ctypes.c_uint32(0)) != 0:
-                    return f"landlock_add_rule({path}): {os.strerror(ctypes.get_errno())}"
-            finally:
-                os.close(pfd)
+            why = _add_rule(libc, fd, path, allowed)
+            if why:
+                return why
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             return f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}"
         if libc.syscall(_RESTRICT_SELF, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
@@ -114,3 +145,43 @@ def confine_writes(writable: Sequence[Path], devices: Sequence[Path] = (Path("/d
         return ""
     finally:
         os.close(fd)
+
+
+def _add_rule(libc: ctypes.CDLL, fd: int, path: Path, allowed: int) -> str:
+    try:
+        pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return ""  # not on this machine (no /lib32): nothing to allow there
+    try:
+        mode = os.fstat(pfd).st_mode
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)):
+            return ""  # a pipe or socket (no rule can name one): left out, so denied
+        if not stat.S_ISDIR(mode):
+            allowed &= _FILE_RIGHTS  # a rule on a file holds file rights only (EINVAL otherwise)
+        if not allowed:
+            return ""
+        rule = _PathBeneath(allowed, pfd)
+        if libc.syscall(_ADD_RULE, ctypes.c_int(fd), ctypes.c_int(_PATH_BENEATH), ctypes.byref(rule),
+                        ctypes.c_uint32(0)) != 0:
+            return f"landlock_add_rule({path}): {os.strerror(ctypes.get_errno())}"
+        return ""
+    finally:
+        os.close(pfd)
+
+
+def main(argv: Sequence[str]) -> None:
+    """`--write DIR [--read DIR …] -- COMMAND …`: confine reads and writes, then run COMMAND in this process."""
+    args = list(argv)
+    cut = args.index("--")
+    opts, command = args[:cut], args[cut + 1:]
+    write = [Path(v) for k, v in zip(opts[::2], opts[1::2]) if k == "--write"]
+    read = [Path(v) for k, v in zip(opts[::2], opts[1::2]) if k == "--read"] + runner_reads()
+    why = confine(write, read)
+    if why:
+        sys.stderr.write(f"kevolve: not confined: {why}\n")
+        sys.exit(126)
+    os.execvp(command[0], command)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

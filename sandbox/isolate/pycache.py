@@ -43,7 +43,7 @@ PRIME = """
 import torch, torch.utils.cpp_extension
 from kevolve.sandbox.runner import serve as runner, integrity, step, ablation, torch_settings as settings
 from kevolve.sandbox.common import harness, channel, protocol, timing, transport, cuda_rt
-from kevolve.sandbox.build import compile
+from kevolve.sandbox.build import cache, compile
 from kevolve.sandbox.common.profile import warm_up
 warm_up(torch.device("cpu"))
 runner.preimport()

@@ -103,12 +103,13 @@ def _target() -> None:
     import torch
 
     from kevolve.sandbox.build import compile as build
+    from kevolve.sandbox.build.cache import build_scope
     from kevolve.sandbox.common import harness as h
     from kevolve.sandbox.common.protocol import Draw
 
     problem_path, solution_path, device_name, seed, cache = sys.argv[1:6]
     scratch = Path.cwd()
-    build.install_build_hooks(Path(cache), None, build.build_scope(Path(solution_path).read_text()))
+    build.install_build_hooks(Path(cache), None, build_scope(Path(solution_path).read_text()))
     problem = h.load_module(Path(problem_path).read_text(), "kevolve_problem", scratch)
     cand = h.load_module(Path(solution_path).read_text(), "kevolve_candidate", scratch)
     device = h.device_of(device_name)

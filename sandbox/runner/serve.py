@@ -25,13 +25,14 @@ def _load(job: Any, scratch: Path, device: Any) -> Any:
     import torch
 
     from kevolve.sandbox.build import compile as build
+    from kevolve.sandbox.build.cache import build_scope
     from kevolve.sandbox.common import harness as h
     from kevolve.sandbox.common.transport import unshare
 
     init = unshare(job.init_args, scratch, device)
     if job.role == "candidate":
         build.install_build_hooks(Path(job.cache_dir), Path(job.build_dir) if job.build_dir else None,
-                                  build.build_scope(job.source))
+                                  build_scope(job.source))
         try:
             mod = h.load_module(job.source, "kevolve_candidate", scratch)
         except SystemExit as e:
@@ -104,6 +105,9 @@ def _final(guards: Any, before: dict[str, str], l2_base: int | None, device: Any
                        l2_raised=raised, device_name=h.device_name(device), versions=h.versions()).model_dump()
 
 
+_PYCACHE = "PYTHONPYCACHEPREFIX"  # where the primed bytecode is (isolate/pycache.py)
+
+
 def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
     """Load the model, then answer `call` / `profile` / `finish` until told to finish."""
     import torch
@@ -137,8 +141,12 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
     if job.confine_writes:  # before any of the candidate's code: for good, for everything it starts
         from kevolve.sandbox.isolate import landlock
 
-        why = landlock.confine_writes([scratch, Path("/dev/shm")])
-        confined = "landlock" if not why else f"not confined: {why}"
+        # reads: the toolchain, Python, kevolve, the build cache it loads extensions from, the primed bytecode
+        reads = [*landlock.runner_reads(), Path(job.cache_dir), *(Path(p) for p in (os.environ.get(_PYCACHE),) if p)]
+        why = landlock.confine([scratch], reads)
+        if why:  # asked for and not in force: the candidate's code is not loaded unconfined
+            raise h.StageError("infra_error", f"the runner could not confine itself (Landlock): {why}")
+        confined = "landlock"
     model = _load(job, scratch, device)
     if job.role != "candidate" and slots:
         # The reference is trusted code that may start threads on its first call (torch.compile's
@@ -308,12 +316,12 @@ def main() -> None:
 def runner_modules() -> list[ModuleType]:
     """kevolve's own modules loaded in a runner: their functions and methods are guarded too."""
     from kevolve.sandbox.common import channel, cuda_rt, harness, profile, timing, transport
-    from kevolve.sandbox.build import compile
+    from kevolve.sandbox.build import cache, compile
     from kevolve.sandbox.runner import integrity, pad, step
     from kevolve.sandbox.runner import torch_settings as settings
 
     return [timing, integrity, harness, profile, step, sys.modules[__name__], transport, channel, settings, compile,
-            cuda_rt, pad]
+            cache, cuda_rt, pad]
 
 if __name__ == "__main__":
     main()

@@ -1,4 +1,4 @@
-"""landlock.confine_writes in a real child process: writes land only where it allows, for good."""
+"""landlock.confine in a real child process: reads and writes land only where it allows, for good."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import os, subprocess, sys
 from pathlib import Path
 from kevolve.sandbox.isolate import landlock
 ok, no = Path(sys.argv[1]), Path(sys.argv[2])
-print("confined:" + landlock.confine_writes([ok]))
+print("confined:" + landlock.confine([ok]))
 def tries(what, fn):
     try:
         fn(); print(what, "yes")

@@ -214,3 +214,63 @@ def test_every_hostile_file_is_documented_and_tested() -> None:
         assert f'source("{name}"' in text, name
         doc = ast.get_docstring(ast.parse((HERE / f"{name}.py").read_text())) or ""
         assert doc.startswith("Hostile") and "Expected" in doc, name
+
+
+def _landlock_or_skip() -> None:
+    from kevolve.sandbox.isolate import landlock
+
+    if landlock.abi() <= 0:
+        pytest.skip("this kernel has no Landlock: a runner without a sandbox is confined by nothing")
+
+
+@pytest.mark.parametrize("confine", ["auto", "off"])
+def test_without_bubblewrap_a_candidate_reads_only_its_own_view(plain_evaluate, tmp_path, confine) -> None:  # noqa: ANN001
+    """Landlock's read rules (isolation none, confine_writes auto on the CPU): the user's files under /tmp, the
+    checkout, the home folder and a neighbour evaluation's buffers in /dev/shm are out of reach; with the
+    confinement off the same candidate reads them (the test can fail)."""
+    _landlock_or_skip()
+    neighbour = Path(f"/dev/shm/kevolve-neighbour-{uuid.uuid4().hex[:8]}")
+    neighbour.mkdir()
+    secrets = [tmp_path / "archive.db", REPO / ".pytest_cache" / "hostile-run-folder-secret", neighbour / "shm-slot"]
+    for s in secrets:
+        s.parent.mkdir(parents=True, exist_ok=True)
+        s.write_text("sk-secret")
+    home = [str(p) for p in sorted(Path.home().iterdir()) if p.is_file()][:3]
+    try:
+        ev = plain_evaluate(ContainmentKind.PROCESS_GROUP)(
+            source("reads_secrets", targets=[str(s) for s in secrets] + home), confine_writes=confine)
+    finally:
+        secrets[1].unlink()
+        secrets[2].unlink()
+        neighbour.rmdir()
+    if confine == "auto":
+        assert ev.ok, ev.reason  # wrong results if any file was readable
+    else:
+        assert ev.outcome is Outcome.INCORRECT, ev.reason
+
+
+@pytest.mark.parametrize("confine", ["auto", "off"])
+def test_without_bubblewrap_a_candidate_writes_only_its_scratch(plain_evaluate, tmp_path, confine) -> None:  # noqa: ANN001
+    """Landlock's write rules: nothing under /tmp, the checkout, the home folder or /dev/shm (a file planted there
+    outlives the evaluation and no scratch limit sees it; a neighbour's input slot there was poisoned by the second
+    red team) — only its scratch. With the confinement off the writes land (the test can fail)."""
+    _landlock_or_skip()
+    neighbour = Path(f"/dev/shm/kevolve-neighbour-{uuid.uuid4().hex[:8]}")
+    neighbour.mkdir()
+    slot = neighbour / "shm-slot"
+    slot.write_text("inputs")
+    fresh = [tmp_path / "pwned", REPO / "pwned-by-candidate", Path.home() / "pwned-by-candidate",
+             Path(f"/dev/shm/kevolve-planted-{uuid.uuid4().hex[:8]}")]
+    try:
+        plain_evaluate(ContainmentKind.PROCESS_GROUP)(
+            source("writes_outside_scratch", targets=[str(t) for t in [*fresh, slot]]), confine_writes=confine)
+        landed = [t for t in fresh if t.exists()] + ([slot] if slot.read_text() != "inputs" else [])
+    finally:
+        for t in fresh:
+            t.unlink(missing_ok=True)
+        slot.unlink()
+        neighbour.rmdir()
+    if confine == "auto":
+        assert not landed, landed
+    else:
+        assert landed, "with confinement off the writes land"
