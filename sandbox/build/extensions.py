@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shlex
 from typing import Any
 
@@ -23,6 +22,7 @@ from pydantic import Field
 
 from kevolve.records import Record
 from kevolve.contract import parse_python
+from kevolve.sandbox.policy.flags import flag_ok
 from kevolve.sandbox.build.static_eval import Evaluator, NotStatic, extension_calls
 
 # load_inline's parameters, in order (torch 2.x).
@@ -32,23 +32,6 @@ _PARAMS = ("name", "cpp_sources", "cuda_sources", "sycl_sources", "functions", "
            "keep_intermediates", "use_pch", "no_implicit_headers")
 # Arguments that change where or how noisily torch builds, not what it builds.
 _IGNORED = {"build_directory", "verbose", "keep_intermediates", "use_pch"}
-
-# Flags the build service passes to a compiler for code it has not run. Anything else (response files,
-# -wrapper, -fplugin, -B, -specs, -include of a host file, linker scripts ...) could run a program or
-# read a file: such an extension is left to the worker, which builds it inside the candidate's sandbox.
-_SAFE_FLAG = re.compile(
-    r"^(-O[0-3sgz]?|-g[0-3]?|-lineinfo|-std=[\w+]+|-[DU]\w+(=[\w.+\-]*)?|-W(?![lap],)[\w\-=]*|-w|-fPIC|"
-    r"-f(no-)?(fast-math|openmp|unroll-loops|strict-aliasing|omit-frame-pointer|exceptions|rtti|"
-    r"finite-math-only|tree-vectorize|permissive|math-errno)|-fopenmp-simd|-ffp-contract=\w+|"
-    r"-march=[\w\-]+|-mtune=[\w\-]+|-mavx\w*|-mfma|-msse\w*|-mf16c|"
-    r"--?use_fast_math|--expt-relaxed-constexpr|--expt-extended-lambda|--extended-lambda|"
-    r"-arch=(sm|compute)_\w+|--gpu-architecture=(sm|compute)_\w+|-code=[\w,]+|"
-    r"-gencode=arch=compute_\w+,code=\[?[\w,]+\]?|--ftz=(true|false)|--prec-div=(true|false)|"
-    r"--prec-sqrt=(true|false)|--fmad=(true|false)|-maxrregcount=\d+|--maxrregcount=\d+|"
-    r"-res-usage|--resource-usage|--threads=?\d*|\d+|-Xptxas=?[\w\-=,.]*|-Xcompiler|--compiler-options|"
-    r"--ptxas-options=[\w\-=,.]+|-Xcudafe=?[\w\-=,]*|"
-    r"-l(cublas|cublasLt|cudart|curand|cusparse|cufft|cusolver|cuda|m|gomp|pthread)|-fopenmp|-pthread)$")
-
 
 class ExtensionSpec(Record):
     """One `load_inline` call's arguments: everything its built module depends on, plus its name."""
@@ -109,17 +92,9 @@ class ExtensionSpec(Record):
         if not self.is_python_module:
             return "is_python_module=False: a torch.ops library, loaded differently"
         for flag in (*self.extra_cflags, *self.extra_cuda_cflags, *self.extra_ldflags):
-            if not _flag_ok(flag.strip()):
-                return f"compiler flag {flag.strip()[:60]!r} is not on the service's list"
+            if not flag_ok(flag.strip()):  # the policy's allowlist (policy/flags.py): the service builds no other
+                return f"compiler flag {flag.strip()[:60]!r} is not on the allowlist"
         return ""
-
-
-def _flag_ok(flag: str) -> bool:
-    """On the list; nvcc's host pass-through (-Xcompiler=a,b) is checked piece by piece."""
-    m = re.match(r"^(-Xcompiler|--compiler-options)[= ](.*)$", flag)
-    if m:
-        return all(_flag_ok(part) for part in m.group(2).split(",") if part)
-    return bool(_SAFE_FLAG.match(flag))
 
 
 class Extraction(Record):

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 import sys
 from typing import TYPE_CHECKING
 
+from kevolve.sandbox.policy.flags import unsafe_flags
 from kevolve.sandbox.policy.native_names import normalised, using_hits
-from kevolve.sandbox.policy.static import NotStatic, Text
+from kevolve.sandbox.policy.preprocess import preprocessed
+from kevolve.sandbox.policy.static import NotStatic, Text, plain
 from kevolve.sandbox.policy.tables import HEAVY
 
 if TYPE_CHECKING:
@@ -109,17 +112,12 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("token pasting", r"##|%:%:", "code"),
 )
 _COMPILED = tuple((what, re.compile(pattern), view) for what, pattern, view in RULES)
-_FLAG_DENY = re.compile(r"-{1,2}wrap\b|-{1,2}defsym|-Wl,-init|-Wl,-fini|-Wl,-e\b|--entry|-fplugin|^-B|-specs|-wrapper|"
-                        r"--compiler-bindir|-ccbin|-include\b|-imacros|^@|--keep|^-keep|-save-temps|--undefined|"
-                        r"-trigraphs|--pre-include|-Xlinker|-load\b|LD_PRELOAD|^--?run\b|^-o|--output|^-M[FDT]|"
-                        r"-Wl,-Map|-fprofile|-fdump|--sysroot|--dependency-output|^-odir|--linker-options|"
-                        r"--options-file|^-optf|--ld-path|-fuse-ld=/|"
-                        r"/(?:proc|dev|etc|sys|root|home)\b")
 _ASM = re.compile(r"\b(?:__asm__|__asm|asm)\b\s*(?:(?:volatile|__volatile__|goto|inline)\s*)*\(")
 _ASM_DENY = re.compile(r"\bsyscall\b|\bsysenter\b|\bint\s+\$?(?:0x80|128)\b|\.incbin|\.include|\.init_array|"
                        r"\.ctors|\.section|\.pushsection|\.(?:byte|[248]byte|hword|word|short|int|long|quad|octa|inst\w*|insn|"
                        r"ascii|asciz|string\d*|incbin|value|fill|skip|space|zero|dc(?:\.\w)?|rept|macro|irp\w*)\b|"
                        r"\bwrmsr\b|@PLT|@GOTPCREL|\bcall[lq]?\s+[*%]", re.I)
+_ASM_PARTS = re.compile(r'"\s*"')  # the end of one literal and the start of the next
 _INCLUDE = re.compile(r"(?:#|%:)\s*include(?:_next)?\s*(?:<([^>\n]*)>|\"([^\"\n]*)\"|(\S+))")
 _DEFINE_API = re.compile(r"#\s*define\s+(" + _CUDA_API + r")\b")
 _DECLARE_API = re.compile(r"\b([A-Za-z_][\w:]*(?:\s*<[^<>;{}()]*>)?)([\s*&]+)(" + _CUDA_API + r")\s*\(")
@@ -217,12 +215,16 @@ def _asm_hits(code: str, text: str, line) -> list[tuple[int, str]]:  # noqa: ANN
         while j < len(code) and depth:
             depth += {"(": 1, ")": -1}.get(code[j], 0)
             j += 1
-        body = " ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', text[m.end():j]))
+        # adjacent literals are one string to the compiler ("fo" "pen" is "fopen"), as the preprocessed view joins
+        body = " ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', _ASM_PARTS.sub("", text[m.end():j])))
         bad = _ASM_DENY.search(body)
         if bad:
             hits.append((line(m.start()), f"host assembly ({bad.group(0)})"))
+        # names an asm string could call; a bare name is an asm label, which makes the declaration before it that
+        # function (`int run(const char*) __asm__("system")`): tested as a call of it
+        probe = f"{body.strip()}()" if re.fullmatch(r"\s*[A-Za-z_][\w.$@]*\s*", body) else body
         hits += [(line(m.start()), f"{what} in asm ({b.group(0)[:40]})") for what, pattern, view in RULES
-                 if view == "code" for b in [re.search(pattern, body)] if b]  # names an asm string could call
+                 if view == "code" for b in [re.search(pattern, probe)] if b]
     return hits
 
 
@@ -251,18 +253,18 @@ def _library_hits(code: str, line) -> list[tuple[int, str]]:  # noqa: ANN001
             for m in re.finditer(r"\bTORCH_LIBRARY_IMPL\s*\(\s*(\w+)", code) if m.group(1) not in own]
 
 
-def _text_args(call: ast.Call, entry: str) -> tuple[list[tuple[str, ast.expr]], list[ast.expr]]:
-    """(kernel-text arguments, flag arguments) of a compiler entry point."""
+def _text_args(call: ast.Call, entry: str) -> tuple[list[tuple[str, ast.expr]], list[tuple[str, ast.expr]]]:
+    """(kernel-text arguments, flag arguments) of a compiler entry point, each with its label."""
     texts: list[tuple[str, ast.expr]] = []
-    flags: list[ast.expr] = []
+    flags: list[tuple[str, ast.expr]] = []
     for i, a in enumerate(call.args):
         if entry == "cupy.RawModule" and i == 2 or entry == "cupy.RawKernel" and i == 2:
-            flags.append(a)
+            flags.append(("options", a))
         elif not (i == 0 and entry == LOAD_INLINE) and not (i == 1 and entry == "cupy.RawKernel"):
             texts.append((f"argument {i + 1}", a))
     for k in call.keywords:
         if k.arg in _FLAG_KWARGS:
-            flags.append(k.value)
+            flags.append((str(k.arg), k.value))
         elif k.arg not in _NOT_TEXT:
             texts.append((str(k.arg), k.value))
     return texts, flags
@@ -274,6 +276,7 @@ def check_native_call(call: ast.Call, entry: str, model: Model) -> list[Finding]
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return [("native", call.lineno, f"kernel source not statically known ({entry} with */** arguments)")]
     texts, flags = _text_args(call, entry)
+    macros = _macros(flags, model)
     for label, expr in texts:
         if label in ("build_directory", "path") or entry == "cupy.RawModule" and label == "argument 2":
             out.append(("files", call.lineno, f"{entry} reads or writes a path ({label})"))
@@ -283,21 +286,49 @@ def check_native_call(call: ast.Call, entry: str, model: Model) -> list[Finding]
         except (NotStatic, RecursionError):
             out.append(("native", expr.lineno, f"kernel source not statically known ({label} of {entry})"))
             continue
-        out += [("native", ln, what) for ln, what in scan_source(source)]
-    for expr in flags:
+        found = scan_source(source)
+        out += [("native", ln, what) for ln, what in found]
+        out += _preprocessed_hits(source, expr.lineno, macros, {what for _, what in found})
+    for label, expr in flags:
         try:
             flag_text = model.static.text(expr)
         except (NotStatic, RecursionError):
             out.append(("native", expr.lineno, f"compiler flags not statically known ({entry})"))
             continue
-        for flag in flag_text.value.split("\n"):
-            bad = _FLAG_DENY.search(flag.strip())
-            if bad:
-                out.append(("native", expr.lineno, f"compiler flag {flag.strip()[:40]!r}"))
+        if label != "extra_include_paths":  # paths, not flags: where they point is _include_dirs'
+            out += [("native", expr.lineno, f"compiler flag {bad[:40]!r} is not on the allowlist (policy/flags.py)")
+                    for bad in unsafe_flags(flag_text.value.split("\n"))]
         out += [("native", ln, what) for ln, what in scan_source(flag_text)]
     out += _include_dirs(call, model)
     out += _extension_name(call, entry, model)
     return out
+
+
+def _macros(flags: list[tuple[str, ast.expr]], model: Model) -> tuple[str, ...]:
+    """The -D/-U flags among the call's statically known flags: the preprocessed view defines them as the compiler
+    will (`-DF=fopen`, then `F(path)` in the source)."""
+    out: list[str] = []
+    for _label, expr in flags:
+        try:
+            value = model.static.text(expr).value
+        except (NotStatic, RecursionError):
+            continue
+        for text in value.split("\n"):
+            try:
+                out += [t for t in shlex.split(text) if t.startswith(("-D", "-U"))]
+            except ValueError:
+                continue
+    return tuple(out)
+
+
+def _preprocessed_hits(source: Text, line: int, macros: tuple[str, ...], seen: set[str]) -> list[Finding]:
+    """The rules on the text as the compiler reads it after preprocessing (policy/preprocess.py), reported at the
+    call's line; what the text as written already showed is not repeated."""
+    pre = preprocessed(_splice(source.value)[0], macros)
+    if pre is None or pre == source.value:
+        return []
+    hits = {what for _, what in scan_source(plain(pre, line))} - seen
+    return [("native", line, f"{what}, after preprocessing") for what in sorted(hits)]
 
 
 _INCLUDE_FLAG = re.compile(r"^-(?:I|isystem|iquote|idirafter|iprefix|iwithprefix\w*)\s*(\S*)|^--include-path[= ]?(\S*)")

@@ -204,6 +204,17 @@ EVASIONS = {
     "native_asm_calls_c_api": ("native", "SRC = 'void f(){ asm volatile(\"call PyEval_GetFrame@PLT\"); }'\n"),
     "native_function_pointer": ("native", "SRC = 'void f(){ auto run = ::system; run(\"id\"); }'\n"),
     "native_single_dash_wrap": ("native", "SRC = 'void f(){}'\nFLAGS = ['-Wl,-wrap,cudaEventRecord']\n"),
+    # 2026-11-27: flags the denylist let through (each passed the policy at 3fcf069), now off the allowlist
+    # (policy/flags.py): a response file, a dependency file written anywhere, a linker script, a version script
+    "native_linker_response_file": ("native", "SRC = 'void f(){}'\nFLAGS = ['-Wl,@./rsp']\n"),
+    "native_preprocessor_writes_a_file": ("native", "SRC = 'void f(){}'\nFLAGS = ['-Wp,-MD,../../planted.d']\n"),
+    "native_linker_script": ("native", "SRC = 'void f(){}'\nFLAGS = ['-Wl,-T,x.ld']\n"),
+    "native_version_script": ("native", "SRC = 'void f(){}'\nFLAGS = ['-Wl,--version-script=v']\n"),
+    # 2026-11-27: the native text as the compiler reads it (policy/preprocess.py); each passed at 3fcf069
+    "native_macro_hides_a_call": ("native", "SRC = '#define RUN system\\nvoid f(){ RUN(\"id\"); }'\n"),
+    "native_flag_macro_hides_a_call": ("native", "SRC = 'void f(){ RUN(\"id\"); }'\nFLAGS = ['-DRUN=system']\n"),
+    "native_asm_label_split_across_literals": ("native", "SRC = 'extern \"C\" int run(const char*) "
+                                               "__asm__(\"sys\" \"tem\");\\nvoid f(){ run(\"id\"); }'\n"),
     "native_property_source": ("native", "class K:\n    SRC = 'void f(){}'\n\n\nclass L(K):\n    @property\n"
                                          "    def SRC(self):\n        return input()\n\n\nSRC = L().SRC\n"),
     "native_cupy_l2_persist": ("native", "import cupy as cp\nk = cp.RawKernel('extern \"C\" __global__ void k()"
