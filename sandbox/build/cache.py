@@ -1,0 +1,50 @@
+"""The shared build cache's trust rule (runs on the host side: the judge and the launcher, never in a runner).
+
+A sandboxed candidate's builds go to a private build directory and the host copies them into the cache
+afterwards, under the candidate's *scope* (a hash of its whole source): so a candidate can only ever fill the
+cache entries that the very same source will load, never plant a module that another candidate would import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+
+def build_scope(candidate_source: str) -> str:
+    """The cache namespace of one candidate source: its builds are only ever loaded by the same text."""
+    return hashlib.sha256(candidate_source.encode()).hexdigest()[:20]
+
+
+def promote(built: Path, cache_dir: Path, scope: str, max_bytes: int = 4 * 2**30) -> bool:
+    """Host side, after a worker finished: copy its builds into the cache under its scope.
+
+    First writer wins (an existing scope is never replaced); only plain files and directories are
+    copied (a symlink the candidate planted is dropped); the copy is renamed into place whole, so a
+    reader never sees half of it. Returns whether anything was added.
+    """
+    src, dst = built / "extensions" / scope, cache_dir / "extensions" / scope
+    if not scope or not src.is_dir() or dst.exists():
+        return False
+    files = [Path(root, n) for root, _dirs, names in os.walk(src) for n in names]  # links not followed
+    files = [f for f in files if f.is_file() and not f.is_symlink()]
+    if not files or sum(p.stat().st_size for p in files) > max_bytes:
+        return False
+    tmp = dst.parent / f".{scope}.{uuid.uuid4().hex}"
+    try:
+        for f in files:
+            target = tmp / f.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, target, follow_symlinks=False)
+        os.rename(tmp, dst)  # fails if another worker's copy landed first: theirs stands
+        return True
+    except OSError:
+        return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+__all__ = ["build_scope", "promote"]
