@@ -10,9 +10,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from kevolve import cli_archive, cli_bench, cli_sandbox
-from kevolve.cli_common import (ALLOW_HELP, check_compile_baseline, default_device, device_problem, fail, or_fail,
-                                parse_allow)
+from kevolve import cli_archive, cli_bench, cli_sandbox, defaults
+from kevolve.cli_common import (ALLOW_HELP, SLOWDOWN_HELP, check_compile_baseline, default_device, device_problem,
+                                fail, or_fail, parse_allow)
 from kevolve.cli_optimize import optimize_cmd
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -24,14 +24,17 @@ def eval_cmd(
     problem: Annotated[Path, typer.Argument(help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)")],
     solution: Annotated[Path, typer.Argument(help="candidate file defining ModelNew")],
     device: Annotated[Optional[str], typer.Option(help="cuda, cuda:N or cpu (default: cuda if present)")] = None,
-    timeout: Annotated[float, typer.Option(help="seconds per worker job before its process group is killed")] = 300.0,
-    trials: Annotated[int, typer.Option(min=3, help="minimum timed trials (adaptive beyond)")] = 30,
+    timeout: Annotated[Optional[float], typer.Option(
+        help=f"seconds per worker job before its process group is killed (default {defaults.TIMEOUT_S:g})")] = None,
+    trials: Annotated[Optional[int], typer.Option(
+        min=3, help=f"minimum timed trials, adaptive beyond (default {defaults.TRIALS})")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     allow_torch_only: Annotated[bool, typer.Option(help="accept a ModelNew that launches no custom kernel")] = False,
     seed: Annotated[Optional[int], typer.Option(help="base seed of the input draws (default: fresh)")] = None,
     compile_baseline: Annotated[str, typer.Option(help="time torch.compile too: auto|on|off")] = "auto",
-    tolerance_factor: Annotated[float, typer.Option(min=1.0, help="allowed error = factor x eager's + floor")] = 8.0,
-    max_slowdown: Annotated[float, typer.Option(min=0.0, help="stop a candidate whose calls take this many times the reference's (and over 0.5 s each; timeout: too_slow); 0 = never")] = 100.0,
+    tolerance_factor: Annotated[Optional[float], typer.Option(
+        min=1.0, help=f"allowed error = factor x eager's + floor (default {defaults.TOLERANCE_FACTOR:g})")] = None,
+    max_slowdown: Annotated[Optional[float], typer.Option(min=0.0, help=SLOWDOWN_HELP)] = None,
     memory_limit_gb: Annotated[Optional[float], typer.Option(
         min=0.5, help="host memory limit of each evaluation process (default: half the available memory)")] = None,
     keep_scratch: Annotated[bool, typer.Option(help="keep the workers' scratch folders")] = False,
@@ -59,10 +62,11 @@ def eval_cmd(
     dev = device or default_device()
     if why := device_problem(dev):
         fail(why)
-    config = SandboxConfig(device=dev, timeout_s=timeout, trials=trials, allow_torch_only=allow_torch_only,
-                           seed=seed, compile_baseline=CompileBaseline(compile_baseline),
-                           tolerance_factor=tolerance_factor, ncu=ncu, max_slowdown=max_slowdown,
-                           **({} if memory_limit_gb is None else {"memory_limit_gb": memory_limit_gb}),
+    given = {"timeout_s": timeout, "trials": trials, "tolerance_factor": tolerance_factor,
+             "max_slowdown": max_slowdown, "memory_limit_gb": memory_limit_gb}
+    config = SandboxConfig(device=dev, allow_torch_only=allow_torch_only,
+                           seed=seed, compile_baseline=CompileBaseline(compile_baseline), ncu=ncu,
+                           **{k: v for k, v in given.items() if v is not None},
                            backend=Backend(sandbox), isolation=Isolation(isolation), audit=audit,
                            policy_allow=policy_allow, bwrap=os.environ.get(BWRAP_ENV) or None)
     cand = Candidate.from_source(source, prob.id)

@@ -14,8 +14,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from kevolve.cli_common import (ALLOW_HELP, LANGUAGE_HELP, check_archive, check_compile_baseline, default_device,
-                                device_problem, fail, ingest_mode, or_fail, parse_allow)
+from kevolve import defaults
+from kevolve.cli_common import (ALLOW_HELP, LANGUAGE_HELP, SLOWDOWN_HELP, check_archive, check_compile_baseline,
+                                default_device, device_problem, fail, ingest_mode, or_fail, parse_allow)
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, invoke_without_command=True,
                   help="Run a KernelBench suite: solution sets, baselines, reports, comparisons.")
@@ -73,20 +74,20 @@ def _pin_cuda_arch(devices: list[str]) -> None:
     os.environ["TORCH_CUDA_ARCH_LIST"] = ";".join(caps)
 
 
-def _config(device: str, seed: int, cache_dir: Path | None, timeout: float, trials: int, max_timing_s: float,
-            compile_baseline: str, allow_torch_only: bool = False, audit: bool = False,
+def _config(device: str, seed: int, cache_dir: Path | None, timeout: float | None, trials: int | None,
+            max_timing_s: float | None, compile_baseline: str, allow_torch_only: bool = False, audit: bool = False,
             policy_allow: tuple[str, ...] = (), memory_limit_gb: float | None = None,
-            max_slowdown: float = 100.0):  # noqa: ANN202
+            max_slowdown: float | None = None):  # noqa: ANN202
+    """The bench's SandboxConfig: what the user gave, the sandbox's own defaults (kevolve/defaults.py) for the rest."""
     from kevolve.sandbox.config import BWRAP_ENV, CompileBaseline, SandboxConfig
 
     check_compile_baseline(compile_baseline)
-    kw: dict[str, object] = {} if cache_dir is None else {"cache_dir": cache_dir.resolve()}
-    if memory_limit_gb is not None:
-        kw["memory_limit_gb"] = memory_limit_gb
-    return SandboxConfig(device=device, seed=seed, timeout_s=timeout, trials=trials, max_timing_s=max_timing_s,
-                         compile_baseline=CompileBaseline(compile_baseline), allow_torch_only=allow_torch_only,
-                         audit=audit, policy_allow=policy_allow, bwrap=os.environ.get(BWRAP_ENV) or None,
-                         max_slowdown=max_slowdown, **kw)
+    given = {"cache_dir": cache_dir.resolve() if cache_dir is not None else None, "timeout_s": timeout,
+             "trials": trials, "max_timing_s": max_timing_s, "memory_limit_gb": memory_limit_gb,
+             "max_slowdown": max_slowdown}
+    return SandboxConfig(device=device, seed=seed, compile_baseline=CompileBaseline(compile_baseline),
+                         allow_torch_only=allow_torch_only, audit=audit, policy_allow=policy_allow,
+                         bwrap=os.environ.get(BWRAP_ENV) or None, **{k: v for k, v in given.items() if v is not None})
 
 
 def _load(suite: Path | None, level: str, problems: str | None, match: str | None):  # noqa: ANN202
@@ -133,10 +134,13 @@ def bench(
     run_dir: Annotated[Optional[Path], typer.Option(help="run folder (default: derived from the command)")] = None,
     runs_root: Annotated[Path, typer.Option(help="where default run folders go")] = Path("runs"),
     seed: Annotated[Optional[int], typer.Option(help="input-draw seed (default: fresh, stored with the run)")] = None,
-    timeout: Annotated[float, typer.Option(help="seconds per worker job")] = 300.0,
-    trials: Annotated[int, typer.Option(min=3, help="minimum timed trials")] = 30,
-    max_timing_s: Annotated[float, typer.Option(help="stop adding trials after this long")] = 10.0,
-    max_slowdown: Annotated[float, typer.Option(min=0.0, help="stop a candidate whose calls take this many times the reference's (and over 0.5 s each; timeout: too_slow); 0 = never")] = 100.0,
+    timeout: Annotated[Optional[float], typer.Option(
+        help=f"seconds per worker job (default {defaults.TIMEOUT_S:g})")] = None,
+    trials: Annotated[Optional[int], typer.Option(
+        min=3, help=f"minimum timed trials (default {defaults.TRIALS})")] = None,
+    max_timing_s: Annotated[Optional[float], typer.Option(
+        help=f"stop adding trials after this long (default {defaults.MAX_TIMING_S:g})")] = None,
+    max_slowdown: Annotated[Optional[float], typer.Option(min=0.0, help=SLOWDOWN_HELP)] = None,
     baselines: Annotated[str, typer.Option(help="reuse cached eager/compile timings, or live (re-measure)")] = "reuse",
     compile_baseline: Annotated[str, typer.Option(help="time torch.compile too: auto|on|off")] = "auto",
     cache_dir: CacheDir = None,
@@ -242,9 +246,10 @@ def baselines_cmd(
     cache_dir: CacheDir = None,
     refresh: Annotated[bool, typer.Option(help="re-measure problems already in the cache")] = False,
     compile_baseline: Annotated[str, typer.Option(help="time torch.compile too: auto|on|off")] = "auto",
-    trials: Annotated[int, typer.Option(min=3)] = 30,
-    max_timing_s: Annotated[float, typer.Option()] = 10.0,
-    timeout: Annotated[float, typer.Option()] = 600.0,
+    trials: Annotated[Optional[int], typer.Option(min=3, help=f"minimum timed trials (default {defaults.TRIALS})")] = None,
+    max_timing_s: Annotated[Optional[float], typer.Option(
+        help=f"stop adding trials after this long (default {defaults.MAX_TIMING_S:g})")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds per baseline job (a whole problem's eager and compile)")] = 600.0,
     published: Annotated[Optional[Path], typer.Option(help="KernelBench's published timing folder or JSON, to compare")] = None,
     out: Annotated[Optional[Path], typer.Option(help="write the measured table (and comparison) as JSON here")] = None,
     input_draws: Annotated[int, typer.Option(min=1, max=4, help="input sets rotated while timing (a bench run uses 4)")] = 4,

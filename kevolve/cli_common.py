@@ -11,6 +11,7 @@ from typing import NoReturn, TypeVar
 
 import typer
 
+from kevolve import defaults
 from kevolve.languages import LANGUAGES
 
 T = TypeVar("T")
@@ -22,6 +23,8 @@ NO_GPU = f"no CUDA GPU is visible to PyTorch here. {CPU_HINT}"
 
 LANGUAGE_HELP = (f"kernel language the prompts ask for: {', '.join(LANGUAGES)}; default: CuPy preferred on a GPU, "
                  "C++ on the CPU; a resumed run keeps its own")
+SLOWDOWN_HELP = (f"stop a candidate whose calls take this many times the reference's (and over 0.5 s each; "
+                 f"timeout: too_slow); 0 = never; default {defaults.MAX_SLOWDOWN:g}")
 ALLOW_HELP = ("permit a candidate-policy category (repeatable): introspection, monkeypatch, process_setting, "
               "environment, network, processes, threads, files, exit, native, import, or all")
 

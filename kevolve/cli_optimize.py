@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kevolve.cli_common import (ALLOW_HELP, LANGUAGE_HELP, NO_GPU, check_archive, default_device, device_problem,
+from kevolve.cli_common import (ALLOW_HELP, LANGUAGE_HELP, NO_GPU, SLOWDOWN_HELP, check_archive, default_device, device_problem,
                                 fail, ingest_mode, parse_allow)
 
 
@@ -49,7 +49,7 @@ def optimize_cmd(
     resume: Annotated[Optional[str], typer.Option(help="continue the run with this id (or folder)")] = None,
     runs_dir: Annotated[Path, typer.Option(help="where run folders go")] = Path("runs"),
     timeout: Annotated[Optional[float], typer.Option(min=1, help="seconds per sandbox job")] = None,
-    max_slowdown: Annotated[Optional[float], typer.Option(min=0.0, help="stop a candidate whose calls take this many times the reference's (and over 0.5 s each; timeout: too_slow); 0 = never; default 100")] = None,
+    max_slowdown: Annotated[Optional[float], typer.Option(min=0.0, help=SLOWDOWN_HELP)] = None,
     memory_limit_gb: Annotated[Optional[float], typer.Option(
         min=0.5, help="host memory limit of each evaluation process (default: half the available memory)")] = None,
     no_archive: Annotated[bool, typer.Option("--no-archive", help="leave the archive alone: no examples retrieved "

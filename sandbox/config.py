@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from kevolve import defaults
 from kevolve.records import Record
 from kevolve.sandbox.isolate.memory import default_limit_gb
 
@@ -51,21 +52,21 @@ class SandboxConfig(Record):
     """How one candidate is evaluated."""
 
     device: str = Field(default="cuda", description="'cuda', 'cuda:N' or 'cpu'")
-    timeout_s: float = Field(default=300.0, description="hard wall-clock limit per worker job")
+    timeout_s: float = Field(default=defaults.TIMEOUT_S, description="hard wall-clock limit per worker job")
     memory_limit_gb: float = Field(default_factory=default_limit_gb, description=(
         "host memory limit of each process of an evaluation (the judge's problem data, each runner's process "
         "group); default: half of what this machine had available when kevolve started (sandbox/isolate/memory.py)"))
-    trials: int = Field(default=30, description="minimum timed trials (adaptive up to 10x this)")
-    max_timing_s: float = Field(default=10.0, description="stop adding trials after this long")
+    trials: int = Field(default=defaults.TRIALS, description="minimum timed trials (adaptive up to 10x this)")
+    max_timing_s: float = Field(default=defaults.MAX_TIMING_S, description="stop adding trials after this long")
     warmup: int = 3
     launch_calls: int = Field(default=12, ge=0, description=(
         "unused since every speed is the judge's clock around batches of calls, launch work included "
         "(sandbox/judge/clock.py); kept so that saved configs still load"))
-    max_slowdown: float = Field(default=100.0, ge=0.0, description=(
+    max_slowdown: float = Field(default=defaults.MAX_SLOWDOWN, ge=0.0, description=(
         "a candidate whose calls take this many times the reference's (and over half a second each), two calls "
         "in a row after its first, is stopped there: `timeout: too_slow`; 0 = never (only timeout_s ends it)"))
     n_draws: int = Field(default=5, description="fresh get_inputs() draws, besides shifted ones")
-    tolerance_factor: float = Field(default=8.0, description="allowed error = factor x eager's + floor")
+    tolerance_factor: float = Field(default=defaults.TOLERANCE_FACTOR, description="allowed error = factor x eager's + floor")
     seed: int | None = Field(default=None, description="base seed for draws; None = fresh per run")
     allow_torch_only: bool = False
     compile_baseline: CompileBaseline = CompileBaseline.AUTO

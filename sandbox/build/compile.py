@@ -168,6 +168,9 @@ def install_build_hooks(cache_dir: Path, build_dir: Path | None = None, scope: s
     shared, private = cache_dir / "extensions" / scope, out / "extensions" / scope
     private.mkdir(parents=True, exist_ok=True)
     os.environ["TORCH_EXTENSIONS_DIR"] = str(private)
+    # CuPy's kernel cache beside the builds (not the launcher's scratch/cupy): its NVRTC output is promoted with
+    # them under the scope. Named here rather than from kevolve/languages.py, which lists every language's cache
+    # for the launcher; a language whose compiled kernels should be promoted the same way needs a line here too.
     os.environ["CUPY_CACHE_DIR"] = str(out / "cupy")
     cpp_extension.load_inline = _wrap_inline(cpp_extension.load_inline, cache_dir, shared, private)
     cpp_extension.load = _wrap(cpp_extension.load, shared, private, "load")
