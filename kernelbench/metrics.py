@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from kevolve.kernelbench.store import ResultRow
 from kevolve.records import Answer, Record
@@ -33,8 +33,10 @@ class ProblemResult(Record):
     speedup: float | None = None
     speedup_vs_compile: float | None = None
     runtime_ms: float | None = None
-    ref_ms: float | None = None
-    compile_ref_ms: float | None = None
+    eager_ms: float | None = Field(default=None, validation_alias=AliasChoices("eager_ms", "ref_ms"),
+                                   description="eager's median ms (read as 'ref_ms' from older bench folders)")
+    compile_ms: float | None = Field(default=None, validation_alias=AliasChoices("compile_ms", "compile_ref_ms"),
+                                     description="torch.compile's median ms (older folders: 'compile_ref_ms')")
     compile_note: str = ""
     baseline: str = ""
 
@@ -76,7 +78,7 @@ def problem_results(rows: list[ResultRow]) -> list[ProblemResult]:
             level=level, number=number, file=file, problem_id=pick.problem_id, status=pick.status,
             reason=pick.reason, candidates=len(cands), ok_candidates=len(ok), best_label=pick.label,
             speedup=pick.speedup if best else None, speedup_vs_compile=pick.speedup_vs_compile if best else None,
-            runtime_ms=pick.runtime_ms, ref_ms=pick.ref_ms, compile_ref_ms=pick.compile_ref_ms,
+            runtime_ms=pick.runtime_ms, eager_ms=pick.eager_ms, compile_ms=pick.compile_ms,
             compile_note=pick.compile_note, baseline=pick.baseline))
     return out
 
@@ -103,7 +105,7 @@ def summarize(rows: list[ResultRow]) -> list[LevelSummary]:
         rs = [r for r in results if r.level == lv]
         cand_rows = [r for r in rows if r.level == lv and not r.is_problem_row]
         solved = [r for r in rs if r.status == "ok"]
-        has_compile = any(r.compile_ref_ms is not None for r in rs)
+        has_compile = any(r.compile_ms is not None for r in rs)
         outcomes = Counter(r.status for r in rows if r.level == lv)
         out.append(LevelSummary(
             level=lv, problems=len(rs), solved=len(solved), candidates=len(cand_rows),

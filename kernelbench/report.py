@@ -37,9 +37,9 @@ PROBLEM_HEADERS = ["level", "problem", "status", "best", "speedup", "vs compile"
 
 def problem_cells(p: ProblemResult) -> list[str]:
     return [str(p.level), p.name, p.status, p.best_label, _f(p.speedup, "{:.2f}x"),
-            _f(p.speedup_vs_compile, "{:.2f}x"), _f(p.runtime_ms, "{:.4g}"), _f(p.ref_ms, "{:.4g}"),
-            _f(p.compile_ref_ms, "{:.4g}"), p.reason[:120] if p.status != "ok" else
-            (f"no torch.compile time: {p.compile_note}"[:120] if p.compile_ref_ms is None and p.compile_note else "")]
+            _f(p.speedup_vs_compile, "{:.2f}x"), _f(p.runtime_ms, "{:.4g}"), _f(p.eager_ms, "{:.4g}"),
+            _f(p.compile_ms, "{:.4g}"), p.reason[:120] if p.status != "ok" else
+            (f"no torch.compile time: {p.compile_note}"[:120] if p.compile_ms is None and p.compile_note else "")]
 
 
 def _md_table(headers: list[str], rows: list[list[str]]) -> str:

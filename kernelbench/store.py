@@ -14,7 +14,7 @@ import os
 import threading
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from kevolve.records import Evaluation, Outcome, Record
 
@@ -63,8 +63,10 @@ class ResultRow(Record):
     speedup: float | None = None
     speedup_vs_compile: float | None = None
     runtime_ms: float | None = None
-    ref_ms: float | None = None
-    compile_ref_ms: float | None = None
+    eager_ms: float | None = Field(default=None, validation_alias=AliasChoices("eager_ms", "ref_ms"),
+                                   description="eager's median ms (read as 'ref_ms' from older bench folders)")
+    compile_ms: float | None = Field(default=None, validation_alias=AliasChoices("compile_ms", "compile_ref_ms"),
+                                     description="torch.compile's median ms (older folders: 'compile_ref_ms')")
     compile_note: str = Field(default="", description="why there is no torch.compile time (Evaluation.compile_note)")
     baseline: str = Field(default="", description="where the reference timings came from (Evaluation.baseline), "
                           "e.g. 'eager interleaved, compile cached': speedups are always against the interleaved eager")
@@ -90,7 +92,7 @@ class ResultRow(Record):
     def from_evaluation(cls, ev: Evaluation, **kw: object) -> ResultRow:
         return cls(candidate_id=ev.candidate_id, problem_id=ev.problem_id, status=ev.outcome.value,
                    reason=ev.reason, speedup=ev.speedup, speedup_vs_compile=ev.speedup_vs_compile,
-                   runtime_ms=ev.runtime_ms, ref_ms=ev.eager_ms, compile_ref_ms=ev.compile_ms,
+                   runtime_ms=ev.runtime_ms, eager_ms=ev.eager_ms, compile_ms=ev.compile_ms,
                    compile_note=ev.compile_note, wall_s=ev.wall_s, evaluation=ev, **{"baseline": ev.baseline, **kw})  # type: ignore[arg-type]
 
 

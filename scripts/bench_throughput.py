@@ -100,7 +100,7 @@ def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: boo
            "gpus": len(args.gpus.split(",")) if args.gpus else 1,
            "per_candidate": {f"{x['level']}/{x['number']}/{x['label'].removeprefix('sample_')}": {
                "status": x["status"], "reason": x["reason"][:160], "runtime_ms": x["runtime_ms"],
-               "ref_ms": x["ref_ms"], "speedup": x["speedup"], "wall_s": x["wall_s"],
+               "eager_ms": x.get("eager_ms", x.get("ref_ms")), "speedup": x["speedup"], "wall_s": x["wall_s"],
                "compile_s": (x.get("evaluation") or {}).get("compile_s")} for x in evals}}
     (work / f"kevolve-{tag}.json").write_text(json.dumps(res, indent=1))
     print(f"kevolve {tag}: {len(evals)} evaluations in {wall:.1f} s (rc {rc})", flush=True)
@@ -207,7 +207,7 @@ def report(args: argparse.Namespace, work: Path) -> dict:
                          key=lambda kv: [int(x) if x.isdigit() else 0 for x in kv[0].split("/")]):
         k = kb_by.get(key, {})
         g = lambda x: "—" if x is None or x == -1.0 else f"{x:.4g}"  # noqa: E731
-        lines.append(f"| L{key} | {c['status']} | {g(c['runtime_ms'])} | {g(c['ref_ms'])} | {k.get('correctness')} | "
+        lines.append(f"| L{key} | {c['status']} | {g(c['runtime_ms'])} | {g(c.get('eager_ms', c.get('ref_ms')))} | {k.get('correctness')} | "
                      f"{g(k.get('runtime'))} | {g(k.get('ref_runtime'))} |")
     if "ratio_cold" in out:
         lines.append(f"\nKernelBench seconds per evaluation / kevolve's (cold): {out['ratio_cold']:.1f}x")

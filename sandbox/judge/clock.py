@@ -62,11 +62,11 @@ def batch_room(call_bytes: int, device: str, draws: int) -> int:
     return max(1, min(BATCH_MAX, room, draws or BATCH_MAX))
 
 
-def batch_size(ref_ms: float | None, call_bytes: int, device: str, draws: int) -> int:
+def batch_size(eager_ms: float | None, call_bytes: int, device: str, draws: int) -> int:
     """Calls per timed batch: enough for BATCH_MS of the reference's work, within `batch_room`."""
-    if not ref_ms or ref_ms <= 0:
+    if not eager_ms or eager_ms <= 0:
         return 1
-    return max(1, min(math.ceil(BATCH_MS / ref_ms), batch_room(call_bytes, device, draws)))
+    return max(1, min(math.ceil(BATCH_MS / eager_ms), batch_room(call_bytes, device, draws)))
 
 
 def uses_cpu_time(windows: list[Window]) -> bool:

@@ -310,7 +310,7 @@ class Judge:
             return verdict.infra(problem, cand, summary, f"infra_error: runner failed to start: "
                                  f"{(gone.log_tail.strip().splitlines() or [''])[-1][:200]}", t0), Facts()
         session = Session(state, runner, eager, config, self.device, self.flush, clock_calls,
-                          ref_ms=summary.eager.median_ms if summary.eager is not None else None,
+                          eager_ms=summary.eager.median_ms if summary.eager is not None else None,
                           quiet=self.settle_spares if self._spares_share_lane() else None)
         confine = self._confine(runner, config)
         try:

@@ -41,7 +41,7 @@ class Session:
     """Drives one candidate runner (and the problem's eager runner) through the schedule."""
 
     def __init__(self, state: ProblemState, runner: RunnerProcess, eager: Any, config: SandboxConfig,
-                 device: torch.device, flush: Flusher, clock_calls: int = 0, ref_ms: float | None = None,
+                 device: torch.device, flush: Flusher, clock_calls: int = 0, eager_ms: float | None = None,
                  quiet: Callable[[], None] | None = None) -> None:
         self.clock_calls = clock_calls
         self.quiet = quiet or (lambda: None)  # waits until no runner is starting beside this session (judge/serve.py)
@@ -49,7 +49,7 @@ class Session:
         # (its second method beside the timed batches, audit.py)
         self.unpadded = clock_calls
         # the reference's median call (ms) when the problem was prepared: what too_slow compares with
-        self.ref_ms = ref_ms
+        self.eager_ms = eager_ms
         self.slow_calls = 0
         self.state, self.runner, self.eager, self.config = state, runner, eager, config
         self.device, self.flush = device, flush
@@ -74,7 +74,7 @@ class Session:
         """Calls per timed batch (clock.batch_size), within the slots the reference's runner has."""
         st = self.state
         timing = st.keys("timing")
-        n = batch_size(self.ref_ms, st.call_bytes(), self.device.type, max(1, len(timing) // 5) if timing else 0)
+        n = batch_size(self.eager_ms, st.call_bytes(), self.device.type, max(1, len(timing) // 5) if timing else 0)
         if eager is not None:  # its slots and staging sets are made for as many
             n = min(n, eager.room)
         return max(1, n) if st.residency == "device" else 1
@@ -219,9 +219,9 @@ class Session:
         already seen wins over this. A correct kernel 3,000x slower than eager (9 s a call) cost 224 s of
         calls before this rule (H100, KernelBench L2 14, 2026-11-24); it now costs three."""
         factor = self.config.max_slowdown
-        if not factor or self.ref_ms is None or self.n <= 1:
+        if not factor or self.eager_ms is None or self.n <= 1:
             return
-        limit_ms = max(SLOW_FLOOR_S * 1e3, factor * self.ref_ms)
+        limit_ms = max(SLOW_FLOOR_S * 1e3, factor * self.eager_ms)
         if judge_ms <= limit_ms:
             self.slow_calls = 0
             return
@@ -230,8 +230,8 @@ class Session:
             return
         if self.facts.ledger.misses:
             raise Verdict("incorrect", self._classify())
-        raise Verdict("timeout", f"too_slow: calls take {judge_ms / 1e3:.2f} s, {judge_ms / self.ref_ms:,.0f}x "
-                                 f"the reference's {self.ref_ms:.3f} ms (stopped past {factor:g}x and "
+        raise Verdict("timeout", f"too_slow: calls take {judge_ms / 1e3:.2f} s, {judge_ms / self.eager_ms:,.0f}x "
+                                 f"the reference's {self.eager_ms:.3f} ms (stopped past {factor:g}x and "
                                  f"{SLOW_FLOOR_S:g} s a call, two calls in a row: --max-slowdown)")
 
     def _eager(self, key: str, **kw: Any) -> StepResult:

@@ -71,7 +71,7 @@ def test_full_mini_suite_gives_every_verdict_and_the_reports(fixtures: Path, cpu
     assert reasons[("2_Add_Mul.py", "2_Add_Mul")] == "policy_exit"
     levels = {lv["level"]: lv for lv in data["levels"]}
     assert (levels[1]["solved"], levels[1]["problems"], levels[2]["solved"]) == (4, 6, 1)
-    assert all(e["ref_ms"] and e["speedup"] for e in data["evaluations"] if e["status"] == "ok")
+    assert all(e["eager_ms"] and e["speedup"] for e in data["evaluations"] if e["status"] == "ok")
     assert "<svg" in (run_dir / "report.html").read_text() and "| 1 | 4/6 |" in (run_dir / "report.md").read_text()
     # one result file per candidate, beside the JSONL
     assert len(list((run_dir / "evals").rglob("*.json"))) == len(rows(run_dir)) == 13  # 10 candidates, 3 problem verdicts

@@ -24,7 +24,7 @@ def row(number: int, label: str, status: str, speedup: float | None = None, vs_c
     return ResultRow(level=level, number=number, file=f"{number}_P.py", problem_id=pid or f"p{number:015d}",
                      label=label, candidate_id=f"c{label}{number}", status=status, reason=f"{status}: x",
                      speedup=speedup, speedup_vs_compile=vs_compile, runtime_ms=1.0 if speedup else None,
-                     ref_ms=speedup, compile_ref_ms=vs_compile)
+                     eager_ms=speedup, compile_ms=vs_compile)
 
 
 def store_with(tmp_path: Path, rows: list[ResultRow], name: str = "r") -> RunStore:

@@ -103,13 +103,13 @@ def test_a_candidate_that_goes_wrong_in_the_timed_calls_degrades_over_calls() ->
     assert ev.timing is not None and ev.timing.trials == 1  # the times measured before it stopped are kept
 
 
-def slow_rule(max_slowdown: float = 100.0, ref_ms: float | None = 1.0, ledger: Ledger | None = None):  # noqa: ANN201
+def slow_rule(max_slowdown: float = 100.0, eager_ms: float | None = 1.0, ledger: Ledger | None = None):  # noqa: ANN201
     """A Session with only what its too_slow rule reads (no runner, no problem state)."""
     from kevolve.sandbox.judge.session import Session
 
     s = Session.__new__(Session)
     s.config = SandboxConfig(device="cpu", max_slowdown=max_slowdown)
-    s.ref_ms, s.slow_calls, s.n = ref_ms, 0, 0
+    s.eager_ms, s.slow_calls, s.n = eager_ms, 0, 0
     s.facts = Facts(ledger=ledger or Ledger())
     s._classify = lambda: "incorrect: seen before the rule fired"
     return s
@@ -138,12 +138,12 @@ def test_two_calls_in_a_row_past_the_slowdown_stop_the_candidate_as_too_slow() -
 
 def test_slow_calls_not_in_a_row_or_under_the_floor_do_not_stop_it_and_claims_play_no_part() -> None:
     assert calls(slow_rule(), (1, 1), (900, 900), (10, 10), (900, 900), (10, 10)) is None  # never two in a row
-    assert calls(slow_rule(ref_ms=0.001), (1, 1), (450, 450), (450, 450), (450, 450)) is None  # 450,000x, under 0.5 s
+    assert calls(slow_rule(eager_ms=0.001), (1, 1), (450, 450), (450, 450), (450, 450)) is None  # 450,000x, under 0.5 s
     # the runner claiming fast calls changes nothing: the judge's clock alone decides
     assert calls(slow_rule(), (1, 1), (900, 20), (900, 20), (900, 20)) is not None
-    assert calls(slow_rule(ref_ms=10.0), (1, 1), (900, 900), (900, 900)) is None  # 90x the reference: under 100x
+    assert calls(slow_rule(eager_ms=10.0), (1, 1), (900, 900), (900, 900)) is None  # 90x the reference: under 100x
     assert calls(slow_rule(max_slowdown=0), (1, 1), (9000, 9000), (9000, 9000)) is None  # turned off
-    assert calls(slow_rule(ref_ms=None), (1, 1), (9000, 9000), (9000, 9000)) is None  # no reference time to compare
+    assert calls(slow_rule(eager_ms=None), (1, 1), (9000, 9000), (9000, 9000)) is None  # no reference time to compare
 
 
 def test_a_slow_candidate_that_was_already_wrong_is_incorrect_not_too_slow() -> None:
