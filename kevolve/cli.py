@@ -25,7 +25,7 @@ def eval_cmd(
     solution: Annotated[Path, typer.Argument(help="candidate file defining ModelNew")],
     device: Annotated[Optional[str], typer.Option(help="cuda, cuda:N or cpu (default: cuda if present)")] = None,
     timeout: Annotated[Optional[float], typer.Option(
-        help=f"seconds per worker job before its process group is killed (default {defaults.TIMEOUT_S:g})")] = None,
+        help=f"seconds per runner job before its process group is killed (default {defaults.TIMEOUT_S:g})")] = None,
     trials: Annotated[Optional[int], typer.Option(
         min=3, help=f"minimum timed trials, adaptive beyond (default {defaults.TRIALS})")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
@@ -37,10 +37,10 @@ def eval_cmd(
     max_slowdown: Annotated[Optional[float], typer.Option(min=0.0, help=SLOWDOWN_HELP)] = None,
     memory_limit_gb: Annotated[Optional[float], typer.Option(
         min=0.5, help="host memory limit of each evaluation process (default: half the available memory)")] = None,
-    keep_scratch: Annotated[bool, typer.Option(help="keep the workers' scratch folders")] = False,
+    keep_scratch: Annotated[bool, typer.Option(help="keep the runners' scratch folders")] = False,
     ncu: Annotated[bool, typer.Option("--ncu", help="add Nsight Compute DRAM/SM throughput (needs ncu)")] = False,
-    sandbox: Annotated[str, typer.Option(help="local (worker processes) or docker (worker containers)")] = "local",
-    isolation: Annotated[str, typer.Option(help="local workers: auto|bwrap|none (bwrap refuses to run without it)")] = "auto",
+    sandbox: Annotated[str, typer.Option(help="local (runner processes) or docker (runner containers)")] = "local",
+    isolation: Annotated[str, typer.Option(help="local runners: auto|bwrap|none (bwrap refuses to run without it)")] = "auto",
     timings: Annotated[bool, typer.Option("--timings", help="show where the time went (phases, wall and CPU)")] = False,
     audit: Annotated[bool, typer.Option("--audit", help="if ok, measure again: fresh runner, fresh inputs, the "
                                         "judge's own clock (audit_mismatch overturns the verdict)")] = False,

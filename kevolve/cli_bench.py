@@ -128,14 +128,14 @@ def bench(
     gpus: Gpus = None,
     compile_workers: Annotated[Optional[int], typer.Option(min=0, help="compile-pool processes on spare CPU cores "
                                                                        "(default: spare cores on CUDA, 0 on CPU)")] = None,
-    warm_workers: Annotated[Optional[int], typer.Option(min=0, help="workers per lane started ahead on the compile "
+    warm_workers: Annotated[Optional[int], typer.Option(min=0, help="runners per lane started ahead on the compile "
                                                                     "cores (default on CUDA: one per two compile cores, 2 to 8, "
                                                                     "within host memory; 0 on CPU)")] = None,
     run_dir: Annotated[Optional[Path], typer.Option(help="run folder (default: derived from the command)")] = None,
     runs_root: Annotated[Path, typer.Option(help="where default run folders go")] = Path("runs"),
     seed: Annotated[Optional[int], typer.Option(help="input-draw seed (default: fresh, stored with the run)")] = None,
     timeout: Annotated[Optional[float], typer.Option(
-        help=f"seconds per worker job (default {defaults.TIMEOUT_S:g})")] = None,
+        help=f"seconds per runner job (default {defaults.TIMEOUT_S:g})")] = None,
     trials: Annotated[Optional[int], typer.Option(
         min=3, help=f"minimum timed trials (default {defaults.TRIALS})")] = None,
     max_timing_s: Annotated[Optional[float], typer.Option(
@@ -255,13 +255,13 @@ def baselines_cmd(
     input_draws: Annotated[int, typer.Option(min=1, max=4, help="input sets rotated while timing (a bench run uses 4)")] = 4,
     jobs: Annotated[Optional[int], typer.Option(min=1, help="problems prepared (started, set up, compiled) at once; "
                                                 "one at a time is timed (default: from the cores)")] = None,
-    pause_prep: Annotated[bool, typer.Option(help="pause the preparing workers while one is timed")] = True,
+    pause_prep: Annotated[bool, typer.Option(help="pause the preparing baseline runners while one is timed")] = True,
     memory_budget_gb: Annotated[Optional[float], typer.Option(min=0, help="memory the prepared problems may hold at "
                                                               "once: GPU, or host with --device cpu (default: "
                                                               "the device's, less a margin)")] = None,
     time_limit_s: Annotated[Optional[float], typer.Option(min=1, help="stop after this long, keeping what was "
                                                           "measured (exit 3: run again to continue)")] = None,
-    memory_limit_gb: Annotated[Optional[float], typer.Option(min=0.1, help="host memory per worker")] = None,
+    memory_limit_gb: Annotated[Optional[float], typer.Option(min=0.1, help="host memory per runner")] = None,
 ) -> None:
     """Measure eager (and torch.compile) baselines into the cache, optionally beside published ones."""
     from kevolve.sandbox.parent.baseline_pool import PoolSettings, default_budget, default_jobs

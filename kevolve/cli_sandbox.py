@@ -15,7 +15,7 @@ def build_image(
     from_dockerfile: Annotated[bool, typer.Option(
         "--from-dockerfile", help="docker build sandbox/Dockerfile (CUDA, pinned; needs a registry)")] = False,
 ) -> None:
-    """Build the worker image. Default: import a root filesystem made from this machine's Python."""
+    """Build the runner image. Default: import a root filesystem made from this machine's Python."""
     from kevolve.sandbox.isolate.container import DockerUnavailable, docker_client
     from kevolve.sandbox.isolate.docker_image import build_dockerfile, build_local
 
@@ -52,7 +52,7 @@ def isolation_rows(bwrap: str | None = None, gpu: bool = False) -> list[tuple[st
                  "(confine_writes; GPU runners with confine_writes=on)" if v else
                  "no Landlock in this kernel: a candidate without a sandbox can write what the user can"))
     if works:
-        rows.append(("containment (bwrap)", "also a PID namespace: the kernel kills all of it with the worker"))
+        rows.append(("containment (bwrap)", "also a PID namespace: the kernel kills all of it with the runner"))
     try:
         from kevolve.sandbox.isolate.container import DockerUnavailable, docker_client, image_present, nvidia_runtime
 
@@ -60,7 +60,7 @@ def isolation_rows(bwrap: str | None = None, gpu: bool = False) -> list[tuple[st
         ok = image_present(client, "kevolve-eval:latest")
         rows.append(("isolation (docker)", "engine up; image kevolve-eval:latest " +
                      ("present" if ok else "missing (kevolve sandbox build-image)")))
-        rows.append(("docker workers left behind", _left_behind_row(client)))
+        rows.append(("docker runners left behind", _left_behind_row(client)))
         if gpu:
             rows.append(("docker GPU", "the NVIDIA runtime's device request" if nvidia_runtime(client) else
                          "no NVIDIA runtime: device nodes and driver libraries passed by kevolve"))
@@ -85,10 +85,10 @@ def _left_behind_row(client: object) -> str:
 
 @app.command("prune")
 def prune(
-    all_: Annotated[bool, typer.Option("--all", help="also worker containers without an owner label (left by "
+    all_: Annotated[bool, typer.Option("--all", help="also runner containers without an owner label (left by "
                                                      "older kevolve): stop running evaluations first")] = False,
 ) -> None:
-    """Remove worker containers left behind by judges that are gone (a judge starting does this too)."""
+    """Remove runner containers left behind by judges that are gone (a judge starting does this too)."""
     from kevolve.sandbox.isolate.container import (DockerUnavailable, docker_client, engine_error, left_behind,
                                                    remove_containers)
 
@@ -99,10 +99,10 @@ def prune(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     except Exception as e:  # noqa: BLE001 - the engine's error, in one line
-        typer.echo(f"error: listing worker containers: {engine_error(e)}", err=True)
+        typer.echo(f"error: listing runner containers: {engine_error(e)}", err=True)
         raise typer.Exit(1) from None
     removed = remove_containers(orphans + (unowned if all_ else []))
-    line = f"removed {removed} worker container(s)"
+    line = f"removed {removed} runner container(s)"
     if unowned and not all_:
         line += f"; {len(unowned)} without an owner label left (--all removes them)"
     typer.echo(line)

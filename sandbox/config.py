@@ -21,8 +21,8 @@ class CompileBaseline(StrEnum):
 
 
 class Backend(StrEnum):
-    LOCAL = "local"  # worker processes on this machine (see `isolation`)
-    DOCKER = "docker"  # the same worker inside a locked-down container (sandbox/isolate/container.py)
+    LOCAL = "local"  # runner processes on this machine (see `isolation`)
+    DOCKER = "docker"  # the same runner inside a locked-down container (sandbox/isolate/container.py)
 
 
 class Isolation(StrEnum):
@@ -52,7 +52,7 @@ class SandboxConfig(Record):
     """How one candidate is evaluated."""
 
     device: str = Field(default="cuda", description="'cuda', 'cuda:N' or 'cpu'")
-    timeout_s: float = Field(default=defaults.TIMEOUT_S, description="hard wall-clock limit per worker job")
+    timeout_s: float = Field(default=defaults.TIMEOUT_S, description="hard wall-clock limit per runner job")
     memory_limit_gb: float = Field(default_factory=default_limit_gb, description=(
         "host memory limit of each process of an evaluation (the judge's problem data, each runner's process "
         "group); default: half of what this machine had available when kevolve started (sandbox/isolate/memory.py)"))
@@ -74,11 +74,11 @@ class SandboxConfig(Record):
     profile: bool = True
     cache_dir: Path = Field(default=Path.home() / ".cache" / "kevolve", description="builds, references")
     backend: Backend = Backend.LOCAL
-    isolation: Isolation = Field(default=Isolation.AUTO, description="how the local backend confines workers")
+    isolation: Isolation = Field(default=Isolation.AUTO, description="how the local backend confines runners")
     bwrap: str | None = Field(default_factory=lambda: os.environ.get(BWRAP_ENV) or None,
                               description=f"the bubblewrap binary to run (default: {BWRAP_ENV}, so that every entry "
                               "point and script honours it); None = bwrap on PATH")
-    scratch_limit_gb: float = Field(default=8.0, description="bytes a worker may leave in its scratch dir")
+    scratch_limit_gb: float = Field(default=8.0, description="bytes a runner may leave in its scratch dir")
     image: str = Field(default="kevolve-eval:latest", description="Docker image of the evaluation worker")
     cpus: float = Field(default=2.0, description="CPU limit of a Docker worker")
     pids_limit: int = Field(default=512, description="process/thread limit of a sandboxed worker")

@@ -126,7 +126,7 @@ def test_sandbox_prune_removes_what_judges_left_and_doctor_counts_it(client) -> 
         runner = CliRunner()
         doctor = runner.invoke(app, ["sandbox", "status"])
         assert doctor.exit_code == 0, doctor.output
-        row = next(line for line in doctor.output.splitlines() if line.startswith("docker workers left behind:"))
+        row = next(line for line in doctor.output.splitlines() if line.startswith("docker runners left behind:"))
         assert "of judges that are gone" in row and "without an owner label" in row and "prune --all" in row
         once = runner.invoke(app, ["sandbox", "prune"])
         assert once.exit_code == 0 and "without an owner label left (--all removes them)" in once.output, once.output
