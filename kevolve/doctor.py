@@ -47,6 +47,9 @@ def run_doctor() -> None:
                            f"{default_limit_gb():.1f} GiB by default (--memory-limit-gb)"))
     rows.append(("nvcc", _version(["nvcc", "--version"]) if shutil.which("nvcc") else "not found"))
     rows.append(("ncu", "present" if shutil.which("ncu") else "not found"))
+    cpp = shutil.which("cpp") or shutil.which("g++") or shutil.which("clang")
+    rows.append(("cpp", f"{cpp} (the policy also reads native sources preprocessed)" if cpp else
+                 "not found: the policy reads native sources as written only"))
     for module in kernel_modules():  # each kernel language's Python modules (kevolve/languages.py)
         rows.append((module, "present" if importlib.util.find_spec(module) else "not installed"))
     rows.append(("docker", "present" if shutil.which("docker") else "not found"))
