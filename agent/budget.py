@@ -19,7 +19,7 @@ from kevolve.agent.state import Trial
 # A translate prompt on the leaderboard corpus carried 793-1005 tokens (docs/optimize.md, "What a problem
 # costs"); before any call is seen, a call is priced at this many prompt tokens (archive examples add some).
 FIRST_PROMPT_TOKENS = 4_000
-OFFLINE = "offline"  # Candidate.proposer of the offline generator's candidates (agent/offline/proposer.py)
+OFFLINE = "offline"  # Candidate.proposer of the offline generator's candidates (offline/proposer.py)
 
 
 def dearest_call(trials: Sequence[Trial], price_call: Callable[[int], float] | None) -> float:

@@ -43,7 +43,7 @@ def make_proposer(problem: Problem, config: OptimizeConfig, llm: LLM | None = No
     """The run's proposer: offline (`config.offline`); else the LLM (`llm`, or one made from `config.llm`),
     seeded with `config.offline_seeds` offline translations on a CUDA run whose module traces.
     Raises NonRetryableLLMError for an unusable LLM setting."""
-    from kevolve.agent.offline.proposer import OfflineProposer, SeededProposer
+    from kevolve.offline.proposer import OfflineProposer, SeededProposer
 
     seed = config.evolution.seed
     if config.offline:

@@ -25,8 +25,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    from kevolve.agent.offline.generate import plan
-    from kevolve.agent.offline.space import mutate
+    from kevolve.offline.generate import plan
+    from kevolve.offline.space import mutate
     from kevolve.kernelbench.suite import load_suite
 
     a.out.mkdir(parents=True, exist_ok=True)

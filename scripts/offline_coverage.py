@@ -5,7 +5,7 @@
 
 For every problem: trace -> partition -> codegen -> emit at the real shapes, NVRTC-compile every
 generated kernel for compute_90 (defaults and every row strategy), and check the IR against the
-module's eager output on the CPU at shrunk sizes (`kevolve.agent.offline.shrink`). Prints one line
+module's eager output on the CPU at shrunk sizes (`kevolve.offline.shrink`). Prints one line
 per problem (covered, or the one-line reason not) and the totals per level; writes OUT/coverage.jsonl
 and OUT/coverage.md. Each problem runs in its own child process with a time limit. This is CPU coverage,
 not a GPU result: a covered problem can still be slow or fail on the GPU.
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="problems checked at once (child processes)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
-    from kevolve.agent.offline.coverage import check_files
+    from kevolve.offline.coverage import check_files
     from kevolve.kernelbench.suite import load_suite
 
     levels = [int(x) for x in args.levels.split(",")]

@@ -39,10 +39,10 @@ def sample_numbers(numbers: list[int], n: int) -> list[int]:
 
 
 def run_problem(sp, args, sandbox, config) -> dict:
-    from kevolve.agent.offline.generate import plans
-    from kevolve.agent.offline.search import search
-    from kevolve.agent.offline.space import describe_all
-    from kevolve.agent.offline.trace import TraceError
+    from kevolve.offline.generate import plans
+    from kevolve.offline.search import search
+    from kevolve.offline.space import describe_all
+    from kevolve.offline.trace import TraceError
     from kevolve.contract import ProblemError
 
     from kevolve.records import Candidate, Origin

@@ -11,9 +11,9 @@ import itertools
 
 import pytest
 import torch
-from kevolve.agent.offline.coverage import variants
-from kevolve.agent.offline.generate import plan
-from kevolve.agent.offline.trace import load_namespace
+from kevolve.offline.coverage import variants
+from kevolve.offline.generate import plan
+from kevolve.offline.trace import load_namespace
 from kevolve.contract import load_problem
 from offline_cases import DIRECT, REWRITES, direct_problem, rewrite_problem
 from testpaths import FIXTURES
@@ -172,7 +172,7 @@ def test_triton_convolutions_compute_what_the_module_computes_in_each_precision(
     input as it is and channels-last; and the library's convolution with the epilogue in Triton (2-d, 3-d)."""
     from dataclasses import replace
 
-    from kevolve.agent.offline.generate import plans
+    from kevolve.offline.generate import plans
 
     problem = _conv_problem(name) if "(" in name else _problem(name)
     (tri,) = [p for p in plans(problem) if p.technique == "triton_mm"]
@@ -191,7 +191,7 @@ def test_triton_products_compute_what_the_module_computes_with_k_in_slices(name,
     where legal (never with an epilogue: linear_swish_scale is KernelBench L2 59's module, once sliced)."""
     from dataclasses import replace
 
-    from kevolve.agent.offline.generate import plans
+    from kevolve.offline.generate import plans
 
     problem = _problem(name)
     (tri,) = [p for p in plans(problem) if p.technique == "triton_mm"]

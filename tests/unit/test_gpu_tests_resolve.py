@@ -56,7 +56,7 @@ def test_every_solution_a_gpu_evaluator_test_names_exists(path: Path) -> None:
 
 
 def test_every_offline_gpu_case_resolves_to_a_problem_with_the_plan_its_test_unpacks() -> None:
-    from kevolve.agent.offline.generate import plan, plans
+    from kevolve.offline.generate import plan, plans
 
     path = GPU / "test_offline_gpu.py"
     mod = _module(path)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from kevolve.agent.offline.generate import NothingToFuse, plan
-from kevolve.agent.offline.interpret import run_plan
-from kevolve.agent.offline.trace import TraceError, load_namespace
+from kevolve.offline.generate import NothingToFuse, plan
+from kevolve.offline.interpret import run_plan
+from kevolve.offline.trace import TraceError, load_namespace
 from kevolve.contract import load_problem
 from kevolve.sandbox.policy.source import custom_kernel_names
 

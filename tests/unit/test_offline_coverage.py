@@ -9,8 +9,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from kevolve.agent.offline.coverage import Verdict, check
-from kevolve.agent.offline.shrink import Budget, cost, shrink
+from kevolve.offline.coverage import Verdict, check
+from kevolve.offline.shrink import Budget, cost, shrink
 from kevolve.contract import load_problem, problem_from_source
 
 ROOT = Path(__file__).parent.parent.parent

@@ -5,8 +5,8 @@ compiles with NVRTC for compute_90."""
 from __future__ import annotations
 
 import pytest
-from kevolve.agent.offline.coverage import compile_all, ir_error, variants
-from kevolve.agent.offline.generate import plan
+from kevolve.offline.coverage import compile_all, ir_error, variants
+from kevolve.offline.generate import plan
 from kevolve.contract import problem_from_source
 from offline_cases import REWRITE_TEMPLATE, REWRITES, rewrite_problem
 
@@ -55,7 +55,7 @@ def test_every_loss_kernel_compiles_with_nvrtc():
 def test_candidate_with_varargs_forward_falls_back_on_the_cpu(name):
     """forward(self, *args): the guard reads the tuple (CPU inputs fall back to the reference)."""
     import torch
-    from kevolve.agent.offline.trace import load_namespace
+    from kevolve.offline.trace import load_namespace
 
     problem = rewrite_problem(name)
     ns: dict = {}

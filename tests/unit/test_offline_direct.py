@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from kevolve.agent.offline.coverage import compile_all, ir_error
-from kevolve.agent.offline.generate import plan
+from kevolve.offline.coverage import compile_all, ir_error
+from kevolve.offline.generate import plan
 from offline_cases import DIRECT, direct_problem
 
 
@@ -23,8 +23,8 @@ def test_conv_twin_catches_a_wrong_index_formula():
     """The conv twin reads the input by the kernel's formulas: a wrong dilation in the spec is a mismatch."""
     from dataclasses import replace
 
-    from kevolve.agent.offline.coverage import reference
-    from kevolve.agent.offline.interpret import run_plan
+    from kevolve.offline.coverage import reference
+    from kevolve.offline.interpret import run_plan
 
     p = plan(direct_problem("conv2d_grouped_dilated"))
     model, inputs = reference(p.problem)
@@ -48,7 +48,7 @@ def test_every_direct_kernel_compiles_with_nvrtc():
 def test_conv_threads_take_as_many_output_channels_as_divide_a_group():
     from dataclasses import replace
 
-    from kevolve.agent.offline.conv import tile
+    from kevolve.offline.conv import tile
 
     def tiles(name):
         p = plan(direct_problem(name))
@@ -67,8 +67,8 @@ def test_pooling_kernels_run_on_the_cpu_with_several_outputs_per_thread(name):
     from dataclasses import replace
 
     import cuda_cpu
-    from kevolve.agent.offline.pool import tile
-    from kevolve.agent.offline.trace import load_namespace
+    from kevolve.offline.pool import tile
+    from kevolve.offline.trace import load_namespace
 
     if not cuda_cpu.available():
         pytest.skip("needs g++ on x86-64 Linux")
@@ -92,8 +92,8 @@ def test_pooling_kernels_run_on_the_cpu_with_several_outputs_per_thread(name):
 
 
 def test_a_pooling_thread_takes_the_fewest_outputs_that_load_at_most_three_inputs_each():
-    from kevolve.agent.offline.pool import PoolSpec
-    from kevolve.agent.offline.space import _pool_run
+    from kevolve.offline.pool import PoolSpec
+    from kevolve.offline.space import _pool_run
 
     def run(k, stride, dilation):
         return _pool_run(PoolSpec("max", 1, (64,), (64,), (k,), (stride,), (0,), (dilation,)))

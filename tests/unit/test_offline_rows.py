@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from kevolve.agent.offline.cuda import PRELUDE
-from kevolve.agent.offline.cuda_pair import SOFTMAX, WELFORD, find_pairs, steps
-from kevolve.agent.offline.cuda_row import vector_leaf, vector_out
-from kevolve.agent.offline.generate import plan, plans
-from kevolve.agent.offline.interpret import run_plan
-from kevolve.agent.offline.search import search
-from kevolve.agent.offline.space import decode, legal, mutate
+from kevolve.offline.cuda import PRELUDE
+from kevolve.offline.cuda_pair import SOFTMAX, WELFORD, find_pairs, steps
+from kevolve.offline.cuda_row import vector_leaf, vector_out
+from kevolve.offline.generate import plan, plans
+from kevolve.offline.interpret import run_plan
+from kevolve.offline.search import search
+from kevolve.offline.space import decode, legal, mutate
 from kevolve.contract import load_problem, problem_from_source
 from kevolve.records import Evaluation, Outcome, TimingStats
 from kevolve.sandbox.policy.candidate import check_policy
@@ -189,7 +189,7 @@ def _init(p):
 
 
 def test_graph_is_recaptured_when_layouts_scalars_or_weights_change_but_not_for_new_values():
-    from kevolve.agent.offline.cudagraph import RUNTIME
+    from kevolve.offline.cudagraph import RUNTIME
 
     ns = {"torch": torch}
     exec(RUNTIME, ns)  # noqa: S102 - the runtime the generated candidates carry
@@ -207,7 +207,7 @@ def test_graph_is_recaptured_when_layouts_scalars_or_weights_change_but_not_for_
 
 
 def test_graph_outputs_are_clones_that_never_alias_the_graphs_memory():
-    from kevolve.agent.offline.cudagraph import RUNTIME
+    from kevolve.offline.cudagraph import RUNTIME
 
     ns = {"torch": torch}
     exec(RUNTIME, ns)  # noqa: S102
@@ -246,7 +246,7 @@ def test_search_retries_an_incorrect_tf32x3_product_in_ieee():
 
 
 def test_offline_repair_of_a_tf32x3_parent_proposes_ieee_products():
-    from kevolve.agent.offline.proposer import OfflineProposer
+    from kevolve.offline.proposer import OfflineProposer
 
     problem = load_problem(FIXTURES / "only_matmul.py")
     prop = OfflineProposer(problem)

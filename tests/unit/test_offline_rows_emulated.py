@@ -15,8 +15,8 @@ import cuda_cpu
 import pytest
 import torch
 
-from kevolve.agent.offline.cuda_split import chunks
-from kevolve.agent.offline.generate import plan
+from kevolve.offline.cuda_split import chunks
+from kevolve.offline.generate import plan
 from kevolve.contract import problem_from_source
 
 pytestmark = pytest.mark.skipif(not cuda_cpu.available(), reason="needs g++ on x86-64 Linux")

@@ -10,10 +10,10 @@ import pytest
 from kevolve.agent.config import EvolutionConfig, LLMConfig, OptimizeConfig, StopConfig
 from kevolve.agent.llm.base import Message
 from kevolve.agent.llm.scripted import ScriptedLLM
-from kevolve.agent.offline.generate import plan
-from kevolve.agent.offline.proposer import OfflineProposer, SeededProposer
-from kevolve.agent.offline.search import search
-from kevolve.agent.offline.space import KernelParams, decode, default_params, encode, legal, mutate
+from kevolve.offline.generate import plan
+from kevolve.offline.proposer import OfflineProposer, SeededProposer
+from kevolve.offline.search import search
+from kevolve.offline.space import KernelParams, decode, default_params, encode, legal, mutate
 from kevolve.agent.proposer import LLMProposer, make_proposer
 from kevolve.agent.run import OptimizeError, run_optimize
 from kevolve.agent.state import Job

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from kevolve.agent.offline.generate import plans
-from kevolve.agent.offline.interpret import run_group
-from kevolve.agent.offline.shrink import cost, ragged
-from kevolve.agent.offline.triton_sweep import triton_plan, variants
+from kevolve.offline.generate import plans
+from kevolve.offline.interpret import run_group
+from kevolve.offline.shrink import cost, ragged
+from kevolve.offline.triton_sweep import triton_plan, variants
 from kevolve.contract import load_problem
 
 ROOT = Path(__file__).parent.parent.parent

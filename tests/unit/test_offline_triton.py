@@ -9,11 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from kevolve.agent.offline.generate import plans
-from kevolve.agent.offline.proposer import OfflineProposer
-from kevolve.agent.offline.search import search
-from kevolve.agent.offline.space import KernelParams, bare_product, decode, decode_technique, legal, mutate
-from kevolve.agent.offline.triton_mm import kernel_source
+from kevolve.offline.generate import plans
+from kevolve.offline.proposer import OfflineProposer
+from kevolve.offline.search import search
+from kevolve.offline.space import KernelParams, bare_product, decode, decode_technique, legal, mutate
+from kevolve.offline.triton_mm import kernel_source
 from kevolve.contract import load_problem
 from kevolve.records import Evaluation, Outcome, Profile, TimingStats
 from kevolve.sandbox.policy.source import custom_kernel_names

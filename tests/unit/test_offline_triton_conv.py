@@ -9,8 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from kevolve.agent.offline.generate import plans
-from kevolve.agent.offline.space import default_params, legal, more_precise
+from kevolve.offline.generate import plans
+from kevolve.offline.space import default_params, legal, more_precise
 from kevolve.contract import load_problem
 from kevolve.sandbox.policy.source import custom_kernel_names
 from offline_cases import triton_check
@@ -132,7 +132,7 @@ def test_tiles_fit_the_channels_and_stay_within_registers():
 
 
 def test_the_search_tries_channels_last_convolutions_once_after_the_defaults():
-    from kevolve.agent.offline.search import search
+    from kevolve.offline.search import search
     from kevolve.records import Evaluation, Outcome, TimingStats
 
     ps = _variants("conv_relu_bias")

@@ -18,10 +18,10 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from kevolve.agent.offline.space import KernelParams, describe_all, mutate
+from kevolve.offline.space import KernelParams, describe_all, mutate
 
 if TYPE_CHECKING:
-    from kevolve.agent.offline.generate import Plan
+    from kevolve.offline.generate import Plan
 
 TRITON_KINDS = ("mm", "tconv")
 _MM_CHANGES: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -123,7 +123,7 @@ def _run(plan: Plan, params: list[KernelParams], model: Any, inputs: list[Any]) 
     every Triton launch it made."""
     import torch
 
-    from kevolve.agent.offline.interpret import run_plan
+    from kevolve.offline.interpret import run_plan
 
     ns: dict[str, Any] = {"__name__": "kevolve_sweep_candidate"}
     exec(compile(plan.source(params), plan.problem.name, "exec"), ns)  # noqa: S102 — a generated source
@@ -156,7 +156,7 @@ def _group_error(plan: Plan, calls: list[_Call], factor: float) -> tuple[float, 
     output can hide a wrong product (a norm over groups of one channel is all zeros at shrunk sizes)."""
     import torch
 
-    from kevolve.agent.offline.interpret import run_group
+    from kevolve.offline.interpret import run_group
     from kevolve.sandbox.judge.correctness import FLOORS, rel_errors
 
     worst = (0.0, FLOORS[torch.float32])
@@ -199,7 +199,7 @@ def _result(name: str, desc: str, got: Any, truth: Any, eager: tuple[float, floa
 def sweep_plan(plan: Plan, mutations: int = 3, seed: int = 0, factor: float | None = None) -> ProblemSweep:
     """Every variant of a Triton plan on one draw of the module's inputs, against float64 (`factor`: the
     judge's tolerance factor, its configured default when None)."""
-    from kevolve.agent.offline.coverage import reference
+    from kevolve.offline.coverage import reference
     from kevolve.sandbox.config import SandboxConfig
     from kevolve.sandbox.judge.correctness import rel_errors
 
@@ -230,7 +230,7 @@ def sweep_plan(plan: Plan, mutations: int = 3, seed: int = 0, factor: float | No
 
 def triton_plan(problem: Any, kinds: tuple[str, ...] = ("mm",)) -> Plan | None:
     """The problem's Triton plan if it has a group of one of `kinds`, else None (raises as `plans` does)."""
-    from kevolve.agent.offline.generate import plans
+    from kevolve.offline.generate import plans
 
     tri = [p for p in plans(problem) if p.technique == "triton_mm"]
     if not tri or not any(f.group.kind in kinds for f in tri[0].fused):

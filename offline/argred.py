@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import torch
 import torch.fx
-from kevolve.agent.offline.direct import DirectKind, index_type, make_group, signature
-from kevolve.agent.offline.ir import Group
-from kevolve.agent.offline.partition import Fused
-from kevolve.agent.offline.space import KernelParams
-from kevolve.agent.offline.trace import node_dtype, node_shape
+from kevolve.offline.direct import DirectKind, index_type, make_group, signature
+from kevolve.offline.ir import Group
+from kevolve.offline.partition import Fused
+from kevolve.offline.space import KernelParams
+from kevolve.offline.trace import node_dtype, node_shape
 
 
 @dataclass(frozen=True)

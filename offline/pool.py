@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.fx
-from kevolve.agent.offline.direct import (
+from kevolve.offline.direct import (
     DirectKind,
     grid_stride,
     index_type,
@@ -22,10 +22,10 @@ from kevolve.agent.offline.direct import (
     unravel,
     window_patches,
 )
-from kevolve.agent.offline.ir import Group
-from kevolve.agent.offline.partition import Fused
-from kevolve.agent.offline.space import KernelParams
-from kevolve.agent.offline.trace import node_dtype, node_shape
+from kevolve.offline.ir import Group
+from kevolve.offline.partition import Fused
+from kevolve.offline.space import KernelParams
+from kevolve.offline.trace import node_dtype, node_shape
 from torch import nn
 
 _MAX = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3}
@@ -77,7 +77,7 @@ def _find(node: torch.fx.Node, gm: torch.fx.GraphModule) -> Fused | None:
 def tile(g: Group, p: KernelParams) -> int:
     """Outputs per thread along the last spatial dim (`ilp`: 1, 2, 4 or 8): their windows' overlapping inputs are
     loaded once (a stride-1 window of 8 reads 8 inputs per output one at a time, 2.75 for 4 outputs)."""
-    from kevolve.agent.offline.space import POOL_RUNS
+    from kevolve.offline.space import POOL_RUNS
 
     s: PoolSpec = g.spec  # type: ignore[assignment]
     r = p.ilp if p.ilp in POOL_RUNS else 1

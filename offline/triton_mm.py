@@ -19,13 +19,13 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 import torch.nn.functional as F
-from kevolve.agent.offline.canon import ParamRef
-from kevolve.agent.offline.gemm import GemmShape
-from kevolve.agent.offline.ir import Group, Leaf, LeafSpec, contiguous_strides
-from kevolve.agent.offline.partition import Fused
-from kevolve.agent.offline.space import KernelParams, bare_product
-from kevolve.agent.offline.trace import node_dtype, node_shape
-from kevolve.agent.offline.triton_ops import emit, supported
+from kevolve.offline.canon import ParamRef
+from kevolve.offline.gemm import GemmShape
+from kevolve.offline.ir import Group, Leaf, LeafSpec, contiguous_strides
+from kevolve.offline.partition import Fused
+from kevolve.offline.space import KernelParams, bare_product
+from kevolve.offline.trace import node_dtype, node_shape
+from kevolve.offline.triton_ops import emit, supported
 
 _MATMUL = {torch.matmul, torch.mm, torch.bmm, operator.matmul}
 
@@ -172,7 +172,7 @@ def triton_groups(gm: torch.fx.GraphModule, fused: list[Fused]) -> list[Fused] |
     (`triton_conv.py`): with the element-wise group after it as its epilogue where there is one, alone
     otherwise (a row kernel or a library call follows); None when the graph has no product or convolution
     to take over."""
-    from kevolve.agent.offline import triton_conv
+    from kevolve.offline import triton_conv
 
     out, owned = [], set()
     for fz in fused:
@@ -204,7 +204,7 @@ def triton_groups(gm: torch.fx.GraphModule, fused: list[Fused]) -> list[Fused] |
 
 def _fuse_conv(gm: torch.fx.GraphModule, fz: Fused) -> Fused | None:
     """`fz` (a pointwise group) as the epilogue of the one library convolution it reads, if it can own it."""
-    from kevolve.agent.offline import triton_conv
+    from kevolve.offline import triton_conv
 
     convs = [c for r in fz.leaf_refs if isinstance(r, torch.fx.Node)
              and (c := triton_conv.library_conv(gm, r)) is not None]

@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 import torch.fx
-from kevolve.agent.offline.canon import ALIAS, COMPOSITE, PW, REDUCE, Canon, ParamRef
-from kevolve.agent.offline.ir import (
+from kevolve.offline.canon import ALIAS, COMPOSITE, PW, REDUCE, Canon, ParamRef
+from kevolve.offline.ir import (
     ELEM,
     ROW,
     Const,
@@ -25,7 +25,7 @@ from kevolve.agent.offline.ir import (
     Stat,
     scope_of,
 )
-from kevolve.agent.offline.trace import node_dtype, node_shape
+from kevolve.offline.trace import node_dtype, node_shape
 
 
 class Unfusable(ValueError):

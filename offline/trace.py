@@ -64,7 +64,7 @@ def trace_problem(problem: Problem) -> Traced:
     except Exception as e:  # noqa: BLE001
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise TraceError(f"trace_failed: torch.fx cannot trace Model.forward ({type(e).__name__}: {first[:160]})") from None
-    from kevolve.agent.offline.decompose import decompose
+    from kevolve.offline.decompose import decompose
 
     try:
         with mode:

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 import torch
 import torch.fx
-from kevolve.agent.offline.conv import _CONV, ConvSpec
-from kevolve.agent.offline.ir import Group
-from kevolve.agent.offline.partition import Fused
-from kevolve.agent.offline.space import KernelParams
-from kevolve.agent.offline.triton_ops import emit, supported
+from kevolve.offline.conv import _CONV, ConvSpec
+from kevolve.offline.ir import Group
+from kevolve.offline.partition import Fused
+from kevolve.offline.space import KernelParams
+from kevolve.offline.triton_ops import emit, supported
 
 KIND = "tconv"
 
@@ -84,7 +84,7 @@ def from_direct(fz: Fused, library_first: bool = False) -> Fused | None:
 
 def library_conv(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Fused | None:
     """A `tconv` group for a convolution module the CUDA plan keeps as a library call."""
-    from kevolve.agent.offline.conv import KIND as CONV
+    from kevolve.offline.conv import KIND as CONV
 
     if node.op != "call_module" or type(gm.get_submodule(str(node.target))) not in _CONV:
         return None
@@ -95,7 +95,7 @@ def library_conv(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Fused | None:
 def fuse_epilogue(conv: Fused, fz: Fused) -> Fused | None:
     """`conv` (a bare `tconv` group) with the element-wise group `fz` after it as its epilogue, when `fz`
     reads the convolution's output exactly once, element for element, and nothing else reads it."""
-    from kevolve.agent.offline.ir import contiguous_strides
+    from kevolve.offline.ir import contiguous_strides
 
     g = fz.group
     spec: TConvSpec = conv.group.spec  # type: ignore[assignment]
@@ -364,7 +364,7 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
         lines.append(f"    a1 = a1.reshape({s.groups}, {icg}, {ocg}, {kvol}).permute(0, 3, 1, 2).contiguous()"
                      if s.transposed else f"    a1 = a1.reshape({s.cout}, {icg}, {kvol}).transpose(1, 2).contiguous()")
     lines.append("    dev = a0.device")
-    from kevolve.agent.offline.triton_mm import launch_tail
+    from kevolve.offline.triton_mm import launch_tail
 
     args = ["a0", "a1", "out", *ops[2:], *epi]
     lines += launch_tail(name, repr(grid(g, p)), args, g, epi, epi_specs, constants(g, p))
@@ -390,7 +390,7 @@ def _library_call(s: ConvSpec, name: str) -> list[str]:
 
 def conv_output(group: Group, operands: list[torch.Tensor]) -> torch.Tensor:
     """The convolution a `tconv` group computes, with torch (the CPU twin of its main loop)."""
-    from kevolve.agent.offline.conv import KIND as CONV
+    from kevolve.offline.conv import KIND as CONV
 
     spec: TConvSpec = group.spec  # type: ignore[assignment]
     s = spec.conv
@@ -401,7 +401,7 @@ def conv_output(group: Group, operands: list[torch.Tensor]) -> torch.Tensor:
 
 def compile_for(kernel: object, group: Group, p: KernelParams, arch: int = 90) -> dict[str, str]:
     """Compile a generated kernel for `arch` without a GPU; the stages' text by name (ttir … ptx, cubin)."""
-    from kevolve.agent.offline.triton_mm import compile_kernel
+    from kevolve.offline.triton_mm import compile_kernel
 
     consts, opts = constants(group, p)
     sig = {a: "*fp32" for a in pointer_args(group)} | dict.fromkeys(consts, "constexpr")
@@ -410,7 +410,7 @@ def compile_for(kernel: object, group: Group, p: KernelParams, arch: int = 90) -
 
 def compile_copy_for(kernel: object, group: Group, arch: int = 90) -> dict[str, str]:
     """Compile the library layout's channels-last copy (`_to_channels_last_source`) for `arch` without a GPU."""
-    from kevolve.agent.offline.triton_mm import compile_kernel
+    from kevolve.offline.triton_mm import compile_kernel
 
     spec: TConvSpec = group.spec  # type: ignore[assignment]
     consts = {"BLOCK_C": _cl_block_c(spec.conv.cin), "BLOCK_S": CL_BLOCK_S}

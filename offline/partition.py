@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch.fx
-from kevolve.agent.offline.build import Unfusable, build_group
-from kevolve.agent.offline.canon import Canon, canonicalize
-from kevolve.agent.offline.ir import Group
+from kevolve.offline.build import Unfusable, build_group
+from kevolve.offline.canon import Canon, canonicalize
+from kevolve.offline.ir import Group
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kevolve.agent.llm.base import Completion, Message, NonRetryableLLMError
-from kevolve.agent.offline.generate import Plan, plans
-from kevolve.agent.offline.space import KernelParams, crossover, decode, decode_technique, more_precise, mutate
-from kevolve.agent.offline.trace import TraceError
+from kevolve.offline.generate import Plan, plans
+from kevolve.offline.space import KernelParams, crossover, decode, decode_technique, more_precise, mutate
+from kevolve.offline.trace import TraceError
 from kevolve.agent.state import Job, Trial
 from kevolve.records import Origin, Problem
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kevolve.agent.offline.cuda import (
+from kevolve.offline.cuda import (
     _Emitter,
     _idx_type,
     _leaves_in,
@@ -21,7 +21,7 @@ from kevolve.agent.offline.cuda import (
     _signature,
     offset,
 )
-from kevolve.agent.offline.cuda_pair import (
+from kevolve.offline.cuda_pair import (
     Pair,
     combine_lines,
     find_pairs,
@@ -30,14 +30,14 @@ from kevolve.agent.offline.cuda_pair import (
     steps,
     update_lines,
 )
-from kevolve.agent.offline.ir import (
+from kevolve.offline.ir import (
     ELEM,
     Expr,
     Group,
     contiguous_strides,
 )
-from kevolve.agent.offline.ops import COMBINE
-from kevolve.agent.offline.space import KernelParams
+from kevolve.offline.ops import COMBINE
+from kevolve.offline.space import KernelParams
 
 VEC_TYPE = {2: "float2", 4: "float4"}
 LANES = ("x", "y", "z", "w")

@@ -12,7 +12,7 @@ import random
 import re
 from dataclasses import asdict, dataclass, fields, replace
 
-from kevolve.agent.offline.ir import Group, Leaf
+from kevolve.offline.ir import Group, Leaf
 
 BLOCKS = (64, 128, 256, 512, 1024)
 VECS = (1, 2, 4)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from kevolve.agent.offline.ir import (
+from kevolve.offline.ir import (
     Const,
     Expr,
     Group,
@@ -18,8 +18,8 @@ from kevolve.agent.offline.ir import (
     contiguous_strides,
     walk,
 )
-from kevolve.agent.offline.ops import cuda_call, cuda_float
-from kevolve.agent.offline.space import KernelParams
+from kevolve.offline.ops import cuda_call, cuda_float
+from kevolve.offline.space import KernelParams
 
 PRELUDE = r"""
 #ifndef INFINITY

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.fx
-from kevolve.agent.offline.direct import (
+from kevolve.offline.direct import (
     DirectKind,
     grid_stride,
     index_type,
@@ -24,10 +24,10 @@ from kevolve.agent.offline.direct import (
     unravel,
     window_patches,
 )
-from kevolve.agent.offline.ir import Group
-from kevolve.agent.offline.partition import Fused
-from kevolve.agent.offline.space import KernelParams
-from kevolve.agent.offline.trace import node_dtype, node_shape
+from kevolve.offline.ir import Group
+from kevolve.offline.partition import Fused
+from kevolve.offline.space import KernelParams
+from kevolve.offline.trace import node_dtype, node_shape
 from torch import nn
 
 _CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)

@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 import torch.fx
-from kevolve.agent.offline.canon import ParamRef
-from kevolve.agent.offline.ir import Group, Leaf, LeafSpec
-from kevolve.agent.offline.partition import Fused
-from kevolve.agent.offline.space import KernelParams
+from kevolve.offline.canon import ParamRef
+from kevolve.offline.ir import Group, Leaf, LeafSpec
+from kevolve.offline.partition import Fused
+from kevolve.offline.space import KernelParams
 
 CTYPE = {torch.float32: "float", torch.int64: "long long", torch.bool: "bool", torch.int32: "int"}
 
@@ -42,7 +42,7 @@ def registry() -> dict[str, DirectKind]:
     """Every direct kind, by Group.kind (imported lazily: the kinds import this module)."""
     import importlib
 
-    return {kind: importlib.import_module(f"kevolve.agent.offline.{mod}").KIND for kind, mod in _KINDS.items()}
+    return {kind: importlib.import_module(f"kevolve.offline.{mod}").KIND for kind, mod in _KINDS.items()}
 
 
 _KINDS = {"conv": "conv", "pool": "pool", "scan": "scan", "argreduce": "argred"}

@@ -10,11 +10,11 @@ and two walks over memory.
 
 from __future__ import annotations
 
-from kevolve.agent.offline.cuda_pair import combine_lines, merge_partials_lines, partial_lines, result_lines
-from kevolve.agent.offline.cuda_row import SHARED, UNUSED, _RowWriter, block_combine
-from kevolve.agent.offline.ir import ELEM, Group
-from kevolve.agent.offline.ops import COMBINE
-from kevolve.agent.offline.space import KernelParams
+from kevolve.offline.cuda_pair import combine_lines, merge_partials_lines, partial_lines, result_lines
+from kevolve.offline.cuda_row import SHARED, UNUSED, _RowWriter, block_combine
+from kevolve.offline.ir import ELEM, Group
+from kevolve.offline.ops import COMBINE
+from kevolve.offline.space import KernelParams
 
 SMS = 132  # H100 / H200; only sets how many chunks a row is cut into
 
@@ -108,7 +108,7 @@ def split_kernels(name: str, group: Group, p: KernelParams, vec: int | None = No
 def split_launcher(group: Group, k: int, name: str, p: KernelParams) -> str:
     """Python launcher: partials buffer, then the stage kernels in order on the current stream (the
     scalar twin's where a vectorized kernel would read a pointer that is not 16-byte aligned)."""
-    from kevolve.agent.offline.emit import leaf_prologue, vector_choice
+    from kevolve.offline.emit import leaf_prologue, vector_choice
 
     args = [f"a{i}" for i in range(len(group.leaves))]
     n = chunks(group, p)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import torch
 import torch.fx
-from kevolve.agent.offline.ir import Group, Leaf, LeafSpec
-from kevolve.agent.offline.partition import Fused
-from kevolve.agent.offline.space import KernelParams
-from kevolve.agent.offline.trace import node_dtype, node_shape
+from kevolve.offline.ir import Group, Leaf, LeafSpec
+from kevolve.offline.partition import Fused
+from kevolve.offline.space import KernelParams
+from kevolve.offline.trace import node_dtype, node_shape
 
 _MATMUL = {torch.matmul, torch.mm, torch.bmm, operator.matmul}
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from kevolve.agent.offline.emit import render
-from kevolve.agent.offline.partition import Fused, partition
-from kevolve.agent.offline.space import KernelParams, default_params, legal
-from kevolve.agent.offline.trace import Traced, TraceError, trace_problem
+from kevolve.offline.emit import render
+from kevolve.offline.partition import Fused, partition
+from kevolve.offline.space import KernelParams, default_params, legal
+from kevolve.offline.trace import Traced, TraceError, trace_problem
 
 from kevolve.records import Problem
 
@@ -55,12 +55,12 @@ def plan(problem: Problem) -> Plan:
     traced = trace_problem(problem)
     fused = partition(traced.gm)
     if not fused:
-        from kevolve.agent.offline.gemm import find_gemm
+        from kevolve.offline.gemm import find_gemm
 
         gemm = find_gemm(traced.gm)
         fused = [gemm] if gemm is not None else []
     if not fused:
-        from kevolve.agent.offline.direct import direct_groups
+        from kevolve.offline.direct import direct_groups
 
         fused = direct_groups(traced.gm)
     if not fused:
@@ -74,7 +74,7 @@ def plan(problem: Problem) -> Plan:
 def plans(problem: Problem) -> list[Plan]:
     """Every plan variant of a problem, the CUDA one first: each is another kind of candidate, and the
     evaluator decides which is faster. Raises like `plan` when there is none."""
-    from kevolve.agent.offline.triton_mm import triton_groups
+    from kevolve.offline.triton_mm import triton_groups
 
     base = plan(problem)
     out = [base]
