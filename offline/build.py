@@ -25,7 +25,7 @@ from kevolve.offline.ir import (
     Stat,
     scope_of,
 )
-from kevolve.offline.trace import node_dtype, node_shape
+from kevolve.offline.meta import node_dtype, node_shape
 
 
 class Unfusable(ValueError):

@@ -27,7 +27,7 @@ from kevolve.offline.direct import (
 from kevolve.offline.ir import Group
 from kevolve.offline.partition import Fused
 from kevolve.offline.space import KernelParams
-from kevolve.offline.trace import node_dtype, node_shape
+from kevolve.offline.meta import node_dtype, node_shape
 from torch import nn
 
 _CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)

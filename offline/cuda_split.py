@@ -10,6 +10,7 @@ and two walks over memory.
 
 from __future__ import annotations
 
+from kevolve.offline.cuda_launch import leaf_prologue, vector_choice
 from kevolve.offline.cuda_pair import combine_lines, merge_partials_lines, partial_lines, result_lines
 from kevolve.offline.cuda_row import SHARED, UNUSED, _RowWriter, block_combine
 from kevolve.offline.ir import ELEM, Group
@@ -108,8 +109,6 @@ def split_kernels(name: str, group: Group, p: KernelParams, vec: int | None = No
 def split_launcher(group: Group, k: int, name: str, p: KernelParams) -> str:
     """Python launcher: partials buffer, then the stage kernels in order on the current stream (the
     scalar twin's where a vectorized kernel would read a pointer that is not 16-byte aligned)."""
-    from kevolve.offline.emit import leaf_prologue, vector_choice
-
     args = [f"a{i}" for i in range(len(group.leaves))]
     n = chunks(group, p)
     parts = max(1, len(group.reductions) * group.rows * n)

@@ -25,7 +25,7 @@ from kevolve.offline.direct import (
 from kevolve.offline.ir import Group
 from kevolve.offline.partition import Fused
 from kevolve.offline.space import KernelParams
-from kevolve.offline.trace import node_dtype, node_shape
+from kevolve.offline.meta import node_dtype, node_shape
 from torch import nn
 
 _MAX = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3}

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from kevolve.offline.decompose import decompose
 from kevolve.records import Problem
 
 log = logging.getLogger(__name__)
@@ -64,8 +65,6 @@ def trace_problem(problem: Problem) -> Traced:
     except Exception as e:  # noqa: BLE001
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise TraceError(f"trace_failed: torch.fx cannot trace Model.forward ({type(e).__name__}: {first[:160]})") from None
-    from kevolve.offline.decompose import decompose
-
     try:
         with mode:
             inputs = list(ns["get_inputs"]())
@@ -79,15 +78,3 @@ def trace_problem(problem: Problem) -> Traced:
     log.info("traced %s: %d nodes", problem.name, len(gm.graph.nodes))
     return Traced(gm=gm, model=model, init_args=init_args, input_shapes=shapes)
 
-
-def node_shape(node: torch.fx.Node) -> tuple[int, ...] | None:
-    """The static shape of a tensor-valued node, None otherwise."""
-    tm = node.meta.get("tensor_meta")
-    if tm is None or not hasattr(tm, "shape"):
-        return None
-    return tuple(int(s) for s in tm.shape)
-
-
-def node_dtype(node: torch.fx.Node) -> torch.dtype | None:
-    tm = node.meta.get("tensor_meta")
-    return getattr(tm, "dtype", None)

@@ -31,6 +31,7 @@ from kevolve.offline.conv import _CONV, ConvSpec
 from kevolve.offline.ir import Group
 from kevolve.offline.partition import Fused
 from kevolve.offline.space import KernelParams
+from kevolve.offline.triton_launch import compile_kernel, launch_tail
 from kevolve.offline.triton_ops import emit, supported
 
 KIND = "tconv"
@@ -364,8 +365,6 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
         lines.append(f"    a1 = a1.reshape({s.groups}, {icg}, {ocg}, {kvol}).permute(0, 3, 1, 2).contiguous()"
                      if s.transposed else f"    a1 = a1.reshape({s.cout}, {icg}, {kvol}).transpose(1, 2).contiguous()")
     lines.append("    dev = a0.device")
-    from kevolve.offline.triton_mm import launch_tail
-
     args = ["a0", "a1", "out", *ops[2:], *epi]
     lines += launch_tail(name, repr(grid(g, p)), args, g, epi, epi_specs, constants(g, p))
     return "\n".join(lines) + "\n"
@@ -401,8 +400,6 @@ def conv_output(group: Group, operands: list[torch.Tensor]) -> torch.Tensor:
 
 def compile_for(kernel: object, group: Group, p: KernelParams, arch: int = 90) -> dict[str, str]:
     """Compile a generated kernel for `arch` without a GPU; the stages' text by name (ttir … ptx, cubin)."""
-    from kevolve.offline.triton_mm import compile_kernel
-
     consts, opts = constants(group, p)
     sig = {a: "*fp32" for a in pointer_args(group)} | dict.fromkeys(consts, "constexpr")
     return compile_kernel(kernel, sig, consts, opts, arch)
@@ -410,8 +407,6 @@ def compile_for(kernel: object, group: Group, p: KernelParams, arch: int = 90) -
 
 def compile_copy_for(kernel: object, group: Group, arch: int = 90) -> dict[str, str]:
     """Compile the library layout's channels-last copy (`_to_channels_last_source`) for `arch` without a GPU."""
-    from kevolve.offline.triton_mm import compile_kernel
-
     spec: TConvSpec = group.spec  # type: ignore[assignment]
     consts = {"BLOCK_C": _cl_block_c(spec.conv.cin), "BLOCK_S": CL_BLOCK_S}
     return compile_kernel(kernel, {"X": "*fp32", "Y": "*fp32"} | dict.fromkeys(consts, "constexpr"), consts,

@@ -24,7 +24,9 @@ from kevolve.offline.gemm import GemmShape
 from kevolve.offline.ir import Group, Leaf, LeafSpec, contiguous_strides
 from kevolve.offline.partition import Fused
 from kevolve.offline.space import KernelParams, bare_product
-from kevolve.offline.trace import node_dtype, node_shape
+from kevolve.offline.meta import node_dtype, node_shape
+from kevolve.offline import triton_conv
+from kevolve.offline.triton_launch import compile_kernel, launch_tail
 from kevolve.offline.triton_ops import emit, supported
 
 _MATMUL = {torch.matmul, torch.mm, torch.bmm, operator.matmul}
@@ -172,8 +174,6 @@ def triton_groups(gm: torch.fx.GraphModule, fused: list[Fused]) -> list[Fused] |
     (`triton_conv.py`): with the element-wise group after it as its epilogue where there is one, alone
     otherwise (a row kernel or a library call follows); None when the graph has no product or convolution
     to take over."""
-    from kevolve.offline import triton_conv
-
     out, owned = [], set()
     for fz in fused:
         new = None
@@ -204,8 +204,6 @@ def triton_groups(gm: torch.fx.GraphModule, fused: list[Fused]) -> list[Fused] |
 
 def _fuse_conv(gm: torch.fx.GraphModule, fz: Fused) -> Fused | None:
     """`fz` (a pointwise group) as the epilogue of the one library convolution it reads, if it can own it."""
-    from kevolve.offline import triton_conv
-
     convs = [c for r in fz.leaf_refs if isinstance(r, torch.fx.Node)
              and (c := triton_conv.library_conv(gm, r)) is not None]
     return triton_conv.fuse_epilogue(convs[0], fz) if len(convs) == 1 else None
@@ -356,17 +354,6 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     return "\n".join(lines) + "\n"
 
 
-def launch_tail(name: str, grid: str, args: list[str], g: Group, epi: list[str], epi_specs: list,
-                consts_opts: tuple[dict[str, object], dict[str, int]], zeroed: bool = False) -> list[str]:
-    """A Triton launcher's last lines: epilogue leaves made 0-d fp32 tensors (Python numbers) or contiguous,
-    the output (zeroed for a kernel that adds into it), the launch with its constexprs and options, the return."""
-    lines = [f"    {n} = torch.full((), float({n}), device=dev, dtype=torch.float32)" if leaf.scalar
-             else f"    {n} = {n}.contiguous()" for n, leaf in zip(epi, epi_specs, strict=True)]
-    kw = ", ".join(f"{k}={v!r}" for k, v in {**consts_opts[0], **consts_opts[1]}.items())
-    return lines + [f"    out = torch.{'zeros' if zeroed else 'empty'}({tuple(g.out_shape)!r}, device=dev, dtype=torch.float32)",
-                    f"    {name}[{grid}]({', '.join(args)}, {kw})", "    return out"]
-
-
 def product(group: Group, operands: list[torch.Tensor]) -> torch.Tensor:
     """The product an `mm` group computes, with torch (the CPU twin of the kernel's main loop)."""
     spec: MMSpec = group.spec  # type: ignore[assignment]
@@ -386,15 +373,3 @@ def compile_for(kernel: object, group: Group, p: KernelParams, arch: int = 90) -
     consts, opts = constants(group, p)
     sig = {a: "*fp32" for a in pointer_args(group)} | {a: "i32" for a in INT_ARGS} | dict.fromkeys(consts, "constexpr")
     return compile_kernel(kernel, sig, consts, opts, arch)
-
-
-def compile_kernel(kernel: object, sig: dict[str, str], consts: dict[str, object], opts: dict[str, int],
-                   arch: int = 90) -> dict[str, str]:
-    """`triton.compile` of a JITFunction for `arch` with no GPU present; the stages' text by name."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    out = triton.compile(ASTSource(fn=kernel, signature=sig, constexprs=consts),
-                         target=GPUTarget("cuda", arch, 32), options=opts)
-    return out.asm

@@ -1,0 +1,36 @@
+"""What every generated CUDA launcher shares (emit.py writes most, cuda_split.py the split rows'): the
+inputs made contiguous and `dev` set, and the choice between a vectorized kernel and its scalar twin."""
+
+from __future__ import annotations
+
+from kevolve.offline.cuda_row import row_vectorizes
+from kevolve.offline.ir import Group
+from kevolve.offline.space import KernelParams
+
+
+def has_scalar_twin(g: Group, p: KernelParams) -> bool:
+    """Whether a row group's kernel reads or writes vectors, so that it needs a scalar twin for
+    pointers that are not 16-byte aligned (a contiguous view into the middle of a tensor)."""
+    return p.vec > 1 and row_vectorizes(g, p.vec)
+
+
+def vector_choice(g: Group, name: str, p: KernelParams, tensors: list[str]) -> str:
+    """A launcher line choosing the kernel name `kn`: the vectorized kernel only where every pointer
+    is aligned to its vector width, else its scalar twin (never a misaligned vector access)."""
+    if not has_scalar_twin(g, p):
+        return f"    kn = {name!r}"
+    return (f"    kn = {name!r} if all(t.data_ptr() % {4 * p.vec} == 0 for t in ({', '.join(tensors)},)) "
+            f"else {name + '_v1'!r}")
+
+
+def leaf_prologue(g: Group) -> list[str]:
+    """Launcher lines: tensors made contiguous, Python numbers made 0-d fp32 tensors, `dev` set."""
+    first = next(i for i, leaf in enumerate(g.leaves) if not leaf.scalar)
+    lines = [f"    a{i} = a{i}.contiguous()" for i, leaf in enumerate(g.leaves) if not leaf.scalar]
+    lines.append(f"    dev = a{first}.device")
+    lines += [f"    a{i} = torch.full((), float(a{i}), device=dev, dtype=torch.float32)"
+              for i, leaf in enumerate(g.leaves) if leaf.scalar]
+    return lines
+
+
+__all__ = ["has_scalar_twin", "leaf_prologue", "vector_choice"]
