@@ -30,8 +30,9 @@ from kevolve.sandbox.build.service import Prebuilder
 log = logging.getLogger(__name__)
 
 # Types the checkpoint may deserialize (LangGraph refuses unregistered ones).
-_CHECKPOINT_TYPES = [("kevolve.records", n) for n in ("Problem", "Candidate", "Evaluation", "TimingStats",
-                                                      "CheckResult", "KernelLaunch", "Profile", "Outcome", "Origin")]
+_CHECKPOINT_TYPES = [("kevolve.records", n) for n in ("Problem", "Candidate", "OfflineChoice", "Evaluation",
+                                                      "TimingStats", "CheckResult", "KernelLaunch", "Profile",
+                                                      "Outcome", "Origin")]
 _CHECKPOINT_TYPES += [("kevolve.agent.state", n) for n in ("Job", "Trial", "Example")]
 
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kevolve.kernel_params import KernelParams, legacy_choice
 from kevolve.languages import LANGUAGES
 
 
@@ -97,6 +99,16 @@ class Problem(Record):
         return cls(id=content_hash(source), name=name, level=level, source=source, path=path)
 
 
+class OfflineChoice(Record):
+    """What the offline generator chose for a candidate, carried on its record: the loop's mutate, crossover and
+    repair jobs read their offline parents' settings here, never from the source."""
+
+    technique: str = Field(default="cuda", description=(
+        "the plan variant that made it: 'cuda' (library calls, CUDA kernels for the rest) or 'triton_mm' "
+        "(products with their element-wise epilogue as Triton kernels)"))
+    groups: tuple[KernelParams, ...] = Field(description="each fused group's kernel parameters, in the plan's order")
+
+
 class Candidate(Record):
     """A proposed implementation: Python source defining ModelNew (KernelBench convention)."""
 
@@ -109,9 +121,25 @@ class Candidate(Record):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    offline: OfflineChoice | None = Field(default=None, description="what the offline generator chose; None "
+                                          "from any other proposer")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_old_offline_choice(cls, data: Any) -> Any:
+        """A record saved before `offline` existed (run folders, checkpoints of 2026-11-27 and earlier) had the
+        offline generator's choice only as a comment in its source: read it there, once, on loading."""
+        if isinstance(data, dict) and "offline" not in data and isinstance(data.get("source"), str):
+            old = legacy_choice(data["source"], data.get("problem_id"))
+            if old is not None:
+                data = {**data, "offline": old}
+        return data
 
     @classmethod
     def from_source(cls, source: str, problem_id: str, **kw: object) -> Candidate:
+        """A new record for `source` (its id is the source's hash); `offline` only as given, never read from the
+        text."""
+        kw.setdefault("offline", None)
         return cls(id=content_hash(source), problem_id=problem_id, source=source, **kw)  # type: ignore[arg-type]
 
 

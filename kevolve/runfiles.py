@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from kevolve.kernel_params import legacy_choice
 from kevolve.records import Candidate, Evaluation, Origin, Record
 
 RUN_FORMAT = 2
@@ -104,7 +105,9 @@ class RunFiles:
 
     def _from_v1(self, ev: Evaluation, source: Path) -> SavedCandidate:
         trials, proposer = self._v1_context()
-        cand = Candidate.from_source(source.read_text(), self.problem_id, proposer=proposer)
+        text = source.read_text()  # an offline candidate's choice was a comment in its source then
+        cand = Candidate.from_source(text, self.problem_id, proposer=proposer,
+                                     offline=legacy_choice(text, self.problem_id))
         t = trials.get(cand.id)
         if t is not None:
             cand = cand.model_copy(update={"parent_ids": t.parents, "origin": t.operator, "cost_usd": t.cost_usd})

@@ -16,7 +16,7 @@ import torch.fx
 from kevolve.offline.direct import DirectKind, index_type, make_group, signature
 from kevolve.offline.ir import Group
 from kevolve.offline.partition import Fused
-from kevolve.offline.space import KernelParams
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.meta import node_dtype, node_shape
 
 

@@ -19,7 +19,7 @@ from kevolve.offline.ir import (
     walk,
 )
 from kevolve.offline.ops import cuda_call, cuda_float
-from kevolve.offline.space import KernelParams
+from kevolve.kernel_params import KernelParams
 
 PRELUDE = r"""
 #ifndef INFINITY

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kevolve.offline.cuda_row import row_vectorizes
 from kevolve.offline.ir import Group
-from kevolve.offline.space import KernelParams
+from kevolve.kernel_params import KernelParams
 
 
 def has_scalar_twin(g: Group, p: KernelParams) -> bool:

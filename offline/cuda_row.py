@@ -37,7 +37,7 @@ from kevolve.offline.ir import (
     contiguous_strides,
 )
 from kevolve.offline.ops import COMBINE
-from kevolve.offline.space import KernelParams
+from kevolve.kernel_params import KernelParams
 
 VEC_TYPE = {2: "float2", 4: "float4"}
 LANES = ("x", "y", "z", "w")

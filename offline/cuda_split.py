@@ -15,7 +15,7 @@ from kevolve.offline.cuda_pair import combine_lines, merge_partials_lines, parti
 from kevolve.offline.cuda_row import SHARED, UNUSED, _RowWriter, block_combine
 from kevolve.offline.ir import ELEM, Group
 from kevolve.offline.ops import COMBINE
-from kevolve.offline.space import KernelParams
+from kevolve.kernel_params import KernelParams
 
 SMS = 132  # H100 / H200; only sets how many chunks a row is cut into
 

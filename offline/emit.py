@@ -24,7 +24,8 @@ from kevolve.offline.cuda_launch import has_scalar_twin, leaf_prologue, vector_c
 from kevolve.offline.cuda_row import row_grid, row_kernel
 from kevolve.offline.ir import Group
 from kevolve.offline.partition import Fused
-from kevolve.offline.space import KernelParams, encode
+from kevolve.kernel_params import KernelParams
+from kevolve.offline.space import describe_all
 from kevolve.offline.trace import Traced, TraceError
 from kevolve.contract import parse_python
 
@@ -239,7 +240,7 @@ def _kernel_parts(fused: list[Fused], names: list[str], params: list[KernelParam
 
 
 def render(problem_source: str, traced: Traced, fused: list[Fused], params: list[KernelParams],
-           problem_id: str = "", technique: str = "cuda") -> str:
+           technique: str = "cuda") -> str:
     """The whole candidate source."""
     names = [_kernel_name(fz, k) for k, fz in enumerate(fused)]
     launchers = [launcher_source(fz, k, n, p) for k, (fz, n, p) in enumerate(zip(fused, names, params, strict=True))]
@@ -262,10 +263,16 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
     imports = (["import cupy as cp"] if uses_cuda else []) + ["import torch"] + (
         ["import triton\nimport triton.language as tl"] if uses_triton else [])
     parts = [f'"""kevolve offline candidate: {len(fused)} fused kernel(s) ({desc})."""',
-             encode(params, problem_id, technique), *imports, _strip_problem(problem_source),
+             _settings_line(params, fused, technique), *imports, _strip_problem(problem_source),
              *_kernel_parts(fused, names, params), *launchers, _graph_runtime(graph),
              "\n".join(_globals_block(glb, {})), "\n".join(cls)]
     return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _settings_line(params: list[KernelParams], fused: list[Fused], technique: str) -> str:
+    """A comment for the reader of the source (or of its archive entry); the loop never reads it back: the
+    candidate's record carries the choice (Candidate.offline)."""
+    return f"# offline parameters ({technique}): {describe_all(params, [fz.group for fz in fused])}"
 
 
 def traced_constants(traced: Traced) -> dict[str, torch.Tensor]:

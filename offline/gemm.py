@@ -15,7 +15,7 @@ import torch
 import torch.fx
 from kevolve.offline.ir import Group, Leaf, LeafSpec
 from kevolve.offline.partition import Fused
-from kevolve.offline.space import KernelParams
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.meta import node_dtype, node_shape
 
 _MATMUL = {torch.matmul, torch.mm, torch.bmm, operator.matmul}

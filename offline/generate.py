@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 from kevolve.offline.emit import render
 from kevolve.offline.partition import Fused, partition
-from kevolve.offline.space import KernelParams, default_params, legal
+from kevolve.kernel_params import KernelParams
+from kevolve.offline.space import default_params, legal
 from kevolve.offline.trace import Traced, TraceError, trace_problem
 
-from kevolve.records import Problem
+from kevolve.records import OfflineChoice, Problem
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,20 @@ class Plan:
     def source(self, params: list[KernelParams] | None = None) -> str:
         """A candidate source for these parameters (the defaults when None)."""
         ps = self.legalize(params if params is not None else self.defaults())
-        return render(self.problem.source, self.traced, self.fused, ps, self.problem.id, self.technique)
+        return render(self.problem.source, self.traced, self.fused, ps, self.technique)
+
+    def generate(self, params: list[KernelParams] | None = None) -> Generated:
+        """`source(params)` with what it was made with, as its Candidate record carries it."""
+        ps = self.legalize(params if params is not None else self.defaults())
+        return Generated(source=self.source(ps), choice=OfflineChoice(technique=self.technique, groups=tuple(ps)))
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One generated candidate: its source and the choice it was made with (for `Candidate.offline`)."""
+
+    source: str
+    choice: OfflineChoice
 
 
 def plan(problem: Problem) -> Plan:

@@ -24,7 +24,7 @@ from kevolve.offline.direct import (
 )
 from kevolve.offline.ir import Group
 from kevolve.offline.partition import Fused
-from kevolve.offline.space import KernelParams
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.meta import node_dtype, node_shape
 from torch import nn
 

@@ -1,10 +1,11 @@
-"""The offline proposer behind the agent's Proposer seam (agent/proposer.py), so the same LangGraph loop drives it.
+"""The offline generator as a proposer: which kernel parameters the next candidate gets, from its parents' choices.
 
-`OfflineProposer` answers each job from its parents' records: a translate job gets a generated
-candidate (each plan variant's defaults first — CUDA beside library calls, then Triton products with
-fused epilogues where the problem has products — then fresh parameter draws); a mutate, crossover or
-repair job's parents are offline candidates whose `# kevolve-offline:` line gives their variant and
-parameters, which are mutated or crossed. `SeededProposer` puts offline candidates into an LLM run's first generation.
+`OfflineGenerator.propose` answers one job with a source and the typed choice it was made with (`OfflineChoice`,
+carried on the candidate's record): a translate job gets each plan variant's defaults in turn (CUDA beside library
+calls, then Triton products with fused epilogues where the problem has products), then fresh parameter draws; a
+mutate or crossover job changes or crosses its offline parents' parameters; a repair job makes a failed parent's
+Triton products one precision more exact. The loop drives it through its proposer seam (agent/proposer.py);
+nothing here knows the loop.
 """
 
 from __future__ import annotations
@@ -13,33 +14,17 @@ import logging
 import random
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from kevolve.agent.llm.base import Completion, Message, NonRetryableLLMError
-from kevolve.offline.generate import Plan, plans
-from kevolve.offline.space import KernelParams, crossover, decode, decode_technique, more_precise, mutate
+from kevolve.kernel_params import KernelParams
+from kevolve.offline.generate import Generated, Plan, plans
+from kevolve.offline.space import crossover, more_precise, mutate
 from kevolve.offline.trace import TraceError
-from kevolve.agent.state import Job, Trial
-from kevolve.records import Origin, Problem
-
-if TYPE_CHECKING:
-    from kevolve.agent.proposer import Proposer
+from kevolve.records import Candidate, OfflineChoice, Origin, Problem
 
 log = logging.getLogger(__name__)
 
 
-def parent_params(sources: Sequence[str], problem_id: str, n_groups: int, technique: str = "cuda") -> list[list[KernelParams]]:
-    """Parameters of the parents that are offline candidates of this problem and technique (their
-    `# kevolve-offline:` line)."""
-    out = []
-    for src in sources:
-        got = decode(src, problem_id)
-        if got is not None and len(got) == n_groups and decode_technique(src) == technique:
-            out.append(got)
-    return out
-
-
-class OfflineProposer:
+class OfflineGenerator:
     """Proposes generated kernels for one problem; no network, no tokens, no cost."""
 
     name = "offline"
@@ -53,8 +38,8 @@ class OfflineProposer:
         self._translations = 0
 
     def plans(self) -> list[Plan]:
-        """Every plan variant of the traced problem (traced once), the CUDA one first; raises
-        NonRetryableLLMError with the trace verdict."""
+        """Every plan variant of the traced problem (traced once), the CUDA one first; raises TraceError with the
+        trace verdict (every time it is asked)."""
         with self._lock:
             if self._plans is None and self._error is None:
                 try:
@@ -62,28 +47,31 @@ class OfflineProposer:
                 except TraceError as e:
                     self._error = str(e)
             if self._plans is None:
-                raise NonRetryableLLMError(f"offline proposer: {self._error}")
+                raise TraceError(str(self._error))
             return self._plans
 
     def plan(self) -> Plan:
         """The CUDA plan (the first variant)."""
         return self.plans()[0]
 
-    def choose(self, parent_sources: Sequence[str]) -> tuple[Plan, list[KernelParams]]:
+    def _parents(self, choices: Sequence[OfflineChoice], plan: Plan) -> list[list[KernelParams]]:
+        """The parameters of the parents made by `plan`'s variant (as many groups as it has)."""
+        return [list(c.groups) for c in choices if c.technique == plan.technique and len(c.groups) == len(plan.fused)]
+
+    def choose(self, parents: Sequence[OfflineChoice] = ()) -> tuple[Plan, list[KernelParams]]:
         """The next candidate: the parents' variant crossed (two offline parents) or mutated (one), else a
         translation: each variant's defaults in turn, then fresh draws around them."""
         variants = self.plans()
-        techniques = [decode_technique(s) for s in parent_sources]
-        p = next((v for t in techniques for v in variants if v.technique == t), variants[0])
-        parents = parent_params(parent_sources, self.problem.id, len(p.fused), p.technique)
+        p = next((v for c in parents for v in variants if v.technique == c.technique), variants[0])
+        got = self._parents(parents, p)
         with self._lock:
             rng = self._rng
-            if len(parents) >= 2:
-                return p, [crossover(a, b, f.group, rng) for a, b, f in zip(parents[0], parents[1], p.fused, strict=True)]
-            if parents:
+            if len(got) >= 2:
+                return p, [crossover(a, b, f.group, rng) for a, b, f in zip(got[0], got[1], p.fused, strict=True)]
+            if got:
                 k = rng.randrange(len(p.fused))
                 return p, [mutate(x, f.group, rng) if i == k else x
-                           for i, (x, f) in enumerate(zip(parents[0], p.fused, strict=True))]
+                           for i, (x, f) in enumerate(zip(got[0], p.fused, strict=True))]
             self._translations += 1
             n = self._translations
         if n <= len(variants):
@@ -93,16 +81,12 @@ class OfflineProposer:
         with self._lock:
             return v, [mutate(x, f.group, self._rng) for x, f in zip(v.defaults(), v.fused, strict=True)]
 
-    def params_for(self, parent_sources: Sequence[str]) -> list[KernelParams]:
-        """The parameters `choose` picks (of whichever variant it picks)."""
-        return self.choose(parent_sources)[1]
-
-    def repair(self, parent_sources: Sequence[str]) -> tuple[Plan, list[KernelParams]] | None:
+    def repair(self, parents: Sequence[OfflineChoice]) -> tuple[Plan, list[KernelParams]] | None:
         """A failed parent with Triton products, again with them one precision more exact (tf32 -> tf32x3 ->
         ieee fp32: the repair that most often fixes an `incorrect` product); None when there is no such parent."""
-        for src in parent_sources:
-            v = next((v for v in self.plans() if v.technique == decode_technique(src)), None)
-            got = None if v is None else parent_params([src], self.problem.id, len(v.fused), v.technique)
+        for c in parents:
+            v = next((v for v in self.plans() if v.technique == c.technique), None)
+            got = None if v is None else self._parents([c], v)
             if v is None or not got:
                 continue
             fixed = [more_precise(p, f.group) for p, f in zip(got[0], v.fused, strict=True)]
@@ -110,34 +94,13 @@ class OfflineProposer:
                 return v, v.legalize(fixed)
         return None
 
-    def propose(self, job: Job, parents: Sequence[Trial], messages: list[Message], sample: str) -> Completion:
-        sources = [t.candidate.source for t in parents if t.candidate is not None]
-        fixed = self.repair(sources) if job.operator is Origin.REPAIR else None
-        plan_, params = fixed if fixed is not None else self.choose(sources)
-        return Completion(text=f"```python\n{plan_.source(params)}```\n", model=self.name)
+    def propose(self, operator: Origin, parents: Sequence[Candidate]) -> Generated:
+        """The candidate for a job of `operator` whose parents are `parents` (only the offline ones of this
+        problem count); raises TraceError when the problem gives nothing to generate."""
+        choices = [c.offline for c in parents if c.offline is not None and c.problem_id == self.problem.id]
+        fixed = self.repair(choices) if operator is Origin.REPAIR else None
+        plan_, params = fixed if fixed is not None else self.choose(choices)
+        return plan_.generate(params)
 
 
-class SeededProposer:
-    """A proposer whose run starts with offline candidates: the first `seeds` translate jobs of generation
-    0 are answered by the offline proposer, everything else by `base` (mutations of offline parents
-    included, so the LLM can improve on them)."""
-
-    def __init__(self, base: Proposer, offline: OfflineProposer, seeds: int = 1) -> None:
-        self.base, self.offline, self.seeds = base, offline, seeds
-        self.name = base.name
-        self._given = 0
-        self._lock = threading.Lock()
-
-    def propose(self, job: Job, parents: Sequence[Trial], messages: list[Message], sample: str) -> Completion:
-        with self._lock:
-            take = job.generation == 0 and job.operator is Origin.TRANSLATE and self._given < self.seeds
-            self._given += take
-        if take:
-            try:
-                return self.offline.propose(job, parents, messages, sample)
-            except NonRetryableLLMError as e:  # nothing to fuse / untraceable: the LLM translates instead
-                log.info("no offline seed: %s", e)
-        return self.base.propose(job, parents, messages, sample)
-
-
-__all__ = ["OfflineProposer", "SeededProposer", "parent_params"]
+__all__ = ["OfflineGenerator"]

@@ -5,7 +5,7 @@ calls; Triton products with fused epilogues), then children made by mutating or 
 verified parents' parameters within the winning variant. It stops at a candidate count, at a time
 limit, at a budget of evaluation seconds (the GPU time the trials held), or once the best candidate
 is near its roofline, where more tuning has little left to find. Used directly by batch scripts; inside `kevolve optimize`
-the agent's own loop drives the same operators through `proposer.OfflineProposer`.
+the agent's own loop drives the same operators through `proposer.OfflineGenerator`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from kevolve.offline.generate import Plan
-from kevolve.offline.space import KernelParams, crossover, more_precise, mutate
+from kevolve.kernel_params import KernelParams
+from kevolve.offline.generate import Generated, Plan
+from kevolve.offline.space import crossover, more_precise, mutate
 
 from kevolve.records import Evaluation, Outcome
 
@@ -171,10 +172,11 @@ def _stop(result: SearchResult, limits: Limits, t0: float) -> str:
     return ""
 
 
-def search(plans: Plan | Sequence[Plan], evaluate: Callable[[str], Evaluation], budget: int = 6, population: int = 3,
-           time_limit_s: float | None = None, seed: int = 0, gpu_seconds: float | None = None,
+def search(plans: Plan | Sequence[Plan], evaluate: Callable[[Generated], Evaluation], budget: int = 6,
+           population: int = 3, time_limit_s: float | None = None, seed: int = 0, gpu_seconds: float | None = None,
            roofline: float = 0.9) -> SearchResult:
-    """Evaluate every variant's defaults, then evolve the best variant until a limit is reached."""
+    """Evaluate every variant's defaults, then evolve the best variant until a limit is reached. `evaluate` gets
+    each candidate's source with its choice (for `Candidate.offline`)."""
     rng = random.Random(seed)
     variants = [plans] if isinstance(plans, Plan) else list(plans)
     limits = Limits(budget=budget, time_limit_s=time_limit_s, gpu_seconds=gpu_seconds, roofline=roofline,
@@ -202,9 +204,9 @@ def search(plans: Plan | Sequence[Plan], evaluate: Callable[[str], Evaluation], 
                 result.stopped = "exhausted"
                 return result
         plan, params = queue.pop(0)
-        src = plan.source(params)
-        ev = evaluate(src)
-        result.trials.append(Trial(params=params, source=src, evaluation=ev, technique=plan.technique))
+        got = plan.generate(params)
+        ev = evaluate(got)
+        result.trials.append(Trial(params=params, source=got.source, evaluation=ev, technique=plan.technique))
         queue[:0] = [(plan, c) for c in _precision_fallback(plan, result.trials[-1], seen)]
         log.info("%s: trial %d [%s] %s %s", plan.problem.name, len(result.trials), plan.technique, ev.outcome.value,
                  (f"{ev.speedup:.2f}x" + ("" if ev.speedup_launch is None else f" ({ev.speedup_launch:.2f}x launch work counted)"))

@@ -1,17 +1,16 @@
-"""The tunable parameters of generated kernels and the search operators over them.
+"""The space of generated kernels' parameters (`KernelParams`, kevolve/kernel_params.py): defaults, legal
+values, and the search operators over them.
 
-A candidate's parameters are written into its source as one JSON comment line
-(`# kevolve-offline: {...}`), so the evolutionary loop's mutate / crossover jobs can read the
-parent's settings back from the parent's source and change them.
+What a candidate was made with travels beside its source as a typed record (`Candidate.offline`, an
+`OfflineChoice`), so the loop's mutate / crossover / repair jobs read their parents' settings from it.
 """
 
 from __future__ import annotations
 
-import json
 import random
-import re
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import fields, replace
 
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.ir import Group, Leaf
 
 BLOCKS = (64, 128, 256, 512, 1024)
@@ -31,57 +30,8 @@ CONV_PRECISIONS = ("tf32", "tf32x3", "ieee")
 """Triton convolutions ('tconv'): TF32 first, as cuDNN runs PyTorch's float32 convolutions by default"""
 TRITON_KINDS = ("mm", "tconv")
 SMEM_BYTES = 200 * 1024  # an H100 block may use up to 227 KB of shared memory; leave room for the epilogue
-MARK = "# kevolve-offline: "
 _MM_FIELDS = ("tile_m", "tile_n", "tile_k", "warps", "stages", "precision", "layout", "split_k")
 LAYOUTS = ("nchw", "nhwc", "library")
-_MARK_RE = re.compile(r"^# kevolve-offline: (\{.*\})\s*$", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class KernelParams:
-    """Settings of one generated kernel (each group has its own)."""
-
-    block: int = 256
-    """threads per block"""
-    vec: int = 4
-    """pointwise and row kernels: elements per vector load/store (float4 = 4) where the layout is contiguous;
-    a scalar twin runs when a pointer is not 16-byte aligned"""
-    ilp: int = 1
-    """pointwise: vector slots per thread per loop iteration (independent loads in flight)"""
-    waves: int = 8
-    """grid size cap, in blocks per SM (grid-stride loops cover the rest)"""
-    strategy: str = "block"
-    """row kernels: a block, a warp or a thread per row, or several blocks per row ('split')"""
-    unroll: int = 1
-    """row kernels: vector loads in flight per thread in each walk over a row"""
-    onepass: bool = True
-    """row kernels: mean+variance (Welford) and max+sum-of-exp (online softmax) in one walk, not two"""
-    graph: bool = False
-    """the whole forward captured once and replayed as a CUDA graph (read from the first group; the search
-    tries it on its best candidate, it is never a default)"""
-    tile_m: int = 128
-    """Triton product ('mm' groups): rows of the output tile"""
-    tile_n: int = 128
-    """Triton product: columns of the output tile"""
-    tile_k: int = 32
-    """Triton product: depth of each step along K"""
-    warps: int = 8
-    """Triton product: warps per program"""
-    stages: int = 3
-    """Triton product: software-pipeline stages (tiles in flight in shared memory)"""
-    precision: str = "tf32x3"
-    """Triton product: 'tf32x3' (three TF32 tensor-core products, fp32-level error) or 'ieee' (fp32 FMA)"""
-    layout: str = "nchw"
-    """Triton convolution: 'nchw' reads the input as it is (one flat loop over channels x window), 'nhwc' has
-    the launcher make it channels-last, so each step's loads run along a group's channels; 'library' (2-d and
-    3-d) leaves the convolution to the library (cuDNN) on channels-last input and weight, without its bias,
-    and the kernel is only the epilogue: bias and element-wise chain on the channels-last result, written
-    in the output's own layout (what Inductor does: on the H100, cuDNN's TF32 convolution of KernelBench L2 1
-    ran 2.86 ms NCHW with its bias, 0.87 ms channels-last without)"""
-    split_k: int = 1
-    """Triton product with no epilogue: K cut into this many slices, one program per (tile, slice), each
-    adding its partial product into a zeroed output (a matrix-vector product's 16 row tiles of a 1M-long K,
-    KernelBench L1 4, kept 16 of the H100's 132 SMs busy: 0.13x eager)"""
 
 
 def default_params(group: Group) -> KernelParams:
@@ -280,51 +230,6 @@ def crossover(a: KernelParams, b: KernelParams, group: Group, rng: random.Random
     names = [f.name for f in fields(KernelParams) if (f.name in _MM_FIELDS) == (group.kind in TRITON_KINDS)]
     vals = {n: getattr(a if rng.random() < 0.5 else b, n) for n in names}
     return legal(replace(a, **vals), group)
-
-
-def _compact(p: KernelParams) -> dict:
-    """The settings of `p`; the Triton product's only where they differ from the defaults."""
-    d, base = asdict(p), KernelParams()
-    return {k: v for k, v in d.items() if k not in _MM_FIELDS or v != getattr(base, k)}
-
-
-def encode(params: list[KernelParams], problem_id: str = "", technique: str = "cuda") -> str:
-    """The marker line carried in a generated source (`technique`: which plan variant made it)."""
-    data: dict = {"problem": problem_id, "groups": [_compact(p) for p in params]}
-    if technique != "cuda":
-        data["technique"] = technique
-    return MARK + json.dumps(data, separators=(",", ":"))
-
-
-def _marker(source: str, problem_id: str | None) -> dict | None:
-    m = _MARK_RE.search(source)
-    if m is None:
-        return None
-    try:
-        data = json.loads(m.group(1))
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or (problem_id is not None and data.get("problem") != problem_id):
-        return None
-    return data
-
-
-def decode(source: str, problem_id: str | None = None) -> list[KernelParams] | None:
-    """The parameters a generated source was made with (for `problem_id`, when given), or None if it is
-    not an offline candidate (of that problem)."""
-    data = _marker(source, problem_id)
-    if data is None:
-        return None
-    try:
-        return [KernelParams(**g) for g in data["groups"]]
-    except (ValueError, TypeError, KeyError):
-        return None
-
-
-def decode_technique(source: str) -> str | None:
-    """The technique named in a generated source's marker ('cuda' for markers written before techniques)."""
-    data = _marker(source, None)
-    return None if data is None else str(data.get("technique", "cuda"))
 
 
 def describe(p: KernelParams, group: Group) -> str:

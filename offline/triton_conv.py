@@ -30,7 +30,7 @@ import torch.fx
 from kevolve.offline.conv import _CONV, ConvSpec
 from kevolve.offline.ir import Group
 from kevolve.offline.partition import Fused
-from kevolve.offline.space import KernelParams
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.triton_launch import compile_kernel, launch_tail
 from kevolve.offline.triton_ops import emit, supported
 

@@ -23,7 +23,8 @@ from kevolve.offline.canon import ParamRef
 from kevolve.offline.gemm import GemmShape
 from kevolve.offline.ir import Group, Leaf, LeafSpec, contiguous_strides
 from kevolve.offline.partition import Fused
-from kevolve.offline.space import KernelParams, bare_product
+from kevolve.kernel_params import KernelParams
+from kevolve.offline.space import bare_product
 from kevolve.offline.meta import node_dtype, node_shape
 from kevolve.offline import triton_conv
 from kevolve.offline.triton_launch import compile_kernel, launch_tail

@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from kevolve.offline.space import KernelParams, describe_all, mutate
+from kevolve.kernel_params import KernelParams
+from kevolve.offline.space import describe_all, mutate
 
 if TYPE_CHECKING:
     from kevolve.offline.generate import Plan

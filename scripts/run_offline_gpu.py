@@ -56,8 +56,9 @@ def run_problem(sp, args, sandbox, config) -> dict:
     except TraceError as e:
         return row | {"status": "no_candidate", "reason": str(e), "wall_s": time.monotonic() - t0}
 
-    def evaluate(src: str):
-        cand = Candidate.from_source(src, sp.problem.id, origin=Origin.OFFLINE, proposer="offline")
+    def evaluate(got):
+        cand = Candidate.from_source(got.source, sp.problem.id, origin=Origin.OFFLINE, proposer="offline",
+                                     offline=got.choice)
         return sandbox.evaluate(sp.problem, cand, config)
 
     try:

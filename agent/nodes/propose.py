@@ -73,20 +73,24 @@ def propose(task: dict[str, Any], runtime: Runtime[Context]) -> Command:
     if ctx.fatal is not None:  # a concurrent proposal already hit a permanent error
         raise NonRetryableLLMError(ctx.fatal)
     try:
-        reply = ctx.proposer.propose(job, parents, messages, sample=f"{ctx.config.evolution.seed}:{job.id}")
+        proposal = ctx.proposer.propose(job, parents, messages, sample=f"{ctx.config.evolution.seed}:{job.id}")
     except NonRetryableLLMError as e:
         ctx.fatal = str(e)
         raise  # bad key, unknown model: stop the run
     except LLMError as e:
         log.warning("%s: %s", job.id, e)
         return _skip(job, "llm_error", str(e), None)
-    got = extract_code(reply.text)
-    if got.source is None:
-        log.info("%s (%s): no usable code: %s", job.id, job.operator.value, got.reason)
-        return _skip(job, "no_code", got.reason, reply)
-    cand = Candidate.from_source(got.source, problem.id, parent_ids=job.parent_ids, origin=job.operator,
+    reply, source = proposal.reply, proposal.source
+    if source is None:
+        got = extract_code(reply.text)
+        if got.source is None:
+            log.info("%s (%s): no usable code: %s", job.id, job.operator.value, got.reason)
+            return _skip(job, "no_code", got.reason, reply)
+        source = got.source
+    cand = Candidate.from_source(source, problem.id, parent_ids=job.parent_ids, origin=job.operator,
                                  proposer=ctx.proposer.name, prompt_tokens=reply.prompt_tokens,
-                                 completion_tokens=reply.completion_tokens, cost_usd=reply.cost_usd)
+                                 completion_tokens=reply.completion_tokens, cost_usd=reply.cost_usd,
+                                 offline=proposal.offline)
     depth = parents[0].repair_depth + 1 if job.operator is Origin.REPAIR and parents else 0
     dup = ctx.novelty.claim(cand.id, cand.source)
     if dup is not None:

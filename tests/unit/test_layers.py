@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import kevolve.agent
+import kevolve.offline
 import kevolve.sandbox
 
 
@@ -21,8 +22,8 @@ def _imported_modules(path: Path) -> set[str]:
     return mods
 
 
-@pytest.mark.parametrize("package", [kevolve.agent, kevolve.sandbox], ids=lambda p: p.__name__)
-def test_sandbox_and_agent_do_not_import_the_kernelbench_package(package) -> None:
+@pytest.mark.parametrize("package", [kevolve.agent, kevolve.offline, kevolve.sandbox], ids=lambda p: p.__name__)
+def test_sandbox_agent_and_offline_do_not_import_the_kernelbench_package(package) -> None:
     root = Path(package.__file__).parent
     offenders = {str(f.relative_to(root)): sorted(m for m in _imported_modules(f) if m.startswith("kevolve.kernelbench"))
                  for f in root.rglob("*.py")}
@@ -56,9 +57,12 @@ def _kevolve_imports(path: Path, name: str, known: set[str]) -> set[str]:
     return found
 
 
-def _import_graph(package) -> dict[str, set[str]]:
-    root = Path(package.__file__).parent
-    files = {_module_name(root, package.__name__, f): f for f in root.rglob("*.py")}
+def _import_graph(*packages) -> dict[str, set[str]]:
+    """Module -> the modules it imports, among every module of `packages` (a cycle may run through several)."""
+    files = {}
+    for package in packages:
+        root = Path(package.__file__).parent
+        files |= {_module_name(root, package.__name__, f): f for f in root.rglob("*.py")}
     return {m: _kevolve_imports(f, m, set(files)) for m, f in files.items()}
 
 
@@ -95,6 +99,17 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_sandbox_has_no_import_cycle_even_through_lazy_imports() -> None:
     assert _cycles(_import_graph(kevolve.sandbox)) == []
+
+
+def test_the_loop_and_the_offline_generator_have_no_import_cycle_even_through_lazy_imports() -> None:
+    assert _cycles(_import_graph(kevolve.agent, kevolve.offline)) == []
+
+
+def test_the_offline_generator_does_not_import_the_loop() -> None:
+    """The loop drives the generator through its proposer seam (agent/proposer.py); the generator knows records only."""
+    graph = _import_graph(kevolve.agent, kevolve.offline)
+    assert sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps
+                  if m.startswith("kevolve.offline") and d.startswith("kevolve.agent")) == []
 
 
 # Which zone of the sandbox may import which (sandbox/*/__init__.py say what each zone is). The runner shares a

@@ -19,7 +19,7 @@ from kevolve.offline.cuda_row import vector_leaf, vector_out
 from kevolve.offline.generate import plan, plans
 from kevolve.offline.interpret import run_plan
 from kevolve.offline.search import search
-from kevolve.offline.space import decode, legal, mutate
+from kevolve.offline.space import legal, mutate
 from kevolve.contract import load_problem, problem_from_source
 from kevolve.records import Evaluation, Outcome, TimingStats
 from kevolve.sandbox.policy.candidate import check_policy
@@ -171,9 +171,10 @@ def test_row_mutations_reach_vector_width_and_one_pass_and_stay_legal():
 def test_graph_candidate_replays_the_traced_forward_behind_the_same_guards():
     p = plan(load_problem(FIXTURES / "instnorm_logsoftmax.py"))
     params = p.defaults()
-    plain, graphed = p.source(params), p.source([replace(params[0], graph=True), *params[1:]])
+    plain, got = p.source(params), p.generate([replace(params[0], graph=True), *params[1:]])
+    graphed = got.source
     assert "CUDAGraph" not in plain and "self._kv_replay((" in graphed
-    assert decode(graphed)[1].graph  # the setting is the whole forward's: every group carries it
+    assert got.choice.groups[1].graph  # the setting is the whole forward's: every group carries it
     assert check_policy(graphed) is None
     ns = _exec(graphed)
     torch.manual_seed(0)
@@ -222,7 +223,7 @@ def _timing(ms: float) -> TimingStats:
 
 def test_search_tries_the_graph_once_on_its_best_multi_kernel_candidate():
     p = plan(load_problem(FIXTURES / "instnorm_logsoftmax.py"))
-    evaluate = lambda src: Evaluation(candidate_id="c", problem_id=p.problem.id, outcome=Outcome.OK,  # noqa: E731
+    evaluate = lambda got: Evaluation(candidate_id="c", problem_id=p.problem.id, outcome=Outcome.OK,  # noqa: E731
                                       reason="ok", timing=_timing(0.5), ref_timing=_timing(1.0))
     res = search(p, evaluate, budget=8)
     graphs = [t for t in res.trials if t.params[0].graph]
@@ -233,8 +234,8 @@ def test_search_retries_an_incorrect_tf32x3_product_in_ieee():
     variants = plans(load_problem(FIXTURES / "only_matmul.py"))
     tri = next(v for v in variants if v.technique == "triton_mm")
 
-    def evaluate(src: str) -> Evaluation:
-        prec = decode(src)[0].precision
+    def evaluate(got) -> Evaluation:  # noqa: ANN001 - a Generated
+        prec = got.choice.groups[0].precision
         ok = prec == "ieee"
         return Evaluation(candidate_id="c", problem_id=tri.problem.id, outcome=Outcome.OK if ok else Outcome.INCORRECT,
                           reason="ok" if ok else "incorrect: max error", timing=_timing(0.5) if ok else None,
@@ -246,11 +247,11 @@ def test_search_retries_an_incorrect_tf32x3_product_in_ieee():
 
 
 def test_offline_repair_of_a_tf32x3_parent_proposes_ieee_products():
-    from kevolve.offline.proposer import OfflineProposer
+    from kevolve.offline.proposer import OfflineGenerator
 
     problem = load_problem(FIXTURES / "only_matmul.py")
-    prop = OfflineProposer(problem)
+    prop = OfflineGenerator(problem)
     tri = next(v for v in prop.plans() if v.technique == "triton_mm")
-    got = prop.repair([tri.source()])
+    got = prop.repair([tri.generate().choice])
     assert got is not None and got[0].technique == "triton_mm" and got[1][0].precision == "ieee"
-    assert prop.repair([tri.source(got[1])]) is None  # already ieee: nothing left to repair this way
+    assert prop.repair([tri.generate(got[1]).choice]) is None  # already ieee: nothing left to repair this way

@@ -9,10 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from kevolve.offline.generate import plans
-from kevolve.offline.proposer import OfflineProposer
+from kevolve.kernel_params import KernelParams
+from kevolve.offline.generate import Generated, plans
+from kevolve.offline.proposer import OfflineGenerator
 from kevolve.offline.search import search
-from kevolve.offline.space import KernelParams, bare_product, decode, decode_technique, legal, mutate
+from kevolve.offline.space import bare_product, legal, mutate
 from kevolve.offline.triton_mm import kernel_source
 from kevolve.contract import load_problem
 from kevolve.records import Evaluation, Outcome, Profile, TimingStats
@@ -49,9 +50,10 @@ def test_an_elementwise_chain_after_a_linear_layer_becomes_its_epilogue():
     p = _triton_plan("gemm_batchnorm")
     (g,) = [f.group for f in p.fused]
     assert g.kind == "mm" and g.spec.b_layout == "nk" and g.spec.bias
-    src = p.source()
+    got = p.generate()
+    src = got.source
     assert "self.gemm(" not in src.split("class ModelNew")[1] and "kv_mm_0" in custom_kernel_names(src)
-    assert decode_technique(src) == "triton_mm" and decode(src, p.problem.id) == p.legalize(p.defaults())
+    assert got.choice.technique == "triton_mm" and list(got.choice.groups) == p.legalize(p.defaults())
 
 
 def test_the_linear_gelu_fixture_is_one_triton_product_with_its_epilogue_in_tf32x3():
@@ -172,9 +174,9 @@ def test_sliced_products_match_the_module_under_the_interpreter():
     assert triton_check("--compile", "matvec") == {"matvec": ["wgmma", "fma"]}  # tf32x3, then ieee
 
 
-def _verdict(src: str, problem_id: str) -> Evaluation:
+def _verdict(got: Generated, problem_id: str) -> Evaluation:
     """The Triton variant is faster and reports its roofline; CUDA candidates are slower."""
-    tri = decode_technique(src) == "triton_mm"
+    tri = got.choice.technique == "triton_mm"
     ms = 0.5 if tri else 0.9
     t = lambda v: TimingStats(median_ms=v, mean_ms=v, min_ms=v, max_ms=v, iqr_ms=0.0, trials=5, method="fake")  # noqa: E731
     return Evaluation(candidate_id="c", problem_id=problem_id, outcome=Outcome.OK, reason="ok", timing=t(ms),
@@ -183,7 +185,7 @@ def _verdict(src: str, problem_id: str) -> Evaluation:
 
 def test_search_tries_every_variant_and_stops_at_the_roofline():
     ps = plans(load_problem(FIXTURES / "gemm_batchnorm.py"))
-    res = search(ps, lambda src: _verdict(src, ps[0].problem.id), budget=8)
+    res = search(ps, lambda got: _verdict(got, ps[0].problem.id), budget=8)
     assert [t.technique for t in res.trials] == ["cuda", "triton_mm"]
     assert res.best.technique == "triton_mm" and res.stopped == "roofline"
 
@@ -193,8 +195,8 @@ def test_a_library_call_at_its_roofline_does_not_stop_the_search_before_the_trit
     there; the TF32x3 variant can be faster than that roof, so it must run once."""
     ps = plans(load_problem(FIXTURES / "gemm_batchnorm.py"))
 
-    def at_roof(src: str) -> Evaluation:
-        ev = _verdict(src, ps[0].problem.id)
+    def at_roof(got: Generated) -> Evaluation:
+        ev = _verdict(got, ps[0].problem.id)
         return ev.model_copy(update={"profile": Profile(roofline_fraction=0.99)})
 
     res = search(ps, at_roof, budget=8)
@@ -206,8 +208,8 @@ def test_a_fraction_far_above_the_roof_does_not_stop_the_search():
     stopped after one candidate; such a fraction says the roof is wrong, so the budget decides."""
     ps = plans(load_problem(FIXTURES / "gemm_batchnorm.py"))
 
-    def above(src: str) -> Evaluation:
-        ev = _verdict(src, ps[0].problem.id)
+    def above(got: Generated) -> Evaluation:
+        ev = _verdict(got, ps[0].problem.id)
         return ev.model_copy(update={"profile": Profile(roofline_fraction=1.66)})
 
     res = search(ps, above, budget=4)
@@ -216,14 +218,14 @@ def test_a_fraction_far_above_the_roof_does_not_stop_the_search():
 
 def test_search_stops_at_its_gpu_seconds():
     ps = plans(load_problem(FIXTURES / "gemm_batchnorm.py"))
-    res = search(ps, lambda src: _verdict(src, ps[0].problem.id), budget=8, gpu_seconds=5.0, roofline=2.0)
+    res = search(ps, lambda got: _verdict(got, ps[0].problem.id), budget=8, gpu_seconds=5.0, roofline=2.0)
     assert len(res.trials) == 3 and res.stopped == "gpu_seconds" and res.gpu_seconds == 6.0
 
 
 def test_offline_proposer_translates_each_variant_then_mutates_within_the_parents_variant():
-    prop = OfflineProposer(load_problem(FIXTURES / "gemm_batchnorm.py"))
+    prop = OfflineGenerator(load_problem(FIXTURES / "gemm_batchnorm.py"))
     first, second = prop.choose([]), prop.choose([])
     assert (first[0].technique, second[0].technique) == ("cuda", "triton_mm")
-    parent = second[0].source(second[1])
+    parent = second[0].generate(second[1]).choice
     child_plan, child = prop.choose([parent])
     assert child_plan.technique == "triton_mm" and child != second[1]
