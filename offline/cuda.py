@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.ir import (
     Const,
     Expr,
@@ -19,7 +20,6 @@ from kevolve.offline.ir import (
     walk,
 )
 from kevolve.offline.ops import cuda_call, cuda_float
-from kevolve.kernel_params import KernelParams
 
 PRELUDE = r"""
 #ifndef INFINITY

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.cuda import (
     _Emitter,
     _idx_type,
@@ -37,7 +38,6 @@ from kevolve.offline.ir import (
     contiguous_strides,
 )
 from kevolve.offline.ops import COMBINE
-from kevolve.kernel_params import KernelParams
 
 VEC_TYPE = {2: "float2", 4: "float4"}
 LANES = ("x", "y", "z", "w")

@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 import torch.fx
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.canon import ParamRef
 from kevolve.offline.ir import Group, Leaf, LeafSpec
 from kevolve.offline.partition import Fused
-from kevolve.kernel_params import KernelParams
 
 CTYPE = {torch.float32: "float", torch.int64: "long long", torch.bool: "bool", torch.int32: "int"}
 

@@ -18,13 +18,12 @@ from typing import Any
 
 import torch
 import torch.fx
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.canon import ParamRef
 from kevolve.offline.cuda import PRELUDE, pointwise_kernel
 from kevolve.offline.cuda_launch import has_scalar_twin, leaf_prologue, vector_choice
 from kevolve.offline.cuda_row import row_grid, row_kernel
-from kevolve.offline.ir import Group
 from kevolve.offline.partition import Fused
-from kevolve.kernel_params import KernelParams
 from kevolve.offline.space import describe_all
 from kevolve.offline.trace import Traced, TraceError
 from kevolve.contract import parse_python

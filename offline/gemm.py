@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import torch
 import torch.fx
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.ir import Group, Leaf, LeafSpec
 from kevolve.offline.partition import Fused
-from kevolve.kernel_params import KernelParams
 from kevolve.offline.meta import node_dtype, node_shape
 
 _MATMUL = {torch.matmul, torch.mm, torch.bmm, operator.matmul}

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.emit import render
 from kevolve.offline.partition import Fused, partition
-from kevolve.kernel_params import KernelParams
 from kevolve.offline.space import default_params, legal
 from kevolve.offline.trace import Traced, TraceError, trace_problem
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.fx
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.direct import (
     DirectKind,
     grid_stride,
@@ -24,7 +25,6 @@ from kevolve.offline.direct import (
 )
 from kevolve.offline.ir import Group
 from kevolve.offline.partition import Fused
-from kevolve.kernel_params import KernelParams
 from kevolve.offline.meta import node_dtype, node_shape
 from torch import nn
 

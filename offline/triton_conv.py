@@ -27,10 +27,11 @@ from dataclasses import dataclass
 
 import torch
 import torch.fx
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.conv import _CONV, ConvSpec
 from kevolve.offline.ir import Group
 from kevolve.offline.partition import Fused
-from kevolve.kernel_params import KernelParams
+from kevolve.offline.triton_cl import big_offsets, channels_last_source, library_call
 from kevolve.offline.triton_launch import compile_kernel, launch_tail
 from kevolve.offline.triton_ops import emit, supported
 
@@ -135,13 +136,6 @@ def constants(group: Group, p: KernelParams) -> tuple[dict[str, object], dict[st
             {"num_warps": p.warps, "num_stages": p.stages})
 
 
-def _big(s: ConvSpec) -> bool:
-    """Whether flat offsets can pass int32 (KernelBench level 1 has multi-GB inputs and outputs)."""
-    n_in = s.batch * s.cin * math.prod(s.in_size)
-    n_out = s.batch * s.cout * math.prod(s.out_size)
-    return max(n_in, n_out) >= 2**31 - 1
-
-
 def _unravel(var: str, sizes: tuple[int, ...], names: list[str]) -> list[str]:
     """Lines splitting flat `var` (row-major over `sizes`) into `names`, innermost by % and //."""
     lines, rest = [], var
@@ -167,9 +161,9 @@ def kernel_source(name: str, group: Group, p: KernelParams) -> str:
           "rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)", "rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)",
           f"mmask = rm < {spec.m}", f"nmask = rn < {ocg}", f"rmc = rm % {spec.m}"]
     L += _unravel("rmc", (s.batch, *s.out_size), ["n", *(f"o{d}" for d in range(nd))])
-    nb = "n.to(tl.int64)" if _big(s) else "n"
+    nb = "n.to(tl.int64)" if big_offsets(s) else "n"
     if p.layout == "library":  # X is the library's convolution, channels-last: [n, o..., cout]
-        rows = "rmc.to(tl.int64)" if _big(s) else "rmc"
+        rows = "rmc.to(tl.int64)" if big_offsets(s) else "rmc"
         L += ["cmask = mmask[:, None] & nmask[None, :]",
               f"acc = tl.load(X + ({rows} * {s.cout})[:, None] + (g * {ocg} + rn)[None, :], mask=cmask, other=0.0)"]
     else:
@@ -202,38 +196,7 @@ def {name}({", ".join(pointer_args(group))},
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREC: tl.constexpr):
     """{group.describe()}"""
 {body}
-''' + (_to_channels_last_source(name + "_cl", s) if p.layout == "library" else "")
-
-
-CL_BLOCK_S = 64
-"""the input's channels-last copy: spatial positions per tile"""
-
-
-def _cl_block_c(cin: int) -> int:
-    """Channels per tile of the channels-last copy: the channels rounded up to a power of two, 4 to 64."""
-    return max(4, min(64, 1 << (cin - 1).bit_length()))
-
-
-def _to_channels_last_source(name: str, s: ConvSpec) -> str:
-    """A kernel copying the NCHW input to channels-last, a (channels x positions) tile per program: loads run along
-    the positions, stores along the channels. On the H100 torch's own copy (`.contiguous(memory_format=…)`) took
-    0.595 ms for KernelBench L2 1's input, Inductor's tiled Triton copy 0.357 ms."""
-    sp = math.prod(s.in_size)
-    n = "tl.program_id(2).to(tl.int64)" if _big(s) else "tl.program_id(2)"
-    rc = "rc.to(tl.int64)" if s.cin * sp >= 2**31 - 1 else "rc"
-    rs = "rs.to(tl.int64)" if s.cin * sp >= 2**31 - 1 else "rs"
-    return f'''
-
-@triton.jit
-def {name}(X, Y, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr):
-    """the convolution's input [{s.batch}, {s.cin}, {sp}] copied to [{s.batch}, {sp}, {s.cin}]"""
-    base = {n} * {s.cin * sp}
-    rs = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    rc = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    m = (rc[:, None] < {s.cin}) & (rs[None, :] < {sp})
-    v = tl.load(X + base + ({rc} * {sp})[:, None] + {rs}[None, :], mask=m, other=0.0)
-    tl.store(Y + base + ({rs} * {s.cin})[None, :] + {rc}[:, None], v, mask=m)
-'''
+''' + (channels_last_source(name + "_cl", s) if p.layout == "library" else "")
 
 
 def _flat_loop(spec: TConvSpec) -> list[str]:
@@ -243,7 +206,7 @@ def _flat_loop(spec: TConvSpec) -> list[str]:
     icg, ocg = s.cin // s.groups, s.cout // s.groups
     isp, kvol = math.prod(s.in_size), math.prod(s.kernel)
     istr = [math.prod(s.in_size[d + 1:]) for d in range(nd)]
-    nb = "n.to(tl.int64)" if _big(s) else "n"
+    nb = "n.to(tl.int64)" if big_offsets(s) else "n"
     L = [f"xrow = {nb} * {s.cin * isp} + g * {icg * isp}"]
     wbase = f"g * {icg * ocg * kvol}" if s.transposed else f"g * {ocg * icg * kvol}"
     L.append(f"wg = W + {wbase}")
@@ -354,7 +317,7 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     epi_specs = [g.leaves[i] for i in _epilogue_leaves(g)]
     lines = [f"def _kv_launch_{k}({', '.join(ops + epi)}):", f'    """{g.describe()}"""']
     if p.layout == "library":  # the library's convolution (no bias: the kernel adds it) on channels-last operands
-        lines += _library_call(spec.conv, name)
+        lines += library_call(spec.conv, name)
         lines += [f"    {a} = {a}.contiguous()" for a in ops[2:]]
     else:
         lines += [f"    {a} = {a}.contiguous()" for a in ops]
@@ -368,23 +331,6 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     args = ["a0", "a1", "out", *ops[2:], *epi]
     lines += launch_tail(name, repr(grid(g, p)), args, g, epi, epi_specs, constants(g, p))
     return "\n".join(lines) + "\n"
-
-
-def _library_call(s: ConvSpec, name: str) -> list[str]:
-    """Launcher lines: a0 (input) copied channels-last by the kernel `name`_cl, a1 (weight) made channels-last by
-    torch (small), a0 replaced by their convolution with torch.nn.functional, without bias, in channels-last memory
-    (asked for again: a no-op when it already is)."""
-    nd = len(s.kernel)
-    fmt = "torch.channels_last" if nd == 2 else "torch.channels_last_3d"
-    sp = math.prod(s.in_size)
-    bc = _cl_block_c(s.cin)
-    grid = (-(-sp // CL_BLOCK_S), -(-s.cin // bc), s.batch)
-    call = (f"torch.nn.functional.conv_transpose{nd}d(xcl, a1, None, {s.stride!r}, {s.padding!r}, "
-            f"{s.output_padding!r}, {s.groups}, {s.dilation!r})" if s.transposed else
-            f"torch.nn.functional.conv{nd}d(xcl, a1, None, {s.stride!r}, {s.padding!r}, {s.dilation!r}, {s.groups})")
-    return ["    a0 = a0.contiguous()", f"    xcl = torch.empty_like(a0, memory_format={fmt})",
-            f"    {name}_cl[{grid!r}](a0, xcl, BLOCK_C={bc}, BLOCK_S={CL_BLOCK_S}, num_warps=4)",
-            f"    a1 = a1.contiguous(memory_format={fmt})", f"    a0 = {call}.contiguous(memory_format={fmt})"]
 
 
 def conv_output(group: Group, operands: list[torch.Tensor]) -> torch.Tensor:
@@ -405,13 +351,7 @@ def compile_for(kernel: object, group: Group, p: KernelParams, arch: int = 90) -
     return compile_kernel(kernel, sig, consts, opts, arch)
 
 
-def compile_copy_for(kernel: object, group: Group, arch: int = 90) -> dict[str, str]:
-    """Compile the library layout's channels-last copy (`_to_channels_last_source`) for `arch` without a GPU."""
-    spec: TConvSpec = group.spec  # type: ignore[assignment]
-    consts = {"BLOCK_C": _cl_block_c(spec.conv.cin), "BLOCK_S": CL_BLOCK_S}
-    return compile_kernel(kernel, {"X": "*fp32", "Y": "*fp32"} | dict.fromkeys(consts, "constexpr"), consts,
-                          {"num_warps": 4}, arch)
 
 
-__all__ = ["KIND", "TConvSpec", "compile_copy_for", "compile_for", "constants", "conv_output", "from_direct",
+__all__ = ["KIND", "TConvSpec", "compile_for", "constants", "conv_output", "from_direct",
            "fuse_epilogue", "kernel_source", "launcher_source", "library_conv", "pointer_args"]

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 import torch.nn.functional as F
+from kevolve.kernel_params import KernelParams
 from kevolve.offline.canon import ParamRef
 from kevolve.offline.gemm import GemmShape
 from kevolve.offline.ir import Group, Leaf, LeafSpec, contiguous_strides
 from kevolve.offline.partition import Fused
-from kevolve.kernel_params import KernelParams
 from kevolve.offline.space import bare_product
 from kevolve.offline.meta import node_dtype, node_shape
 from kevolve.offline import triton_conv

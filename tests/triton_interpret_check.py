@@ -85,7 +85,7 @@ def compiled(name: str) -> list[str]:
     """Per Triton kernel of the plan's defaults and of the defaults in 'ieee' precision: the matrix
     instruction its PTX uses ('wgmma', 'mma' or 'fma')."""
     from kevolve.offline.generate import plans
-    from kevolve.offline import triton_conv, triton_mm
+    from kevolve.offline import triton_cl, triton_conv, triton_mm
     from kevolve.contract import load_problem
 
     p = [v for v in plans(load_problem(FIXTURES / f"{name}.py")) if v.technique == "triton_mm"][0]
@@ -105,7 +105,7 @@ def compiled(name: str) -> list[str]:
                     ptx = kmod.compile_for(getattr(mod, f"kv_{fz.group.kind}_{k}"), fz.group, q)["ptx"]
                     out.append("wgmma" if "wgmma" in ptx else "mma" if "mma.sync" in ptx else "fma")
                     if q.layout == "library":  # its input's channels-last copy, a kernel of its own
-                        ptx = triton_conv.compile_copy_for(getattr(mod, f"kv_tconv_{k}_cl"), fz.group)["ptx"]
+                        ptx = triton_cl.compile_copy_for(getattr(mod, f"kv_tconv_{k}_cl"), fz.group)["ptx"]
                         out.append("copy" if "st.global" in ptx else "no store")
     return out
 
