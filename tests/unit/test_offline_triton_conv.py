@@ -137,8 +137,8 @@ def test_the_search_tries_channels_last_convolutions_once_after_the_defaults():
 
     ps = _variants("conv_relu_bias")
 
-    def verdict(src: str) -> Evaluation:  # the Triton variant wins, so the search evolves it
-        ms = 0.5 if "kv_tconv_0" in src else 0.9
+    def verdict(got) -> Evaluation:  # noqa: ANN001 - a Generated; the Triton variant wins, so the search evolves it
+        ms = 0.5 if "kv_tconv_0" in got.source else 0.9
         t = TimingStats(median_ms=ms, mean_ms=ms, min_ms=ms, max_ms=ms, iqr_ms=0.0, trials=5, method="fake")
         return Evaluation(candidate_id="c", problem_id=ps[0].problem.id, outcome=Outcome.OK, reason="ok", timing=t,
                           ref_timing=t.model_copy(update={"median_ms": 1.0}), wall_s=1.0)
