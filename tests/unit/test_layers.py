@@ -46,7 +46,8 @@ def _kevolve_imports(path: Path, name: str, known: set[str]) -> set[str]:
             base = node.module or ""
             if node.level:
                 base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
-            names = [f"{base}.{a.name}" for a in node.names] + [base]
+            # `from pkg import mod` imports the module (its package's __init__ is its parent, not a dependency)
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
         else:
             continue
         for n in names:
