@@ -63,7 +63,7 @@ class OfflineProposer:
         self.generator, self.name = generator, generator.name
 
     def propose(self, job: Job, parents: Sequence[Trial], messages: list[Message], sample: str) -> Proposal:
-        from kevolve.offline.trace import TraceError
+        from kevolve.offline.graph.trace import TraceError
 
         try:
             got = self.generator.propose(job.operator, [t.candidate for t in parents if t.candidate is not None])
@@ -100,7 +100,7 @@ def make_proposer(problem: Problem, config: OptimizeConfig, llm: LLM | None = No
     seeded with `config.offline_seeds` offline translations on a CUDA run whose module traces.
     Raises NonRetryableLLMError for an unusable LLM setting."""
     from kevolve.offline.proposer import OfflineGenerator  # torch and the code generator: only when asked for
-    from kevolve.offline.trace import TraceError
+    from kevolve.offline.graph.trace import TraceError
 
     seed = config.evolution.seed
     if config.offline:

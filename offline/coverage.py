@@ -83,7 +83,7 @@ def variants(p: object) -> list[str]:
 def together(sources: list[str]) -> str:
     """The CUDA of several candidate sources as one program (kernels renamed apart), so that one
     NVRTC call compiles them all."""
-    from kevolve.offline.cuda import PRELUDE
+    from kevolve.offline.kernels_cuda.cuda import PRELUDE
 
     parts = [PRELUDE]
     for i, src in enumerate(sources):
@@ -112,7 +112,7 @@ def compile_all(sources: list[str]) -> str:
 def reference(problem: object, seed: int = 0) -> tuple[object, list[object]]:
     """The module (eval mode; batch-norm running statistics that are not 0 / 1) and one draw of its inputs."""
     import torch
-    from kevolve.offline.trace import load_namespace
+    from kevolve.offline.graph.trace import load_namespace
 
     ns = load_namespace(problem)  # type: ignore[arg-type]
     torch.manual_seed(seed)
@@ -129,7 +129,7 @@ def ir_error(problem: object) -> tuple[str, float | None]:
     """('' or why not, max abs error) of the IR against the module, at the problem's own sizes."""
     import torch
     from kevolve.offline.generate import plan
-    from kevolve.offline.interpret import run_plan
+    from kevolve.offline.graph.interpret import run_plan
 
     p = plan(problem)  # type: ignore[arg-type]
     model, inputs = reference(problem)
@@ -158,7 +158,7 @@ def check(problem: object, shrunk: object | None = None) -> Coverage:
     """The coverage verdict of one problem; `shrunk` is the same problem at smaller sizes (the IR
     check runs on it; the problem itself is checked when None)."""
     from kevolve.offline.generate import plan
-    from kevolve.offline.trace import TraceError
+    from kevolve.offline.graph.trace import TraceError
 
     t0 = time.monotonic()
     try:
@@ -187,7 +187,7 @@ def check(problem: object, shrunk: object | None = None) -> Coverage:
 
 def check_file(path: str) -> Coverage:
     """The verdict of one problem file: checked at its sizes, its IR at shrunk sizes."""
-    from kevolve.offline.shrink import shrink
+    from kevolve.offline.graph.shrink import shrink
     from kevolve.contract import load_problem, problem_from_source
 
     problem = load_problem(path)

@@ -10,10 +10,10 @@ import logging
 from dataclasses import dataclass
 
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.emit import render
-from kevolve.offline.partition import Fused, partition
+from kevolve.offline.kernels_cuda.emit import render
+from kevolve.offline.graph.partition import Fused, partition
 from kevolve.offline.space import default_params, legal
-from kevolve.offline.trace import Traced, TraceError, trace_problem
+from kevolve.offline.graph.trace import Traced, TraceError, trace_problem
 
 from kevolve.records import OfflineChoice, Problem
 
@@ -69,12 +69,12 @@ def plan(problem: Problem) -> Plan:
     traced = trace_problem(problem)
     fused = partition(traced.gm)
     if not fused:
-        from kevolve.offline.gemm import find_gemm
+        from kevolve.offline.kernels_direct.gemm import find_gemm
 
         gemm = find_gemm(traced.gm)
         fused = [gemm] if gemm is not None else []
     if not fused:
-        from kevolve.offline.direct import direct_groups
+        from kevolve.offline.kernels_direct.kinds import direct_groups
 
         fused = direct_groups(traced.gm)
     if not fused:
@@ -88,7 +88,7 @@ def plan(problem: Problem) -> Plan:
 def plans(problem: Problem) -> list[Plan]:
     """Every plan variant of a problem, the CUDA one first: each is another kind of candidate, and the
     evaluator decides which is faster. Raises like `plan` when there is none."""
-    from kevolve.offline.triton_mm import triton_groups
+    from kevolve.offline.kernels_triton.triton_mm import triton_groups
 
     base = plan(problem)
     out = [base]

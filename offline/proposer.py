@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from kevolve.kernel_params import KernelParams
 from kevolve.offline.generate import Generated, Plan, plans
 from kevolve.offline.space import crossover, more_precise, mutate
-from kevolve.offline.trace import TraceError
+from kevolve.offline.graph.trace import TraceError
 from kevolve.records import Candidate, OfflineChoice, Origin, Problem
 
 log = logging.getLogger(__name__)

@@ -101,7 +101,7 @@ def _new(plan: Plan, best: list[KernelParams], child: list[KernelParams], seen: 
 
 def _split_first(plan: Plan, best: list[KernelParams], seen: set[str]) -> list[list[KernelParams]]:
     """Row groups with fewer rows than SMs leave most of the GPU idle: try splitting their rows first."""
-    from kevolve.offline.cuda_split import SMS
+    from kevolve.offline.kernels_cuda.cuda_split import SMS
 
     child = [replace(p, strategy="split") if not f.group.is_pointwise and f.group.kind == "fused" and
              f.group.rows < SMS and f.group.row_len >= 4 * p.block else p for p, f in zip(best, plan.fused, strict=True)]

@@ -11,7 +11,7 @@ import random
 from dataclasses import fields, replace
 
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.ir import Group, Leaf
+from kevolve.offline.graph.ir import Group, Leaf
 
 BLOCKS = (64, 128, 256, 512, 1024)
 VECS = (1, 2, 4)

@@ -5,7 +5,7 @@
 
 For every problem: trace -> partition -> codegen -> emit at the real shapes, NVRTC-compile every
 generated kernel for compute_90 (defaults and every row strategy), and check the IR against the
-module's eager output on the CPU at shrunk sizes (`kevolve.offline.shrink`). Prints one line
+module's eager output on the CPU at shrunk sizes (`kevolve.offline.graph.shrink`). Prints one line
 per problem (covered, or the one-line reason not) and the totals per level; writes OUT/coverage.jsonl
 and OUT/coverage.md. Each problem runs in its own child process with a time limit. This is CPU coverage,
 not a GPU result: a covered problem can still be slow or fail on the GPU.

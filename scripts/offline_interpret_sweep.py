@@ -6,7 +6,7 @@
     python scripts/offline_interpret_sweep.py --suite .kb --match Matmul --mutations 6 --out runs/sweep
 
 For each problem whose Triton plan has a product (`--kinds mm`; add `tconv` for the convolutions): sizes
-shrunk (`offline/shrink.py`), then the defaults and every legal variant of `triton_sweep.variants`
+shrunk (`offline/graph/shrink.py`), then the defaults and every legal variant of `triton_sweep.variants`
 rendered and run, its Triton launchers under TRITON_INTERPRET=1, compared with the module in float64 as
 the judge compares (factor x eager fp32's error + floor). Prints a line per problem and the totals;
 exits 1 when a variant is wrong. CPU only: a kernel right here can still be slow or wrong on a GPU.
@@ -28,7 +28,7 @@ from dataclasses import asdict  # noqa: E402
 from itertools import product  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from kevolve.offline.triton_sweep import ProblemSweep  # noqa: E402
+from kevolve.offline.kernels_triton.triton_sweep import ProblemSweep  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "offline"
 log = logging.getLogger("offline_interpret_sweep")
@@ -50,7 +50,7 @@ def problem_files(args: argparse.Namespace) -> list[tuple[str, Path]]:
 
 @functools.lru_cache(maxsize=2)  # a problem's two sweeps (`--ragged`) shrink it once
 def _shrunk(source: str, budget: object) -> str:
-    from kevolve.offline.shrink import shrink
+    from kevolve.offline.graph.shrink import shrink
 
     return shrink(source, budget)  # type: ignore[arg-type]
 
@@ -58,9 +58,9 @@ def _shrunk(source: str, budget: object) -> str:
 def sweep_file(path: Path, args: argparse.Namespace, uneven: bool = False) -> tuple[str, ProblemSweep | None]:
     """('' or why it was not swept, the sweep's record) of one problem file at shrunk sizes (`uneven`: each
     then made one less where the module allows, `shrink.ragged`)."""
-    from kevolve.offline.shrink import Budget, ragged
-    from kevolve.offline.trace import TraceError
-    from kevolve.offline.triton_sweep import sweep_plan, triton_plan
+    from kevolve.offline.graph.shrink import Budget, ragged
+    from kevolve.offline.graph.trace import TraceError
+    from kevolve.offline.kernels_triton.triton_sweep import sweep_plan, triton_plan
     from kevolve.contract import load_problem, problem_from_source
 
     problem, kinds = load_problem(path), tuple(args.kinds.split(","))

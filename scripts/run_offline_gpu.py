@@ -42,7 +42,7 @@ def run_problem(sp, args, sandbox, config) -> dict:
     from kevolve.offline.generate import plans
     from kevolve.offline.search import search
     from kevolve.offline.space import describe_all
-    from kevolve.offline.trace import TraceError
+    from kevolve.offline.graph.trace import TraceError
     from kevolve.contract import ProblemError
 
     from kevolve.records import Candidate, Origin

@@ -40,7 +40,7 @@ TRITON_KINDS = ("mm", "tconv")
 
 def reference(problem, seed: int = 0):
     """The module (eval mode, batch-norm statistics that are not 0 / 1) and inputs, as the tests build them."""
-    from kevolve.offline.trace import load_namespace
+    from kevolve.offline.graph.trace import load_namespace
 
     ns = load_namespace(problem)
     torch.manual_seed(seed)
@@ -56,7 +56,7 @@ def reference(problem, seed: int = 0):
 def check(name: str) -> list[float]:
     """Max abs error of the Triton plan's default and mutated candidates against the module."""
     from kevolve.offline.generate import plans
-    from kevolve.offline.interpret import run_plan
+    from kevolve.offline.graph.interpret import run_plan
     from kevolve.offline.space import mutate
     from kevolve.contract import load_problem
 
@@ -85,7 +85,7 @@ def compiled(name: str) -> list[str]:
     """Per Triton kernel of the plan's defaults and of the defaults in 'ieee' precision: the matrix
     instruction its PTX uses ('wgmma', 'mma' or 'fma')."""
     from kevolve.offline.generate import plans
-    from kevolve.offline import triton_cl, triton_conv, triton_mm
+    from kevolve.offline.kernels_triton import triton_cl, triton_conv, triton_mm
     from kevolve.contract import load_problem
 
     p = [v for v in plans(load_problem(FIXTURES / f"{name}.py")) if v.technique == "triton_mm"][0]

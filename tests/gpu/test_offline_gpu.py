@@ -13,7 +13,7 @@ import pytest
 import torch
 from kevolve.offline.coverage import variants
 from kevolve.offline.generate import plan
-from kevolve.offline.trace import load_namespace
+from kevolve.offline.graph.trace import load_namespace
 from kevolve.contract import load_problem
 from offline_cases import DIRECT, REWRITES, direct_problem, rewrite_problem
 from testpaths import FIXTURES

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 from kevolve.offline.generate import NothingToFuse, plan
-from kevolve.offline.interpret import run_plan
-from kevolve.offline.trace import TraceError, load_namespace
+from kevolve.offline.graph.interpret import run_plan
+from kevolve.offline.graph.trace import TraceError, load_namespace
 from kevolve.contract import load_problem
 from kevolve.sandbox.policy.source import custom_kernel_names
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from kevolve.offline.coverage import Verdict, check
-from kevolve.offline.shrink import Budget, cost, shrink
+from kevolve.offline.graph.shrink import Budget, cost, shrink
 from kevolve.contract import load_problem, problem_from_source
 
 ROOT = Path(__file__).parent.parent.parent

@@ -55,7 +55,7 @@ def test_every_loss_kernel_compiles_with_nvrtc():
 def test_candidate_with_varargs_forward_falls_back_on_the_cpu(name):
     """forward(self, *args): the guard reads the tuple (CPU inputs fall back to the reference)."""
     import torch
-    from kevolve.offline.trace import load_namespace
+    from kevolve.offline.graph.trace import load_namespace
 
     problem = rewrite_problem(name)
     ns: dict = {}

@@ -24,7 +24,7 @@ def test_conv_twin_catches_a_wrong_index_formula():
     from dataclasses import replace
 
     from kevolve.offline.coverage import reference
-    from kevolve.offline.interpret import run_plan
+    from kevolve.offline.graph.interpret import run_plan
 
     p = plan(direct_problem("conv2d_grouped_dilated"))
     model, inputs = reference(p.problem)
@@ -48,7 +48,7 @@ def test_every_direct_kernel_compiles_with_nvrtc():
 def test_conv_threads_take_as_many_output_channels_as_divide_a_group():
     from dataclasses import replace
 
-    from kevolve.offline.conv import tile
+    from kevolve.offline.kernels_direct.conv import tile
 
     def tiles(name):
         p = plan(direct_problem(name))
@@ -67,8 +67,8 @@ def test_pooling_kernels_run_on_the_cpu_with_several_outputs_per_thread(name):
     from dataclasses import replace
 
     import cuda_cpu
-    from kevolve.offline.pool import tile
-    from kevolve.offline.trace import load_namespace
+    from kevolve.offline.kernels_direct.pool import tile
+    from kevolve.offline.graph.trace import load_namespace
 
     if not cuda_cpu.available():
         pytest.skip("needs g++ on x86-64 Linux")
@@ -92,7 +92,7 @@ def test_pooling_kernels_run_on_the_cpu_with_several_outputs_per_thread(name):
 
 
 def test_a_pooling_thread_takes_the_fewest_outputs_that_load_at_most_three_inputs_each():
-    from kevolve.offline.pool import PoolSpec
+    from kevolve.offline.kernels_direct.pool import PoolSpec
     from kevolve.offline.space import _pool_run
 
     def run(k, stride, dilation):

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from kevolve.offline.cuda import PRELUDE
-from kevolve.offline.cuda_pair import SOFTMAX, WELFORD, find_pairs, steps
-from kevolve.offline.cuda_row import vector_leaf, vector_out
+from kevolve.offline.kernels_cuda.cuda import PRELUDE
+from kevolve.offline.kernels_cuda.cuda_pair import SOFTMAX, WELFORD, find_pairs, steps
+from kevolve.offline.kernels_cuda.cuda_row import vector_leaf, vector_out
 from kevolve.offline.generate import plan, plans
-from kevolve.offline.interpret import run_plan
+from kevolve.offline.graph.interpret import run_plan
 from kevolve.offline.search import search
 from kevolve.offline.space import legal, mutate
 from kevolve.contract import load_problem, problem_from_source
@@ -190,7 +190,7 @@ def _init(p):
 
 
 def test_graph_is_recaptured_when_layouts_scalars_or_weights_change_but_not_for_new_values():
-    from kevolve.offline.cudagraph import RUNTIME
+    from kevolve.offline.kernels_cuda.cudagraph import RUNTIME
 
     ns = {"torch": torch}
     exec(RUNTIME, ns)  # noqa: S102 - the runtime the generated candidates carry
@@ -208,7 +208,7 @@ def test_graph_is_recaptured_when_layouts_scalars_or_weights_change_but_not_for_
 
 
 def test_graph_outputs_are_clones_that_never_alias_the_graphs_memory():
-    from kevolve.offline.cudagraph import RUNTIME
+    from kevolve.offline.kernels_cuda.cudagraph import RUNTIME
 
     ns = {"torch": torch}
     exec(RUNTIME, ns)  # noqa: S102

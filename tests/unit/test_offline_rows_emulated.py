@@ -15,7 +15,7 @@ import cuda_cpu
 import pytest
 import torch
 
-from kevolve.offline.cuda_split import chunks
+from kevolve.offline.kernels_cuda.cuda_split import chunks
 from kevolve.offline.generate import plan
 from kevolve.contract import problem_from_source
 

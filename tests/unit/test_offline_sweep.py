@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 from kevolve.offline.generate import plans
-from kevolve.offline.interpret import run_group
-from kevolve.offline.shrink import cost, ragged
-from kevolve.offline.triton_sweep import triton_plan, variants
+from kevolve.offline.graph.interpret import run_group
+from kevolve.offline.graph.shrink import cost, ragged
+from kevolve.offline.kernels_triton.triton_sweep import triton_plan, variants
 from kevolve.contract import load_problem
 
 ROOT = Path(__file__).parent.parent.parent

@@ -14,7 +14,7 @@ from kevolve.offline.generate import Generated, plans
 from kevolve.offline.proposer import OfflineGenerator
 from kevolve.offline.search import search
 from kevolve.offline.space import bare_product, legal, mutate
-from kevolve.offline.triton_mm import kernel_source
+from kevolve.offline.kernels_triton.triton_mm import kernel_source
 from kevolve.contract import load_problem
 from kevolve.records import Evaluation, Outcome, Profile, TimingStats
 from kevolve.sandbox.policy.source import custom_kernel_names

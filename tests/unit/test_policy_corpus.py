@@ -42,7 +42,7 @@ def _offline_problems() -> list[object]:
 def test_every_source_the_offline_proposer_writes_passes() -> None:
     from kevolve.offline.generate import plans
     from kevolve.offline.space import mutate
-    from kevolve.offline.trace import TraceError
+    from kevolve.offline.graph.trace import TraceError
 
     rng = random.Random(0)
     sources = []

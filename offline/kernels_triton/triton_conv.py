@@ -28,12 +28,12 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.conv import _CONV, ConvSpec
-from kevolve.offline.ir import Group
-from kevolve.offline.partition import Fused
-from kevolve.offline.triton_cl import big_offsets, channels_last_source, library_call
-from kevolve.offline.triton_launch import compile_kernel, launch_tail
-from kevolve.offline.triton_ops import emit, supported
+from kevolve.offline.kernels_direct.conv import _CONV, ConvSpec
+from kevolve.offline.graph.ir import Group
+from kevolve.offline.graph.partition import Fused
+from kevolve.offline.kernels_triton.triton_cl import big_offsets, channels_last_source, library_call
+from kevolve.offline.kernels_triton.triton_launch import compile_kernel, launch_tail
+from kevolve.offline.kernels_triton.triton_ops import emit, supported
 
 KIND = "tconv"
 
@@ -86,7 +86,7 @@ def from_direct(fz: Fused, library_first: bool = False) -> Fused | None:
 
 def library_conv(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Fused | None:
     """A `tconv` group for a convolution module the CUDA plan keeps as a library call."""
-    from kevolve.offline.conv import KIND as CONV
+    from kevolve.offline.kernels_direct.conv import KIND as CONV
 
     if node.op != "call_module" or type(gm.get_submodule(str(node.target))) not in _CONV:
         return None
@@ -97,7 +97,7 @@ def library_conv(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Fused | None:
 def fuse_epilogue(conv: Fused, fz: Fused) -> Fused | None:
     """`conv` (a bare `tconv` group) with the element-wise group `fz` after it as its epilogue, when `fz`
     reads the convolution's output exactly once, element for element, and nothing else reads it."""
-    from kevolve.offline.ir import contiguous_strides
+    from kevolve.offline.graph.ir import contiguous_strides
 
     g = fz.group
     spec: TConvSpec = conv.group.spec  # type: ignore[assignment]
@@ -335,7 +335,7 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
 
 def conv_output(group: Group, operands: list[torch.Tensor]) -> torch.Tensor:
     """The convolution a `tconv` group computes, with torch (the CPU twin of its main loop)."""
-    from kevolve.offline.conv import KIND as CONV
+    from kevolve.offline.kernels_direct.conv import KIND as CONV
 
     spec: TConvSpec = group.spec  # type: ignore[assignment]
     s = spec.conv

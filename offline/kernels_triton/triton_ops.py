@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from kevolve.offline.ir import Const, Expr, Leaf, Op, walk
-from kevolve.offline.ops import SELU_ALPHA, SELU_SCALE
+from kevolve.offline.graph.ir import Const, Expr, Leaf, Op, walk
+from kevolve.offline.graph.ops import SELU_ALPHA, SELU_SCALE
 
 _TANH = "(2.0 * tl.sigmoid(2.0 * {0}) - 1.0)"
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kevolve.offline.ir import Const, Expr, Group, Op, Reduction, Stat
+from kevolve.offline.graph.ir import Const, Expr, Group, Op, Reduction, Stat
 
 WELFORD, SOFTMAX = "welford", "softmax"  # their merge functions are in cuda.PRELUDE
 

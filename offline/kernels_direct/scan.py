@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.direct import DirectKind, index_type, make_group, signature
-from kevolve.offline.ir import Group
-from kevolve.offline.partition import Fused
-from kevolve.offline.meta import node_dtype, node_shape
+from kevolve.offline.kernels_direct.direct import DirectKind, index_type, make_group, signature
+from kevolve.offline.graph.ir import Group
+from kevolve.offline.graph.partition import Fused
+from kevolve.offline.graph.meta import node_dtype, node_shape
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.fx
-from kevolve.offline.ir import Const, Expr, Group, Leaf, Op, Stat
-from kevolve.offline.ops import torch_call
+from kevolve.offline.graph.ir import Const, Expr, Group, Leaf, Op, Stat
+from kevolve.offline.graph.ops import torch_call
 
 if TYPE_CHECKING:
     from kevolve.offline.generate import Plan
@@ -41,7 +41,7 @@ def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
     if group.kind == "tconv":
         return _run_tconv(group, leaves)
     if group.kind != "fused":
-        from kevolve.offline.direct import registry
+        from kevolve.offline.kernels_direct.kinds import registry
 
         return registry()[group.kind].twin(group, leaves)
     views = [torch.as_strided(torch.as_tensor(t, dtype=_dtype(t)).contiguous().reshape(-1), group.shape, spec.strides)
@@ -86,7 +86,7 @@ def _run_mm(group: Group, args: list[torch.Tensor]) -> torch.Tensor:
     """An `mm` group: the product (its operands first), then the epilogue with the product as its leaf."""
     from dataclasses import replace
 
-    from kevolve.offline.triton_mm import product
+    from kevolve.offline.kernels_triton.triton_mm import product
 
     spec = group.spec
     prod = product(group, args[:spec.operands])
@@ -99,7 +99,7 @@ def _run_tconv(group: Group, args: list[torch.Tensor]) -> torch.Tensor:
     """A `tconv` group: the convolution (its operands first), then the epilogue with it as its leaf."""
     from dataclasses import replace
 
-    from kevolve.offline.triton_conv import conv_output
+    from kevolve.offline.kernels_triton.triton_conv import conv_output
 
     spec = group.spec
     conv = conv_output(group, args[:spec.operands])
@@ -114,7 +114,7 @@ def run_plan(plan: Plan, model: torch.nn.Module, inputs: list[torch.Tensor],
              launchers: dict[int, Callable[..., torch.Tensor]] | None = None) -> torch.Tensor:
     """The rewritten forward on the CPU, each group evaluated by `run_group` (what ModelNew computes), or
     by `launchers[k]` where given (a generated launcher, e.g. a Triton kernel under TRITON_INTERPRET=1)."""
-    from kevolve.offline.emit import rewrite, traced_constants
+    from kevolve.offline.kernels_cuda.emit import rewrite, traced_constants
 
     graph = rewrite(plan.traced, plan.fused)
     for n in graph.nodes:

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.fx
 import torch.nn.functional as F
-from kevolve.offline.meta import node_shape
+from kevolve.offline.graph.meta import node_shape
 from torch import nn
 
 _ELEMWISE = {F.smooth_l1_loss: "smooth_l1", F.huber_loss: "huber", F.mse_loss: "mse", F.l1_loss: "l1"}

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 
-from kevolve.offline.conv import ConvSpec
-from kevolve.offline.ir import Group
-from kevolve.offline.triton_launch import compile_kernel
+from kevolve.offline.kernels_direct.conv import ConvSpec
+from kevolve.offline.graph.ir import Group
+from kevolve.offline.kernels_triton.triton_launch import compile_kernel
 
 
 def big_offsets(s: ConvSpec) -> bool:

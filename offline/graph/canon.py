@@ -11,7 +11,7 @@ from typing import Any
 import torch
 import torch.fx
 import torch.nn.functional as F
-from kevolve.offline.ops import OPS
+from kevolve.offline.graph.ops import OPS
 from torch import nn
 
 PW, REDUCE, COMPOSITE, ALIAS = "pw", "reduce", "composite", "alias"

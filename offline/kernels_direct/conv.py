@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.direct import (
+from kevolve.offline.kernels_direct.direct import (
     DirectKind,
     grid_stride,
     index_type,
@@ -25,9 +25,9 @@ from kevolve.offline.direct import (
     unravel,
     window_patches,
 )
-from kevolve.offline.ir import Group
-from kevolve.offline.partition import Fused
-from kevolve.offline.meta import node_dtype, node_shape
+from kevolve.offline.graph.ir import Group
+from kevolve.offline.graph.partition import Fused
+from kevolve.offline.graph.meta import node_dtype, node_shape
 from torch import nn
 
 _CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch.fx
-from kevolve.offline.build import Unfusable, build_group
-from kevolve.offline.canon import Canon, canonicalize
-from kevolve.offline.ir import Group
+from kevolve.offline.graph.build import Unfusable, build_group
+from kevolve.offline.graph.canon import Canon, canonicalize
+from kevolve.offline.graph.ir import Group
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ A module that is only a convolution, a pooling, a scan or an argmax has no eleme
 fuse; the offline proposer then writes the op itself (one thread per output element, grid-stride,
 fp32 accumulation, shapes baked in). Each kind registers how to recognise its fx node, its CUDA
 text, the blocks its grid needs, and a torch twin that computes the same thing from the kernel's
-spec (what `interpret.py` runs on the CPU). Element-wise chains after such ops, when there are any,
+spec (what `interpret.py` runs on the CPU). The kinds are listed in kinds.py. Element-wise chains after such ops, when there are any,
 still become epilogues of the library call: direct kernels are used only when nothing else fuses.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 import torch
 import torch.fx
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.canon import ParamRef
-from kevolve.offline.ir import Group, Leaf, LeafSpec
-from kevolve.offline.partition import Fused
+from kevolve.offline.graph.canon import ParamRef
+from kevolve.offline.graph.ir import Group, Leaf, LeafSpec
+from kevolve.offline.graph.partition import Fused
 
 CTYPE = {torch.float32: "float", torch.int64: "long long", torch.bool: "bool", torch.int32: "int"}
 
@@ -36,32 +36,6 @@ class DirectKind:
     """blocks the grid needs to give every output its thread (before the waves cap)"""
     twin: Callable[[Group, list[torch.Tensor]], torch.Tensor]
     """the same computation with torch, from the group's spec (CPU checks)"""
-
-
-def registry() -> dict[str, DirectKind]:
-    """Every direct kind, by Group.kind (imported lazily: the kinds import this module)."""
-    import importlib
-
-    return {kind: importlib.import_module(f"kevolve.offline.{mod}").KIND for kind, mod in _KINDS.items()}
-
-
-_KINDS = {"conv": "conv", "pool": "pool", "scan": "scan", "argreduce": "argred"}
-"""Group.kind -> module defining its KIND"""
-
-
-def direct_groups(gm: torch.fx.GraphModule) -> list[Fused]:
-    """A direct kernel for every call node some kind recognises (graph order)."""
-    kinds = registry()
-    out = []
-    for n in gm.graph.nodes:
-        if n.op not in ("call_function", "call_method", "call_module"):
-            continue
-        for kind in kinds.values():
-            fz = kind.find(n, gm)
-            if fz is not None:
-                out.append(fz)
-                break
-    return out
 
 
 def make_group(kind: str, spec: Any, nodes: list[torch.fx.Node], refs: list[Any], out_shape: tuple[int, ...],
@@ -108,20 +82,6 @@ def grid_stride(group: Group, p: KernelParams, body: list[str], idx: str, count:
     n = group.numel if count is None else count
     return (f"  for ({idx} i = ({idx})blockIdx.x * {p.block}u + threadIdx.x; i < {n}u; "
             f"i += ({idx})gridDim.x * {p.block}u) {{\n    {inner}\n  }}")
-
-
-def direct_launcher(fz: Fused, k: int, name: str, p: KernelParams) -> str:
-    """Python launcher: contiguous inputs, the output, a capped grid, the launch."""
-    g = fz.group
-    kind = registry()[g.kind]
-    args = [f"a{i}" for i in range(len(g.leaves))]
-    dt = {"float32": "torch.float32", "int64": "torch.int64"}[g.out_dtype]
-    lines = [f"def _kv_launch_{k}({', '.join(args)}):", f'    """{g.describe()}"""']
-    lines += [f"    {a} = {a}.contiguous()" for a in args]
-    lines += [f"    out = torch.empty({tuple(g.out_shape)!r}, device=a0.device, dtype={dt})",
-              f"    grid = max(1, min({kind.blocks(g, p)}, _kv_sms(a0.device) * {p.waves}))",
-              f"    _kv_launch({name!r}, grid, {p.block}, ({', '.join(args)}, out))", "    return out"]
-    return "\n".join(lines) + "\n"
 
 
 def per_output_blocks(group: Group, p: KernelParams) -> int:

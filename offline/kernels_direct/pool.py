@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.direct import (
+from kevolve.offline.kernels_direct.direct import (
     DirectKind,
     grid_stride,
     index_type,
@@ -23,9 +23,9 @@ from kevolve.offline.direct import (
     unravel,
     window_patches,
 )
-from kevolve.offline.ir import Group
-from kevolve.offline.partition import Fused
-from kevolve.offline.meta import node_dtype, node_shape
+from kevolve.offline.graph.ir import Group
+from kevolve.offline.graph.partition import Fused
+from kevolve.offline.graph.meta import node_dtype, node_shape
 from torch import nn
 
 _MAX = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3}

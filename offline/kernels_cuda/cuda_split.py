@@ -11,11 +11,11 @@ and two walks over memory.
 from __future__ import annotations
 
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.cuda_launch import leaf_prologue, vector_choice
-from kevolve.offline.cuda_pair import combine_lines, merge_partials_lines, partial_lines, result_lines
-from kevolve.offline.cuda_row import SHARED, UNUSED, _RowWriter, block_combine
-from kevolve.offline.ir import ELEM, Group
-from kevolve.offline.ops import COMBINE
+from kevolve.offline.kernels_cuda.cuda_launch import leaf_prologue, vector_choice
+from kevolve.offline.kernels_cuda.cuda_pair import combine_lines, merge_partials_lines, partial_lines, result_lines
+from kevolve.offline.kernels_cuda.cuda_row import SHARED, UNUSED, _RowWriter, block_combine
+from kevolve.offline.graph.ir import ELEM, Group
+from kevolve.offline.graph.ops import COMBINE
 
 SMS = 132  # H100 / H200; only sets how many chunks a row is cut into
 

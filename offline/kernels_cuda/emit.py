@@ -19,13 +19,13 @@ from typing import Any
 import torch
 import torch.fx
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.canon import ParamRef
-from kevolve.offline.cuda import PRELUDE, pointwise_kernel
-from kevolve.offline.cuda_launch import has_scalar_twin, leaf_prologue, vector_choice
-from kevolve.offline.cuda_row import row_grid, row_kernel
-from kevolve.offline.partition import Fused
+from kevolve.offline.graph.canon import ParamRef
+from kevolve.offline.kernels_cuda.cuda import PRELUDE, pointwise_kernel
+from kevolve.offline.kernels_cuda.cuda_launch import has_scalar_twin, leaf_prologue, vector_choice
+from kevolve.offline.kernels_cuda.cuda_row import row_grid, row_kernel
+from kevolve.offline.graph.partition import Fused
 from kevolve.offline.space import describe_all
-from kevolve.offline.trace import Traced, TraceError
+from kevolve.offline.graph.trace import Traced, TraceError
 from kevolve.contract import parse_python
 
 _RUNTIME = '''
@@ -78,11 +78,11 @@ def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
 
     g = fz.group
     if g.kind == "gemm":
-        from kevolve.offline.gemm import gemm_kernel
+        from kevolve.offline.kernels_direct.gemm import gemm_kernel
 
         return [gemm_kernel(name, g.gemm, p)]  # type: ignore[arg-type]
     if g.kind != "fused":
-        from kevolve.offline.direct import registry
+        from kevolve.offline.kernels_direct.kinds import registry
 
         return [registry()[g.kind].kernel(name, g, p)]
     if g.is_pointwise:
@@ -91,7 +91,7 @@ def kernel_source(fz: Fused, name: str, p: KernelParams) -> list[str]:
             out.append(pointwise_kernel(name + "_v1", g, replace(p, vec=1)))
         return out
     if p.strategy == "split":
-        from kevolve.offline.cuda_split import split_kernels as make
+        from kevolve.offline.kernels_cuda.cuda_split import split_kernels as make
     else:
         make = lambda n, g, p, vec=None: [row_kernel(n, g, p, vec)]  # noqa: E731
     # The twin is the same kernel with scalar accesses, not the kernel of `replace(p, vec=1)`: the
@@ -104,23 +104,23 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     """Python launcher of group `k`: contiguous inputs, output allocation, grid, launch."""
     g = fz.group
     if g.kind == "mm":
-        from kevolve.offline import triton_mm
+        from kevolve.offline.kernels_triton import triton_mm
 
         return triton_mm.launcher_source(fz, k, name, p)
     if g.kind == "tconv":
-        from kevolve.offline import triton_conv
+        from kevolve.offline.kernels_triton import triton_conv
 
         return triton_conv.launcher_source(fz, k, name, p)
     if g.kind == "gemm":
-        from kevolve.offline.gemm import gemm_launcher
+        from kevolve.offline.kernels_direct.gemm import gemm_launcher
 
         return gemm_launcher(fz, k, name, p)
     if g.kind != "fused":
-        from kevolve.offline.direct import direct_launcher
+        from kevolve.offline.kernels_direct.kinds import direct_launcher
 
         return direct_launcher(fz, k, name, p)
     if p.strategy == "split" and not g.is_pointwise:
-        from kevolve.offline.cuda_split import split_launcher
+        from kevolve.offline.kernels_cuda.cuda_split import split_launcher
 
         return split_launcher(g, k, name, p)
     args = [f"a{i}" for i in range(len(g.leaves))]
@@ -228,7 +228,7 @@ TRITON_KINDS = ("mm", "tconv")
 
 def _kernel_parts(fused: list[Fused], names: list[str], params: list[KernelParams]) -> list[str]:
     """Module-level parts holding the kernels: CuPy's CUDA text and runtime, then Triton kernels."""
-    from kevolve.offline import triton_conv, triton_mm
+    from kevolve.offline.kernels_triton import triton_conv, triton_mm
 
     cuda = [s for fz, n, p in zip(fused, names, params, strict=True) if fz.group.kind not in TRITON_KINDS
             for s in kernel_source(fz, n, p)]
@@ -250,7 +250,7 @@ def render(problem_source: str, traced: Traced, fused: list[Fused], params: list
     doc = '    """The traced forward with fused CUDA kernels in place of element-wise and row ops."""'
     graph = bool(params) and params[0].graph
     if graph:
-        from kevolve.offline import cudagraph
+        from kevolve.offline.kernels_cuda import cudagraph
 
         methods = cudagraph.wrap_forward(header, guards, body, call)
     else:
@@ -300,7 +300,7 @@ def _constants_init(traced: Traced) -> list[str]:
 def _graph_runtime(graph: bool) -> str:
     if not graph:
         return ""
-    from kevolve.offline.cudagraph import RUNTIME
+    from kevolve.offline.kernels_cuda.cudagraph import RUNTIME
 
     return RUNTIME.strip("\n")
 

@@ -3,7 +3,7 @@ compiling a generated kernel for a GPU architecture without a GPU present (the C
 
 from __future__ import annotations
 
-from kevolve.offline.ir import Group
+from kevolve.offline.graph.ir import Group
 
 
 def launch_tail(name: str, grid: str, args: list[str], g: Group, epi: list[str], epi_specs: list,

@@ -4,8 +4,8 @@ inputs made contiguous and `dev` set, and the choice between a vectorized kernel
 from __future__ import annotations
 
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.cuda_row import row_vectorizes
-from kevolve.offline.ir import Group
+from kevolve.offline.kernels_cuda.cuda_row import row_vectorizes
+from kevolve.offline.graph.ir import Group
 
 
 def has_scalar_twin(g: Group, p: KernelParams) -> bool:

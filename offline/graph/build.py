@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 import torch.fx
-from kevolve.offline.canon import ALIAS, COMPOSITE, PW, REDUCE, Canon, ParamRef
-from kevolve.offline.ir import (
+from kevolve.offline.graph.canon import ALIAS, COMPOSITE, PW, REDUCE, Canon, ParamRef
+from kevolve.offline.graph.ir import (
     ELEM,
     ROW,
     Const,
@@ -25,7 +25,7 @@ from kevolve.offline.ir import (
     Stat,
     scope_of,
 )
-from kevolve.offline.meta import node_dtype, node_shape
+from kevolve.offline.graph.meta import node_dtype, node_shape
 
 
 class Unfusable(ValueError):

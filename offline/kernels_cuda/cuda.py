@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.ir import (
+from kevolve.offline.graph.ir import (
     Const,
     Expr,
     Group,
@@ -19,7 +19,7 @@ from kevolve.offline.ir import (
     contiguous_strides,
     walk,
 )
-from kevolve.offline.ops import cuda_call, cuda_float
+from kevolve.offline.graph.ops import cuda_call, cuda_float
 
 PRELUDE = r"""
 #ifndef INFINITY

@@ -20,15 +20,15 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.canon import ParamRef
-from kevolve.offline.gemm import GemmShape
-from kevolve.offline.ir import Group, Leaf, LeafSpec, contiguous_strides
-from kevolve.offline.partition import Fused
+from kevolve.offline.graph.canon import ParamRef
+from kevolve.offline.kernels_direct.gemm import GemmShape
+from kevolve.offline.graph.ir import Group, Leaf, LeafSpec, contiguous_strides
+from kevolve.offline.graph.partition import Fused
 from kevolve.offline.space import bare_product
-from kevolve.offline.meta import node_dtype, node_shape
-from kevolve.offline import triton_conv
-from kevolve.offline.triton_launch import compile_kernel, launch_tail
-from kevolve.offline.triton_ops import emit, supported
+from kevolve.offline.graph.meta import node_dtype, node_shape
+from kevolve.offline.kernels_triton import triton_conv
+from kevolve.offline.kernels_triton.triton_launch import compile_kernel, launch_tail
+from kevolve.offline.kernels_triton.triton_ops import emit, supported
 
 _MATMUL = {torch.matmul, torch.mm, torch.bmm, operator.matmul}
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from kevolve.offline.decompose import decompose
+from kevolve.offline.graph.decompose import decompose
 from kevolve.records import Problem
 
 log = logging.getLogger(__name__)

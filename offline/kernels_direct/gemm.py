@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.ir import Group, Leaf, LeafSpec
-from kevolve.offline.partition import Fused
-from kevolve.offline.meta import node_dtype, node_shape
+from kevolve.offline.graph.ir import Group, Leaf, LeafSpec
+from kevolve.offline.graph.partition import Fused
+from kevolve.offline.graph.meta import node_dtype, node_shape
 
 _MATMUL = {torch.matmul, torch.mm, torch.bmm, operator.matmul}
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.cuda import (
+from kevolve.offline.kernels_cuda.cuda import (
     _Emitter,
     _idx_type,
     _leaves_in,
@@ -22,7 +22,7 @@ from kevolve.offline.cuda import (
     _signature,
     offset,
 )
-from kevolve.offline.cuda_pair import (
+from kevolve.offline.kernels_cuda.cuda_pair import (
     Pair,
     combine_lines,
     find_pairs,
@@ -31,13 +31,13 @@ from kevolve.offline.cuda_pair import (
     steps,
     update_lines,
 )
-from kevolve.offline.ir import (
+from kevolve.offline.graph.ir import (
     ELEM,
     Expr,
     Group,
     contiguous_strides,
 )
-from kevolve.offline.ops import COMBINE
+from kevolve.offline.graph.ops import COMBINE
 
 VEC_TYPE = {2: "float2", 4: "float4"}
 LANES = ("x", "y", "z", "w")

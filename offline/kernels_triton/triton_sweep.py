@@ -124,7 +124,7 @@ def _run(plan: Plan, params: list[KernelParams], model: Any, inputs: list[Any]) 
     every Triton launch it made."""
     import torch
 
-    from kevolve.offline.interpret import run_plan
+    from kevolve.offline.graph.interpret import run_plan
 
     ns: dict[str, Any] = {"__name__": "kevolve_sweep_candidate"}
     exec(compile(plan.source(params), plan.problem.name, "exec"), ns)  # noqa: S102 — a generated source
@@ -157,7 +157,7 @@ def _group_error(plan: Plan, calls: list[_Call], factor: float) -> tuple[float, 
     output can hide a wrong product (a norm over groups of one channel is all zeros at shrunk sizes)."""
     import torch
 
-    from kevolve.offline.interpret import run_group
+    from kevolve.offline.graph.interpret import run_group
     from kevolve.sandbox.judge.correctness import FLOORS, rel_errors
 
     worst = (0.0, FLOORS[torch.float32])
