@@ -14,11 +14,11 @@ from kevolve.sandbox.isolate import pycache
 
 
 @pytest.fixture(scope="module")
-def primed_once(tmp_path_factory):  # noqa: ANN001, ANN201
+def primed_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real priming for the module (it compiles all of torch's bytecode: ~15-45 s on CI's 2 cores)."""
-    before = pycache._ACTIVE, pycache._DIGEST  # noqa: SLF001
+    before = pycache._ACTIVE, pycache._DIGEST
     where = pycache.prime(tmp_path_factory.mktemp("primed-once"))
-    pycache._ACTIVE, pycache._DIGEST = before  # noqa: SLF001 - each test takes up its own copy
+    pycache._ACTIVE, pycache._DIGEST = before  # each test takes up its own copy
     assert where is not None
     return where
 
