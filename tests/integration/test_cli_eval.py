@@ -105,8 +105,15 @@ def test_json_is_one_contract_object_and_a_rejection_exits_0(fixtures: Path, tmp
     assert all(set(c) >= {"name", "passed", "detail"} for c in out["checks"])
 
 
+@pytest.fixture(scope="module")
+def shared_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One $HOME (so one default build cache) for the tests that build relu_cpp: it is built once, not per test."""
+    return tmp_path_factory.mktemp("home")
+
+
 @pytest.mark.parametrize("on_call", [1, 4])
-def test_a_reference_that_starts_a_thread_is_still_a_reference(fixtures: Path, tmp_path: Path, on_call: int) -> None:
+def test_a_reference_that_starts_a_thread_is_still_a_reference(fixtures: Path, tmp_path: Path, on_call: int,
+                                                                shared_home: Path) -> None:
     """Trusted reference code may start threads: on its first call (torch.compile's compile workers did,
     and every compiled baseline on the H100 failed as background_thread; that call is made before the
     vetted ones, in the reference's runner only) or on a later one, among the vetted calls (torch.compile's
@@ -118,7 +125,7 @@ def test_a_reference_that_starts_a_thread_is_still_a_reference(fixtures: Path, t
         "            threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n") + GOOD_TAIL)
     problem = tmp_path / "thread_starting_reference.py"
     problem.write_text(source)
-    r = kevolve_eval(str(problem), str(fixtures / "solutions" / "relu_cpp.py"), "--json", cache=tmp_path)
+    r = kevolve_eval(str(problem), str(fixtures / "solutions" / "relu_cpp.py"), "--json", cache=shared_home)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["status"] == "ok", r.stdout
 

@@ -13,11 +13,24 @@ import pytest
 from kevolve.sandbox.isolate import pycache
 
 
-@pytest.fixture()
-def primed(tmp_path, monkeypatch):  # noqa: ANN001, ANN201
-    monkeypatch.setattr(pycache, "_ACTIVE", None)
-    where = pycache.prime(tmp_path)
+@pytest.fixture(scope="module")
+def primed_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real priming for the module (it compiles all of torch's bytecode: ~15-45 s on CI's 2 cores)."""
+    before = pycache._ACTIVE, pycache._DIGEST
+    where = pycache.prime(tmp_path_factory.mktemp("primed-once"))
+    pycache._ACTIVE, pycache._DIGEST = before  # each test takes up its own copy
     assert where is not None
+    return where
+
+
+@pytest.fixture()
+def primed(primed_once, tmp_path, monkeypatch):  # noqa: ANN001, ANN201
+    """Each test's own prefix: a copy of the module's priming (paths, contents and times), taken up by
+    `prime` through its marker as a prefix primed by an earlier run is; a test may write its copy."""
+    monkeypatch.setattr(pycache, "_ACTIVE", None)
+    shutil.copytree(primed_once.parent.parent, tmp_path, dirs_exist_ok=True, symlinks=True)
+    where = pycache.prime(tmp_path)
+    assert where == tmp_path / primed_once.relative_to(primed_once.parent.parent)
     yield where
     monkeypatch.setattr(pycache, "_ACTIVE", None)
 
