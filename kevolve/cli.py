@@ -12,7 +12,7 @@ import typer
 
 from kevolve import cli_archive, cli_bench, cli_sandbox, defaults
 from kevolve.cli_common import (ALLOW_HELP, SLOWDOWN_HELP, check_compile_baseline, default_device, device_problem,
-                                fail, or_fail, parse_allow)
+                                env_cache_dir, fail, or_fail, parse_allow)
 from kevolve.cli_optimize import optimize_cmd
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -63,7 +63,7 @@ def eval_cmd(
     if why := device_problem(dev):
         fail(why)
     given = {"timeout_s": timeout, "trials": trials, "tolerance_factor": tolerance_factor,
-             "max_slowdown": max_slowdown, "memory_limit_gb": memory_limit_gb}
+             "max_slowdown": max_slowdown, "memory_limit_gb": memory_limit_gb, "cache_dir": env_cache_dir()}
     config = SandboxConfig(device=dev, allow_torch_only=allow_torch_only,
                            seed=seed, compile_baseline=CompileBaseline(compile_baseline), ncu=ncu,
                            **{k: v for k, v in given.items() if v is not None},

@@ -16,7 +16,7 @@ import typer
 
 from kevolve import defaults
 from kevolve.cli_common import (ALLOW_HELP, LANGUAGE_HELP, SLOWDOWN_HELP, check_archive, check_compile_baseline,
-                                default_device, device_problem, fail, ingest_mode, or_fail, parse_allow)
+                                default_device, device_problem, env_cache_dir, fail, ingest_mode, or_fail, parse_allow)
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, invoke_without_command=True,
                   help="Run a KernelBench suite: solution sets, baselines, reports, comparisons.")
@@ -27,7 +27,8 @@ Problems = Annotated[Optional[str], typer.Option(help="problem numbers, e.g. 1-1
 Match = Annotated[Optional[str], typer.Option(help="regular expression on the problem file name")]
 Device = Annotated[Optional[str], typer.Option(help="cuda or cpu (default: cuda if present)")]
 Gpus = Annotated[Optional[str], typer.Option(help="GPU indices for one evaluation lane each, e.g. 0,1")]
-CacheDir = Annotated[Optional[Path], typer.Option(help="build and baseline cache (default ~/.cache/kevolve)")]
+CacheDir = Annotated[Optional[Path], typer.Option(help="build and baseline cache (default $KEVOLVE_CACHE_DIR, else "
+                                                        "~/.cache/kevolve)")]
 
 
 def _levels(spec: str) -> list[int]:
@@ -82,7 +83,7 @@ def _config(device: str, seed: int, cache_dir: Path | None, timeout: float | Non
     from kevolve.sandbox.config import BWRAP_ENV, CompileBaseline, SandboxConfig
 
     check_compile_baseline(compile_baseline)
-    given = {"cache_dir": cache_dir.resolve() if cache_dir is not None else None, "timeout_s": timeout,
+    given = {"cache_dir": cache_dir.resolve() if cache_dir is not None else env_cache_dir(), "timeout_s": timeout,
              "trials": trials, "max_timing_s": max_timing_s, "memory_limit_gb": memory_limit_gb,
              "max_slowdown": max_slowdown}
     return SandboxConfig(device=device, seed=seed, compile_baseline=CompileBaseline(compile_baseline),

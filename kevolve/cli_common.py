@@ -23,6 +23,13 @@ NO_GPU = f"no CUDA GPU is visible to PyTorch here. {CPU_HINT}"
 
 LANGUAGE_HELP = (f"kernel language the prompts ask for: {', '.join(LANGUAGES)}; default: CuPy preferred on a GPU, "
                  "C++ on the CPU; a resumed run keeps its own")
+def env_cache_dir() -> Path | None:
+    """$KEVOLVE_CACHE_DIR (builds and baselines; what `optimize` already reads), None when unset: the sandbox's
+    default (~/.cache/kevolve) then."""
+    value = os.environ.get("KEVOLVE_CACHE_DIR", "").strip()
+    return Path(value).expanduser().resolve() if value else None
+
+
 SLOWDOWN_HELP = (f"stop a candidate whose calls take this many times the reference's (and over 0.5 s each; "
                  f"timeout: too_slow); 0 = never; default {defaults.MAX_SLOWDOWN:g}")
 ALLOW_HELP = ("permit a candidate-policy category (repeatable): introspection, monkeypatch, process_setting, "

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from testpaths import BUILD_CACHE
 
 GOOD_TAIL = "\ndef get_inputs():\n    return [torch.randn(8, 16)]\n\ndef get_init_inputs():\n    return []\n"
 MODEL = "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
@@ -25,8 +26,10 @@ BAD_PROBLEMS = {
 
 def kevolve_eval(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "kevolve.cli", "eval", *args, "--device", "cpu", "--trials", "3", "--seed", "5"]
-    # The default build cache lives under $HOME: keep the user's out of it.
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(cache)})
+    # $HOME of its own (nothing of the user's is touched); builds in the tests' shared build cache, where other
+    # tests have built relu_cpp (a cold build is a minute or two on 2 loaded cores)
+    env = {**os.environ, "HOME": str(cache), "KEVOLVE_CACHE_DIR": str(BUILD_CACHE)}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
 
 
 def assert_one_line_usage_error(r: subprocess.CompletedProcess[str], text: str) -> None:
