@@ -17,7 +17,8 @@ from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.judge.oracle import ProblemState
 from kevolve.sandbox.common.protocol import RunnerJob, StepResult
 from kevolve.sandbox.judge.runner_proc import Gone, RunnerProcess
-from kevolve.sandbox.judge.schedule import enough, stats
+from kevolve.sandbox.common.timing import stats
+from kevolve.sandbox.judge.schedule import enough
 from kevolve.sandbox.judge.facts import ForgedAnswer
 from kevolve.sandbox.judge.flush import Flusher
 

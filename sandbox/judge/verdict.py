@@ -19,7 +19,7 @@ from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.judge.oracle import ProblemState
 from kevolve.sandbox.common.protocol import ReferenceSummary
 from kevolve.sandbox.judge.runner_proc import Gone
-from kevolve.sandbox.judge.schedule import stats
+from kevolve.sandbox.common.timing import stats
 from kevolve.sandbox.judge.facts import Facts, Verdict
 
 _STATUS = {"compile_error": Outcome.COMPILE_ERROR, "runtime_error": Outcome.RUNTIME_ERROR,
