@@ -9,7 +9,7 @@ away from itself and everything it starts, for good. A candidate's runner does s
 before the candidate's code is loaded (and the build service's compilers do, where there is no bubblewrap):
 
 - **writes** only under its scratch directory (its HOME, TMPDIR, private build directory, caches and shared
-  buffers), and to device nodes that already exist (/dev/null, the GPU's) — never /dev/shm at large;
+  buffers), and to those device nodes (/dev/null, the GPU's) — never /dev/shm, a disk or a terminal;
 - **reads** only of what bubblewrap would bind (view.py: the toolchain and system folders, the loader's files in
   /etc, the Python installation and the worker's dependencies, kevolve's own packages), `/proc`, `/sys`, the
   device nodes, the build cache it loads from, the primed bytecode and its scratch: not /tmp, $HOME, /root,
@@ -44,8 +44,7 @@ _MAKE = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, 
 REFER, TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
 READS = EXECUTE | READ_FILE | READ_DIR
 _FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE  # what a rule on a file (not a folder) may hold
-# /dev is opened entry by entry, never /dev/shm or /dev/mqueue: another evaluation's buffers and queues live there
-_DEV_SHARED = frozenset(("shm", "mqueue"))
+_DEV_ALLOWED = frozenset(("null", "zero", "full", "random", "urandom"))  # and nvidia*: see devices()
 
 
 SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
@@ -91,12 +90,16 @@ def _writes(version: int) -> int:
 
 
 def devices() -> list[Path]:
-    """Every entry of /dev but the shared-memory folders and the links (/dev/stderr -> /proc/self/fd/2, /dev/fd):
-    device nodes, /dev/pts …"""
+    """The device nodes a runner may open, as bubblewrap's minimal /dev holds them: null, zero, full, random, urandom,
+    and the GPU's (nvidia*); never a block device (red team 3 opened the root file system's disk, /dev/vda, through a
+    rule on every /dev entry: only the host's device cgroup stopped the read)."""
     try:
-        return sorted(Path(e.path) for e in os.scandir("/dev") if e.name not in _DEV_SHARED and not e.is_symlink())
+        entries = list(os.scandir("/dev"))
     except OSError:
         return []
+    return sorted(Path(e.path) for e in entries
+                  if (e.name in _DEV_ALLOWED or e.name.startswith("nvidia")) and not e.is_symlink()
+                  and not stat.S_ISBLK(e.stat().st_mode))
 
 
 def runner_reads() -> list[Path]:

@@ -30,9 +30,8 @@ from kevolve.sandbox.judge.slots import Slots, staging_sets
 from kevolve.sandbox.judge.truths import DeviceTruths
 
 
-# A call shorter than this is never too slow, whatever the reference's time (SandboxConfig.max_slowdown):
-# a fast reference's hundredfold costs nothing worth stopping for, and a contended machine's hiccup of a
-# few hundred milliseconds must not end an honest evaluation.
+# A call shorter than this is never too slow (max_slowdown): a fast reference's hundredfold costs nothing worth
+# stopping for, and a contended machine's hiccup of a few hundred milliseconds must not end an honest evaluation.
 SLOW_FLOOR_S = 0.5
 _CPU_PHASES = ("timed", "fresh", "control", "empty")  # calls whose runner CPU time is read call by call (verdict.cpu_rule)
 
@@ -98,8 +97,7 @@ class Session:
         return res
 
     def _vetted(self, nonce: int) -> None:
-        """The runner's second answer to a call: its vetting (threads, outputs changed after return,
-        guards, settings) held, or the verdict it reached."""
+        """The runner's second answer to a call: its vetting held, or the verdict it reached."""
         self._answer(self.runner.receive(self.deadline), nonce, "vet")
 
     def call(self, key: str, phase: str, slot: int | None = None, op: str = "call", pad_ms: float | None = None) -> Call:
@@ -119,6 +117,7 @@ class Session:
         # The judge's clock stops at the runner's account, sent once the outputs are staged (a single call
         # outside the timed batches: its time decides only too_slow and the clock phase's audit reading)
         judge_ms = (time.perf_counter() - t_send) * 1e3
+        self.runner.freeze(True)  # from its account until its outputs are compared (as batch: red team 3)
         cpu_a = self.runner.precise_cpu_seconds() if cpu0 is not None else None
         res = self._answer(msg, nonce)
         self._acc("calls", judge_ms / 1e3)
@@ -137,7 +136,8 @@ class Session:
         c = self.facts.ledger.add(check_call(self.n, key, phase, staged, truth, draw.eager_err,
                                              self.config.tolerance_factor, res.ms, res.wall_ms, note,
                                              judge_ms=judge_ms, host_ms=res.host_ms))
-        self._vetted(nonce)  # compared first: what the runner writes into its staging from now on is not seen
+        self.runner.freeze(False)  # compared first, frozen: what it writes into its staging from now on is not seen
+        self._vetted(nonce)
         self.runner.freeze(True)
         cpu_v = self.runner.precise_cpu_seconds() if cpu_a is not None else None
         if cpu0 is not None and cpu_a is not None and cpu_v is not None:
@@ -172,9 +172,9 @@ class Session:
         msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(keys))), "nonce": nonce},
                                   self.deadline)
         window = (time.perf_counter() - t_send) * 1e3
+        self.runner.freeze(True)  # from its account until every staged set is compared, its CPU read frozen (red team 3)
         cpu_a = self.runner.precise_cpu_seconds() if cpu0 is not None else None
         res = self._answer(msg, nonce)
-        self.runner.send({"op": "vet"})  # the runner waits for this before its vetting (runner/serve.py)
         if res.calls != len(keys):
             raise Verdict("crashed", f"bad_report: an account of {res.calls} calls for a batch of {len(keys)}")
         cpu_ms = None if self.config.is_cuda or cpu0 is None or cpu_a is None else (cpu_a - cpu0) * 1e3
@@ -193,6 +193,7 @@ class Session:
             self.facts.ledger.add(check_call(self.n, key, phase, staged, self.truths.get(key),
                                              self.state.draws[key].eager_err, self.config.tolerance_factor,
                                              each, each, note, judge_ms=each, host_ms=res.host_ms / len(keys)))
+        self.runner.send({"op": "vet"})  # thawed for its vetting, which waits for this (runner/serve.py)
         self._vetted(nonce)
         self.runner.freeze(True)  # until its next command: nothing of it runs while the judge works
         cpu_v = self.runner.precise_cpu_seconds() if cpu_a is not None else None

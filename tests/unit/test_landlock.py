@@ -86,3 +86,14 @@ def test_which_runners_confine_their_writes(tmp_path: Path, kw: dict, launcher: 
         assert runner.host_cache == (tmp_path / "cache").resolve()
     else:
         assert runner.build_path is None
+
+
+def test_a_runner_may_open_only_the_harmless_device_nodes_and_never_a_disk() -> None:
+    """Red team 3 read the root file system's disk (/dev/vda) through a rule on every /dev entry; the rules now name
+    bubblewrap's minimal /dev (and the GPU's nodes), never a block device, /dev/shm or a terminal."""
+    import stat
+
+    nodes = landlock.devices()
+    assert {p.name for p in nodes} <= {"null", "zero", "full", "random", "urandom"} | {
+        p.name for p in nodes if p.name.startswith("nvidia")}
+    assert Path("/dev/null") in nodes and not any(stat.S_ISBLK(p.stat().st_mode) for p in nodes)
