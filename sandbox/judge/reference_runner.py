@@ -96,15 +96,15 @@ class ReferenceRunner:
         return res
 
     def batch(self, keys: list[str], deadline: float, flush: Any = None) -> Window:
-        """A batch of calls of the reference on these draws, timed by the judge's clock (clock.py) from before
-        its draws are copied in and the caches flushed (`flush`), as a candidate's; its CPU in the window and
-        in the vetting (`last_cpu`), as `call`'s."""
+        """A batch of calls of the reference on these draws, timed by the judge's clock (clock.py) from after
+        its draws are copied in and the caches flushed (`flush`), as a candidate's that is frozen meanwhile; its
+        CPU in the window and in the vetting (`last_cpu`), as `call`'s."""
         nonce = secrets.randbits(62) + 1
         cpu0 = self.runner.precise_cpu_seconds()
-        t0 = time.perf_counter()
         picks = self.slots.slots_for(keys)
         if flush is not None:
             flush()
+        t0 = time.perf_counter()
         msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(picks))), "nonce": nonce},
                                   deadline)
         self.last_window_ms = (time.perf_counter() - t0) * 1e3

@@ -113,6 +113,8 @@ class RunnerProcess(WorkerProcess):
             return self._closed()
         return self.receive(deadline)
 
+    freezes = True  # frozen between the judge's commands (`freeze`): the judge copies draws in outside its window
+
     def freeze(self, on: bool) -> None:
         """Freeze the runner and everything it started between the judge's commands (its cgroup; else
         SIGSTOP/SIGCONT of its process group), so that no thread of the candidate's works while the

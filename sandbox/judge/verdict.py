@@ -245,7 +245,8 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: 
         return Evaluation(outcome=Outcome.REJECTED, reason=rule, checks=tuple(checks), timing=timing,
                           ref_timing=ref_timing, profile=prof, wall_s=time.monotonic() - t0, **common)
     assert timing is not None
-    prof = annotate(prof, timing.median_ms, summary.min_bytes, summary.flops, summary.device_name)
+    prof = annotate(prof, timing.median_ms, summary.min_bytes, summary.flops, summary.device_name,
+                    summary.outputs[0].dtype if summary.outputs else None)
     return Evaluation(outcome=Outcome.OK, reason="ok: correct on every call, every rule holds", checks=tuple(checks),
                       timing=timing, ref_timing=ref_timing, profile=prof, wall_s=time.monotonic() - t0, **common)
 

@@ -38,6 +38,18 @@ def test_roofline_fraction_uses_the_nearer_roof() -> None:
     assert annotate(prof, 0.1, 1000, None, "cpu (x86_64)").roofline_fraction is None
 
 
+def test_a_float32_problems_compute_roof_is_tf32s() -> None:
+    """fp32 without tensor cores (51 TFLOP/s) is no roof: cuDNN's TF32 convolutions and 3xTF32 products pass
+    tolerance, and level-3 models read 125-250% of it on the H100. 40.4 TFLOP in 0.1 s is 1.0 of TF32's 404."""
+    prof = Profile(kernels=(KernelLaunch(name="k", count=1, custom=True),))
+    h100 = "NVIDIA H100 80GB HBM3"
+    out = annotate(prof, median_ms=100.0, min_bytes=None, flops=40_400_000_000_000, device_name=h100)
+    assert out is not None and out.roofline_fraction == pytest.approx(1.0)
+    half = annotate(prof, 100.0, None, 40_400_000_000_000, h100, "torch.bfloat16")
+    assert half is not None and half.roofline_fraction == pytest.approx(404 / 760)
+    assert annotate(prof, 100.0, None, 40_400_000_000_000, h100, "float64").roofline_fraction is None
+
+
 def test_a_candidates_gemm_kernel_is_its_own_but_cublas_names_are_not() -> None:
     """`gemm_p1_kernel`: a bare `gemm` prefix once made every such kernel cuBLAS's (12 of 14 honest
     level-1 GEMMs `no_custom_kernel` on the H100); cuBLAS's own gemm/gemv kernels stay library ones."""
