@@ -79,6 +79,15 @@ class ProblemState:
     min_bytes: int | None
     flops: int | None
     phase_s: dict[str, float] = field(default_factory=dict)
+    _prints: dict[str, tuple[int, ...]] | None = None
+
+    def truth_prints(self, device: torch.device) -> dict[str, tuple[int, ...]]:
+        """Each draw's truth fingerprinted (checks.classify tells a stale answer by it), computed once."""
+        from kevolve.sandbox.judge.checks import fingerprint
+
+        if self._prints is None:
+            self._prints = {k: fingerprint([t.to(device) for t in d.truth]) for k, d in self.draws.items()}
+        return self._prints
 
     @property
     def pool(self) -> list[str]:

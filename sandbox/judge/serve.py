@@ -159,7 +159,8 @@ class Judge:
         while len(self.spares) < n:
             self.spares.append((key, self._start(config)))
 
-    def take_runner(self, config: SandboxConfig) -> RunnerProcess:
+    def take_runner(self, config: SandboxConfig, restock: bool = True) -> RunnerProcess:
+        """A started runner for `config` (a spare if one is ready); `restock`: start its replacement now."""
         key = self._runner_key(config)
         runner = None
         for i, (k, r) in enumerate(self.spares):
@@ -167,7 +168,8 @@ class Judge:
                 runner = self.spares.pop(i)[1]
                 break
         runner = runner or self._start(config)
-        self.prewarm(config, self.spares_wanted)
+        if restock:
+            self.prewarm(config, self.spares_wanted)
         if runner.proc is not None:
             pin_group(runner.proc.pid, self.lane_cores)
         return runner
@@ -302,7 +304,11 @@ class Judge:
         t0 = time.monotonic()
         state, eager, summary = self._problem(problem, config)
         t_start = time.monotonic()
-        runner = self.take_runner(config)
+        # Where spares start on the lane's own cores, the candidate's replacement starts once its timing is
+        # done, not beside it: a starting runner's imports there moved timed CPU calls by 2-4 ms, and the wait
+        # for it to finish starting (`quiet`) cost 4.6 s of a 26 s `eval` (2 cores, 2026-11-27)
+        share = self._spares_share_lane()
+        runner = self.take_runner(config, restock=not share)
         gone = runner.wait_warm(STARTUP_S)
         waited = time.monotonic() - t_start
         if gone is not None:
@@ -311,7 +317,8 @@ class Judge:
                                  f"{(gone.log_tail.strip().splitlines() or [''])[-1][:200]}", t0), Facts()
         session = Session(state, runner, eager, config, self.device, self.flush, clock_calls,
                           eager_ms=summary.eager.median_ms if summary.eager is not None else None,
-                          quiet=self.settle_spares if self._spares_share_lane() else None)
+                          quiet=self.settle_spares if share else None,
+                          timed=(lambda: self.prewarm(config, self.spares_wanted)) if share else None)
         confine = self._confine(runner, config)
         try:
             job = RunnerJob(role="candidate", source=cand.source, init_seed=state.seed,
@@ -332,6 +339,8 @@ class Judge:
             session.close()
             runner.finish(cand.source, keep_scratch=self.keep_scratch)
             session.facts.phase_s["retire"] = time.monotonic() - t_end
+            if share:  # a verdict before the timing: its replacement was not started there
+                self.prewarm(config, self.spares_wanted)
         if eager is not None and eager.spoiled:  # its channel is out of step: prepared again next time
             self._drop((problem.id, state.seed, config.n_draws))
         if isinstance(runner, RunnerProcess) and runner.launcher is None:  # no sandbox: after it is gone

@@ -41,9 +41,10 @@ class Session:
 
     def __init__(self, state: ProblemState, runner: RunnerProcess, eager: Any, config: SandboxConfig,
                  device: torch.device, flush: Flusher, clock_calls: int = 0, eager_ms: float | None = None,
-                 quiet: Callable[[], None] | None = None) -> None:
+                 quiet: Callable[[], None] | None = None, timed: Callable[[], None] | None = None) -> None:
         self.clock_calls = clock_calls
         self.quiet = quiet or (lambda: None)  # waits until no runner is starting beside this session (judge/serve.py)
+        self.timed = timed or (lambda: None)  # once the timed phases are done (judge/serve.py: starts a spare)
         # calls without the pad on each side, one at a time: the audit's judge clock needs clock_calls of them
         # (its second method beside the timed batches, audit.py)
         self.unpadded = clock_calls
@@ -161,23 +162,15 @@ class Session:
     def batch(self, keys: list[str], phase: str) -> Window:
         """One command of `len(keys)` calls on these draws (none: an empty batch), timed by the judge's
         own clock from its command to the runner's account (clock.py), every call's outputs checked."""
-        # The draws are copied in and the caches flushed while the runner is frozen, and the clock starts at
-        # its thaw: nothing of the candidate's can read them before its window, and the copy is not its time
-        # (a 1 GiB input copied from host memory inside the window, 23 ms, read as `input_cache` on the H100).
-        # A runner that cannot be frozen (a container) has the copy inside its window, where a thread of its
-        # own reading the draws early works inside the window, not before it
+        # Draws copied in and caches flushed while the runner is frozen, the clock starting at its thaw (a 1 GiB
+        # copy in the window read as `input_cache`, H100); unfrozen (a container): inside, where its threads are
         nonce = secrets.randbits(62) + 1
         # CPU read still frozen (a sliver after the thaw counted as between calls: 0.024 s/17 calls), then thawed
         cpu0 = self.runner.precise_cpu_seconds() if not self.config.is_cuda or phase in _CPU_PHASES else None
-        frozen = self.runner.freezes
-        if frozen:
-            picks = self.slots.slots_for(keys)
-            self.flush()
+        picks = self._stage(keys) if self.runner.freezes else None
         t_send = time.perf_counter()
         self.runner.freeze(False)
-        if not frozen:
-            picks = self.slots.slots_for(keys)
-            self.flush()
+        picks = self._stage(keys) if picks is None else picks
         msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(keys))), "nonce": nonce},
                                   self.deadline)
         window = (time.perf_counter() - t_send) * 1e3
@@ -220,6 +213,11 @@ class Session:
         if keys:
             self._too_slow(each)
         return kept
+
+    def _stage(self, keys: list[str]) -> list[int]:
+        picks = self.slots.slots_for(keys)
+        self.flush()
+        return picks
 
     def _too_slow(self, judge_ms: float) -> None:
         """Stop a candidate whose calls take `max_slowdown` times the reference's, two in a row, by the
@@ -277,6 +275,7 @@ class Session:
             self._timed_phase("timing", self._timing)
             if self.unpadded and self.eager is not None:
                 self._timed_phase("clock", self._clock)
+            self.timed()
             if self.config.profile:
                 self._timed_phase("profile", lambda: self.call(self.state.pool[0], "profile", op="profile"))
             if f.ledger.misses:
@@ -436,16 +435,8 @@ class Session:
             raise Verdict("crashed", "bad_report: the runner's final report is malformed") from None
 
     def _classify(self) -> str:
-        prints = self.state_prints()
-        return classify(self.facts.ledger, prints, set(self.state.keys("plain")) | set(self.state.keys("fresh")))
-
-    def state_prints(self) -> dict[str, tuple[int, ...]]:
-        from kevolve.sandbox.judge.checks import fingerprint
-
-        if not hasattr(self.state, "_prints"):
-            self.state._prints = {k: fingerprint([t.to(self.device) for t in d.truth])  # type: ignore[attr-defined]
-                                  for k, d in self.state.draws.items()}
-        return self.state._prints  # type: ignore[attr-defined]
+        return classify(self.facts.ledger, self.state.truth_prints(self.device),
+                        set(self.state.keys("plain")) | set(self.state.keys("fresh")))
 
     def close(self) -> None:
         self.runner.freeze(False)
