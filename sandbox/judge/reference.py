@@ -68,27 +68,52 @@ class _Float64:
 _WARM = None  # the warm-up thread's lock: _work waits for it rather than paying the same cost twice
 
 
+def _flop_mode() -> Any:
+    """A dispatch mode that sums torch's FLOP formulas (torch.utils.flop_counter's registry) over the ops run.
+
+    Not torch's FlopCounterMode: any dispatch mode whose handler torch wraps to keep Dynamo out imports
+    torch._dynamo on first use, 3.9 CPU-s of a CPU judge's start (2026-11-27, 2 cores), and the judge never
+    compiles in its own process. Same totals as FlopCounterMode (a conv-relu-linear model: 1,065,600 both)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import flop_registry
+
+    class FlopCount(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.flops = 0
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            count = flop_registry.get(func._overloadpacket)
+            if count is not None:
+                self.flops += count(*args, **kwargs, out_val=out)
+            return out
+
+    return FlopCount()
+
+
 def warm_flop_counter() -> None:
-    """Use torch's FLOP counter once on a tiny CPU op (its first use is slow); _work then waits for this."""
+    """Use the FLOP counter once on a tiny CPU op (its imports are slow); _work then waits for this."""
     global _WARM
     import threading
-
-    from torch.utils.flop_counter import FlopCounterMode
 
     lock = _WARM = threading.Lock()
     with lock:
         try:
             x = torch.ones(8, 8)
-            with FlopCounterMode(display=False):
+            with _flop_mode():
                 torch.relu(x @ x)
         except Exception:  # noqa: BLE001 - only a warm-up
             pass
 
 
 def _work(model: Any, x: list[Any]) -> tuple[int | None, int | None]:
-    """Least bytes any implementation moves, and the FLOPs torch's counter sees (None if 0)."""
-    from torch.utils.flop_counter import FlopCounterMode
-
+    """Least bytes any implementation moves, and the FLOPs torch's formulas count (None if 0)."""
     if _WARM is not None:
         with _WARM:
             pass
@@ -98,10 +123,10 @@ def _work(model: Any, x: list[Any]) -> tuple[int | None, int | None]:
         nbytes += sum(p.numel() * p.element_size() for p in model.parameters())
         nbytes += sum(b.numel() * b.element_size() for b in model.buffers())
     try:
-        with FlopCounterMode(display=False) as counter:
+        with _flop_mode() as counter:
             out = model(*x)
         nbytes += sum(t.numel() * t.element_size() for t in h.flatten_outputs(out) if isinstance(t, torch.Tensor))
-        flops = counter.get_total_flops()
+        flops = counter.flops
     except Exception:  # noqa: BLE001 - an op the counter cannot trace: bytes only
         return nbytes or None, None
     return nbytes or None, flops or None
