@@ -145,11 +145,28 @@ class ContainerRunner(RunnerProcess):
     deadline; Docker's memory cgroup kills it past its limit (OOMKilled).
     """
 
-    freezes = False
+    @property
+    def freezes(self) -> bool:  # type: ignore[override]
+        return self._freezer() is not None
+
+    def _freezer(self) -> Any:
+        """The container's cgroup freeze switch (its process is the `docker` client, not the container),
+        found once from its init's /proc entry; None where the judge cannot write it."""
+        if getattr(self, "_freeze_switch", False) is False:
+            from kevolve.sandbox.isolate import freezer
+
+            pid = self._state(max_age=0.0).get("Pid") if self.container is not None else None
+            self._freeze_switch = freezer.of(pid) if isinstance(pid, int) and pid > 0 else None
+        return self._freeze_switch
 
     def freeze(self, on: bool) -> None:
-        """Not frozen between commands (its process is the `docker` client, not the container; `docker pause`
-        would be the way): the container's own limits stand instead."""
+        """Frozen between the judge's commands as a local runner is, through the container's cgroup (every
+        process in it, a daemon too); where that cannot be written, not frozen, and its limits stand alone."""
+        if on == getattr(self, "_frozen", False) or self.container is None:
+            return
+        switch = self._freezer()
+        if switch is not None and switch.freeze(on):
+            self._frozen = on
 
 
     def __init__(self, client: Any, config: SandboxConfig, root: Path | None = None,
@@ -247,6 +264,8 @@ class ContainerRunner(RunnerProcess):
     def _stop(self) -> None:
         if self.container is None:
             return
+        if getattr(self, "_frozen", False):  # a frozen process takes its SIGKILL only once thawed
+            self.freeze(False)
         try:
             self.container.kill()
         except Exception:  # noqa: BLE001 - already exited
@@ -261,6 +280,8 @@ class ContainerRunner(RunnerProcess):
             self._stop_watch.set()
         if self.container is None:
             return
+        if getattr(self, "_frozen", False):
+            self.freeze(False)
         self._logs()
         try:
             self.container.remove(force=True)

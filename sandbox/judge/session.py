@@ -163,7 +163,7 @@ class Session:
         """One command of `len(keys)` calls on these draws (none: an empty batch), timed by the judge's
         own clock from its command to the runner's account (clock.py), every call's outputs checked."""
         # Draws copied in and caches flushed while the runner is frozen, the clock starting at its thaw (a 1 GiB
-        # copy in the window read as `input_cache`, H100); unfrozen (a container): inside, where its threads are
+        # copy in the window read as `input_cache`, H100); one that cannot be frozen: inside, where its threads are
         nonce = secrets.randbits(62) + 1
         # CPU read still frozen (a sliver after the thaw counted as between calls: 0.024 s/17 calls), then thawed
         cpu0 = self.runner.precise_cpu_seconds() if not self.config.is_cuda or phase in _CPU_PHASES else None
