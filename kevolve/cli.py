@@ -19,6 +19,23 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Make PyTorch faster with LLM-written CUDA kernels that are verified and timed.")
 
 
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Annotated[Optional[Path], typer.Option(
+        help="defaults for optimize, bench and eval, a TOML table each; flags override (default: ./kevolve.toml "
+             "where it exists)")] = None,
+) -> None:
+    from kevolve.config_file import ConfigError, default_map
+
+    try:
+        defaults_from_file = default_map(config, ctx)
+    except ConfigError as e:
+        fail(str(e), 2)
+    if defaults_from_file:
+        ctx.default_map = {**(ctx.default_map or {}), **defaults_from_file}
+
+
 @app.command("eval")
 def eval_cmd(
     problem: Annotated[Path, typer.Argument(help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)")],
