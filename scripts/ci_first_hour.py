@@ -77,6 +77,8 @@ def checks(work: Path) -> list[Check]:
     bench = ("bench", "--suite", str(FIX / "suite"), "--level", "1", "--problems", "1",
              "--solutions", str(FIX / "suite_solutions"), "--run-dir", str(work / "bench"), "--trials", "5",
              "--max-timing-s", "0.5")
+    config = work / "settings.toml"  # kevolve.toml's form under another name: only the check that names it reads it
+    config.write_text('[eval]\ndevice = "cpu"\ntrials = 5\n')
     return [
         Check("help", ("--help",), True),
         # README's main job, verbatim: needs an NVIDIA GPU, so on CI it is one line saying what works instead
@@ -89,6 +91,7 @@ def checks(work: Path) -> list[Check]:
         Check("optimize, no such file", ("optimize", str(work / "nope.py"), "--device", "cpu"), False),
         Check("optimize --graph", ("optimize", "--graph"), True),
         Check("eval", ("eval", relu, sol, "--device", "cpu", "--trials", "5"), True),
+        Check("eval, settings from a config file", ("--config", str(config), "eval", relu, sol), True),
         Check("bench", bench, True),
         Check("bench --executor ray", (*bench, "--executor", "ray"), False),
         Check("archive search", ("archive", "search", "relu"), True),
