@@ -35,7 +35,7 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 class LLMConfig(Record):
     """Which model proposes candidates, and how it is called."""
 
-    provider: str = Field(description="'openai', 'anthropic', 'compatible' (OpenAI wire, any base URL) or 'scripted'")
+    provider: str = Field(description="'openai', 'anthropic', 'compatible' (OpenAI wire, any base URL), 'demo' (recorded replies) or 'scripted'")
     model: str = Field(description="model name as the provider spells it")
     base_url: str | None = Field(default=None, description="server URL; None = the vendor's own")
     api_key: SecretStr | None = Field(default=None, exclude=True, description="never written to disk")

@@ -34,6 +34,8 @@ def llm_config(spec: str, base_url: str | None, env: Mapping[str, str], cache_di
     from the vendor's usual environment variable."""
     provider, sep, model = spec.partition(":")
     provider = provider.strip().lower()
+    if provider == "demo":  # the project's recorded replies (agent/llm/demo.py): no key, no network
+        return LLMConfig(provider="demo", model=model.strip() or "relu-cpu", cache_dir=None)
     if not sep or not model.strip():
         raise SettingsError(f"--llm {spec!r}: expected PROVIDER:MODEL, e.g. openai:gpt-4o or anthropic:claude-sonnet-4-6")
     if provider in LOCAL_SERVERS:

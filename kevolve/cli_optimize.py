@@ -22,7 +22,7 @@ def optimize_cmd(
     module: Annotated[Optional[str], typer.Argument(
         help="KernelBench file, or path.py:ClassName / package.module:ClassName with --init and --input")] = None,
     llm: Annotated[Optional[str], typer.Option(help="PROVIDER:MODEL — openai:gpt-4o (default), anthropic:claude-sonnet-4-6, "
-                                                    "vllm:MODEL, ollama:MODEL, compatible:MODEL (with --base-url); "
+                                                    "vllm:MODEL, ollama:MODEL, compatible:MODEL (with --base-url), demo (recorded replies, no key); "
                                                     "--resume keeps the run's own")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="server URL for OpenAI-compatible servers")] = None,
     offline: Annotated[bool, typer.Option("--offline", help="no LLM: generated fused CUDA kernels, tuned by "
@@ -103,6 +103,12 @@ def optimize_cmd(
             gpu = device is not None and default_device() == "cuda"  # --device cpu on a GPU machine
             raise SettingsError("--offline generates CUDA kernels: it needs --device cuda" if gpu else
                                 f"--offline generates CUDA kernels and needs an NVIDIA GPU: {NO_GPU}")
+        if (llm or "").strip().lower().partition(":")[0] == "demo":
+            from kevolve.agent.llm.demo import PROBLEM, supports
+
+            if dev != "cpu" or (problem is not None and not supports(problem.source)):
+                raise SettingsError(f"--llm demo has recorded replies for {PROBLEM} with --device cpu only "
+                                    "(a real LLM: --llm openai:MODEL, anthropic:MODEL, vllm:MODEL …)")
         ingest = ingest_mode(archive_ingest, no_archive)
         config = build_config(llm=llm or "openai:gpt-4o", offline=offline, base_url=base_url, env=os.environ,
                               device=dev, language=language, runs_dir=runs_dir, llm_cache=not no_cache,

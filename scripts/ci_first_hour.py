@@ -88,6 +88,8 @@ def checks(work: Path) -> list[Check]:
         Check("optimize --device cpu --llm", ("optimize", relu, "--device", "cpu", "--llm", "openai:gpt-4o",
                                               "--max-candidates", "2", "--patience", "1", "--runs-dir",
                                               str(work / "runs")), True),
+        Check("optimize --llm demo", ("optimize", relu, "--llm", "demo", "--device", "cpu", "--max-candidates", "3",
+                                       "--runs-dir", str(work / "runs")), True),
         Check("optimize, no such file", ("optimize", str(work / "nope.py"), "--device", "cpu"), False),
         Check("optimize --graph", ("optimize", "--graph"), True),
         Check("eval", ("eval", relu, sol, "--device", "cpu", "--trials", "5"), True),

@@ -9,7 +9,7 @@ from kevolve.agent.config import LLMConfig
 from kevolve.agent.llm.base import (LLM, Completion, LLMError, Message, NonRetryableLLMError,
                                     TransientLLMError)
 
-PROVIDERS = ("openai", "anthropic", "compatible")
+PROVIDERS = ("openai", "anthropic", "compatible", "demo")
 
 
 def make_llm(config: LLMConfig) -> LLM:
@@ -26,6 +26,10 @@ def make_llm(config: LLMConfig) -> LLM:
         from kevolve.agent.llm.compatible import CompatibleLLM
 
         llm = CompatibleLLM(config)
+    elif config.provider == "demo":
+        from kevolve.agent.llm.demo import demo_llm
+
+        return demo_llm()  # recorded replies: nothing to cache
     else:
         raise NonRetryableLLMError(f"unknown LLM provider {config.provider!r} (use one of {', '.join(PROVIDERS)})")
     if config.cache_dir is not None:
