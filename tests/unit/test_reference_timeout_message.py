@@ -33,4 +33,5 @@ def test_a_reference_call_past_the_time_limit_says_raise_timeout_without_harness
 def test_a_reference_that_crashed_still_shows_its_last_log_line() -> None:
     with pytest.raises(h.StageError) as e:
         reference("eager")._read(Gone(returncode=-11, log_tail="Fatal Python error: Segmentation fault\n"), 1, "call")
-    assert e.value.reason == "the reference failed in its runner: runner exit -11: Fatal Python error: Segmentation fault"
+    assert e.value.reason == ("the reference failed in its runner: runner exit -11: "
+                              "Fatal Python error: Segmentation fault")
