@@ -64,9 +64,9 @@ class Interrupting:
         return Sandbox()
 
 
-@pytest.mark.parametrize("stops", [[("llm", 2), ("eval", 1)], [("llm", 3), ("eval", 1), ("llm", 1)],
-                                   [("eval", 2), ("eval", 3)]], ids=["propose-then-evaluate", "three-stops",
-                                                                     "evaluate-twice"])
+@pytest.mark.parametrize("stops", [[("llm", 5)], [("llm", 2), ("eval", 1)], [("llm", 3), ("eval", 1), ("llm", 1)],
+                                   [("eval", 2), ("eval", 3)]],
+                         ids=["after-4-evaluations", "propose-then-evaluate", "three-stops", "evaluate-twice"])
 def test_every_ctrl_c_then_resume_keeps_each_finished_job_once(tmp_path, stops) -> None:
     cfg = config(tmp_path).model_copy(update={
         "stop": StopConfig(max_candidates=10, patience=100),
