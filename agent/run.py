@@ -264,10 +264,12 @@ def _ended(snapshot) -> bool:  # noqa: ANN001 - a LangGraph StateSnapshot
 
 
 def _resume_point(snapshot) -> str:  # noqa: ANN001 - a LangGraph StateSnapshot
+    """Where a resumed run goes on: 'its end', or the step's nodes, each once with its count ('evaluate x4')."""
     if _ended(snapshot):
         return "its end"
     names = snapshot.next or tuple(t.name for t in snapshot.tasks)
-    return ", ".join(names) + ("" if snapshot.next else " (finished before the interruption; committed now)")
+    counted = ", ".join(n if names.count(n) == 1 else f"{n} x{names.count(n)}" for n in dict.fromkeys(names))
+    return counted + ("" if snapshot.next else " (finished before the interruption; committed now)")
 
 
 def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int = 3) -> dict:

@@ -101,3 +101,16 @@ def test_a_second_signal_is_delivered_at_once_and_one_held_signal_once() -> None
             raise
         pytest.fail("the second Ctrl-C was held too")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_the_resume_line_names_each_step_once_with_its_count() -> None:
+    from types import SimpleNamespace
+
+    from kevolve.agent.run import _resume_point
+
+    task = SimpleNamespace(name="evaluate")
+    assert _resume_point(SimpleNamespace(next=("evaluate",) * 4, tasks=(task,) * 4)) == "evaluate x4"
+    assert _resume_point(SimpleNamespace(next=("plan",), tasks=())) == "plan"
+    assert _resume_point(SimpleNamespace(next=(), tasks=(task, task))) == ("evaluate x2 (finished before the "
+                                                                           "interruption; committed now)")
+    assert _resume_point(SimpleNamespace(next=(), tasks=())) == "its end"
