@@ -22,6 +22,7 @@ from kevolve.agent.llm.base import LLM, NonRetryableLLMError
 from kevolve.agent.prompting import PromptError, Prompts
 from kevolve.agent.result import Result
 from kevolve.agent.rundir import RunFolder
+from kevolve.agent.stopping import HeldSignal, holding_saver
 from kevolve.archive.ingest import IngestMode
 from kevolve.records import Problem
 from kevolve.sandbox import Sandbox
@@ -113,14 +114,17 @@ def _sandbox(config: OptimizeConfig) -> Sandbox:
         raise UsageError(f"sandbox {config.sandbox.backend.value}: {str(e).splitlines()[0]}") from None
 
 
-def _checkpointer(run: RunFolder):  # noqa: ANN202
+def _checkpointer(run: RunFolder, held: HeldSignal | None = None):  # noqa: ANN202
+    """LangGraph's SQLite checkpointer on the run's database; with `held`, one that delivers a held Ctrl-C or
+    SIGTERM once a step's checkpoint is written (agent/stopping.py)."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     conn = sqlite3.connect(run.checkpoint_db, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    return SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=_CHECKPOINT_TYPES)), conn
+    saver_cls = SqliteSaver if held is None else holding_saver(SqliteSaver, held)
+    return saver_cls(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=_CHECKPOINT_TYPES)), conn
 
 
 def _open(problem: Problem | None, config: OptimizeConfig, resume: str | None) -> tuple[RunFolder, OptimizeConfig]:
@@ -199,7 +203,8 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
                   novelty=NoveltyIndex(config.evolution.novelty_threshold), retrieve=retriever, store=storer,
                   eval_slots=threading.Semaphore(config.parallel_evaluations), prebuild=prebuild,
                   prompts=prompts)
-    saver, conn = _checkpointer(run)
+    held = HeldSignal()
+    saver, conn = _checkpointer(run, held)
     app = build_graph().compile(checkpointer=saver)
     thread = {"configurable": {"thread_id": run.run_id}, "max_concurrency": config.evolution.concurrency,
               "recursion_limit": 20 + 6 * config.stop.max_generations}
@@ -214,8 +219,9 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
         else:
             check_feasible(problem or run.problem(), sandbox, config)
             ctx.session_started = time.time()  # search time starts now, as generation 0's does after plan
-            state = app.invoke(None if started else {"problem": problem or run.problem(), "generation": 0},
-                               thread, context=ctx, durability="sync")
+            with held.installed():  # Ctrl-C / SIGTERM stop the run between steps, every finished task's write kept
+                state = app.invoke(None if started else {"problem": problem or run.problem(), "generation": 0},
+                                   thread, context=ctx, durability="sync")
     except NonRetryableLLMError as e:
         values = app.get_state(thread).values
         if values.get("problem") is not None:
@@ -258,10 +264,12 @@ def _ended(snapshot) -> bool:  # noqa: ANN001 - a LangGraph StateSnapshot
 
 
 def _resume_point(snapshot) -> str:  # noqa: ANN001 - a LangGraph StateSnapshot
+    """Where a resumed run goes on: 'its end', or the step's nodes, each once with its count ('evaluate x4')."""
     if _ended(snapshot):
         return "its end"
     names = snapshot.next or tuple(t.name for t in snapshot.tasks)
-    return ", ".join(names) + ("" if snapshot.next else " (finished before the interruption; committed now)")
+    counted = ", ".join(n if names.count(n) == 1 else f"{n} x{names.count(n)}" for n in dict.fromkeys(names))
+    return counted + ("" if snapshot.next else " (finished before the interruption; committed now)")
 
 
 def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int = 3) -> dict:
