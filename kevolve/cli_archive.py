@@ -193,7 +193,7 @@ def serve(db: DbOpt = None, host: Annotated[str, typer.Option(help="address to l
     with _errors():
         import uvicorn
 
-        from kevolve.archive.api import create_app
+        from kevolve.archive.web import create_app
 
         arch = _open(db, embedder, reading=False)  # the page can import (with a token): an empty archive serves
 

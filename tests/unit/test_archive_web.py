@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from kevolve.archive.api import create_app
+from kevolve.archive.web import create_app
 from kevolve.archive.embed import HashingEmbedder
 from kevolve.archive.sakana import to_row
 from kevolve.archive.store import Archive
