@@ -49,9 +49,10 @@ __gmon_start__ _ITM_registerTMCloneTable _ITM_deregisterTMCloneTable __gxx_perso
 __dynamic_cast __ctype_b_loc __ctype_tolower_loc __ctype_toupper_loc toupper tolower
 qsort bsearch rand rand_r srand abs labs llabs div ldiv clock clock_gettime time gettimeofday sched_yield
 pthread_once pthread_key_create pthread_key_delete pthread_getspecific pthread_setspecific pthread_self
-pthread_equal
+pthread_equal __pthread_key_create __once_proxy
 """))
-# `abort` and `atexit` stay: GCC's noexcept cleanups call std::terminate (abort: a crash, never a clean exit), and
+# `__pthread_key_create` is the weak reference by which libstdc++ asks whether threads exist (gthr-posix.h, glibc
+# before 2.34); `__once_proxy` is std::call_once's. `abort` and `atexit` stay: GCC's noexcept cleanups call std::terminate (abort: a crash, never a clean exit), and
 # nvcc's registration stub unregisters the module's fat binary with atexit.
 _C_FAMILIES = re.compile(_alternatives(
     r"__cxa_\w+|_Unwind_\w+",  # the C++ ABI and the unwinder (libstdc++, libgcc_s)
@@ -113,7 +114,7 @@ _STD = re.compile(r"std::(?:__cxx11::)?(?:" + _alternatives(
     # input streams read only the buffer they are given: string buffers here, file buffers are CAPABILITIES below
     r"basic_stringbuf(?:::.*)?", r"(?:basic_)?ostream(?:::.*)?", r"(?:basic_)?i(?:o)?stream(?:::.*)?", r"basic_ios(?:::.*)?", r"ios_base(?:::.*)?",
     r"basic_streambuf(?:::.*)?", r"locale(?:::.*)?", r"ctype(?:::.*)?", r"num_put(?:::.*)?", r"numpunct(?:::.*)?",
-    r"__ostream_insert", r"operator@", r"endl", r"flush", r"c(?:out|err|log)",
+    r"__ostream_insert", r"operator@", r"endl", r"flush", r"getline", r"ws", r"c(?:out|err|log)",
     r"(?:runtime|logic|range|overflow|underflow|domain|length)_error(?:::.*)?", r"out_of_range(?:::.*)?",
     r"invalid_argument(?:::.*)?", r"bad_\w+(?:::.*)?", r"(?:nested_)?exception(?:::.*)?", r"system_error(?:::.*)?",
     r"_V2::(?:generic|system)_category", r"_V2::error_category(?:::.*)?", r"error_code(?:::.*)?",

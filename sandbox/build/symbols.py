@@ -54,7 +54,7 @@ class SymbolCheck(Record):
         if self.error:
             return f"policy_native: {who} could not be checked: {self.error[:200]} (symbol check)"
         first = self.refused[0]
-        more = f" and {len(self.refused) - 1} more import(s) off the allowlist" if len(self.refused) > 1 else ""
+        more = f" and {len(self.refused) - 1} more refused import(s)" if len(self.refused) > 1 else ""
         shown = first.symbol if len(first.symbol) <= 160 else first.symbol[:157] + "..."
         return f"policy_native: {who} imports {shown} ({first.why}){more} (symbol check of the built module)"
 

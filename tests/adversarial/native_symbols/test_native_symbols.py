@@ -16,10 +16,10 @@ from kevolve.sandbox.policy.candidate import check_policy
 HERE = Path(__file__).parent
 # candidate -> (the capability the refusal names, the import it names)
 HACKS = {
-    "reads_file_through_wifstream": ("files", "basic_filebuf<wchar_t"),
+    "reads_file_through_wifstream": ("files", "basic_ifstream<wchar_t"),
     "reads_file_through_wfilebuf": ("files", "basic_filebuf<wchar_t"),
     "reads_file_through_basic_file": ("files", "__basic_file<char>"),
-    "reads_fd_through_stdio_filebuf": ("files", "__basic_file<char>"),
+    "reads_fd_through_stdio_filebuf": ("files", "basic_filebuf<char"),
     "reads_file_through_torch_from_file": ("files", "from_file"),
     "starts_thread_through_gthread": ("threads", "pthread_create"),
     "starts_thread_through_c10_pool": ("threads", "ThreadPool"),
