@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from kevolve.sandbox.build.symbol_rules import entity, refusal
 from kevolve.sandbox.build.symbols import check_module, parse_nm, refused_imports
 
@@ -58,8 +57,8 @@ def test_each_red_team_wrapper_is_refused_by_what_its_module_imports(name: str) 
     ("cuGetProcAddress_v2", "cuGetProcAddress_v2", "process-wide CUDA setting or driver lookup"),
     ("cudaDeviceSetLimit", "cudaDeviceSetLimit", "process-wide CUDA setting or driver lookup"),
     ("_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE",
-     "std::thread::_M_start_thread(std::unique_ptr<std::thread::_State, std::default_delete<std::thread::_State> >, "
-     "void (*)())", "threads"),
+     ("std::thread::_M_start_thread(std::unique_ptr<std::thread::_State, std::default_delete<std::thread::_State> >, "
+      "void (*)())"), "threads"),
     ("_ZN3c1010ThreadPoolC2EiiSt8functionIFvvEE", "c10::ThreadPool::ThreadPool(int, int, std::function<void ()>)",
      "threads"),
     ("_ZN2at6launchESt8functionIFvvEE", "at::launch(std::function<void ()>)", "threads"),
@@ -105,8 +104,8 @@ def test_the_cuda_and_parallel_apis_an_aten_kernel_calls_are_allowed(demangled: 
 @pytest.mark.parametrize(("demangled", "path"), [
     ("float* at::TensorBase::data_ptr<float>() const", "at::TensorBase::data_ptr"),
     ("vtable for std::bad_alloc", "std::bad_alloc"),
-    ("std::basic_ostream<char, std::char_traits<char> >& std::operator<< <std::char_traits<char> >"
-     "(std::basic_ostream<char, std::char_traits<char> >&, char const*)", "std::operator@"),
+    (("std::basic_ostream<char, std::char_traits<char> >& std::operator<< <std::char_traits<char> >"
+      "(std::basic_ostream<char, std::char_traits<char> >&, char const*)"), "std::operator@"),
     ("operator new(unsigned long)", "operator new"),
     ("std::__cxx11::basic_ostringstream<char, std::char_traits<char>, std::allocator<char> >::str() const &",
      "std::__cxx11::basic_ostringstream::str"),

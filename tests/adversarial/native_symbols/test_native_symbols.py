@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kevolve.sandbox.policy.candidate import check_policy
 
 from kevolve.records import Outcome
-from kevolve.sandbox.policy.candidate import check_policy
 
 HERE = Path(__file__).parent
 # candidate -> (the capability the refusal names, the import it names)
