@@ -177,6 +177,20 @@ CAPABILITIES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((what, re.compile(
 ))
 
 
+# The libraries a module may need (DT_NEEDED): what torch's recipe links (sandbox/build/recipe.py: c10, torch_cpu,
+# torch, torch_python, and c10_cuda, torch_cuda, cudart for CUDA), the toolchain's runtime, and the CUDA libraries a
+# kernel may add with -l. Any other library's constructors would run when the module is loaded (the flags allow
+# `-l<lib>`), before any symbol of it is called.
+_NEEDED = re.compile(r"lib(?:c10\w*|torch\w*|stdc\+\+|gcc_s|c|m|mvec|gomp|pthread|dl|rt|"
+                     r"cudart|cuda|cublas|cublasLt|cudnn\w*|curand|cufft\w*|cusparse\w*|cusolver\w*|nvrtc\w*|"
+                     r"nvToolsExt|nvJitLink)\.so(?:\.\d+)*|ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1")
+
+
+def needed_refusal(library: str) -> str:
+    """Why a module may not need this shared library ('' when it may)."""
+    return "" if _NEEDED.fullmatch(library) else "a library kernel extensions do not link"
+
+
 def capability(demangled: str) -> str:
     """The capability a symbol gives by name ('' when it names none of them)."""
     return next((what for what, pattern in CAPABILITIES if pattern.search(demangled)), "")
@@ -237,4 +251,4 @@ def refusal(raw: str, demangled: str) -> str:
     return "not on the allowlist"
 
 
-__all__ = ["CAPABILITIES", "capability", "entity", "refusal"]
+__all__ = ["CAPABILITIES", "capability", "entity", "needed_refusal", "refusal"]

@@ -3,7 +3,8 @@
 The text scan (policy/native.py) refuses names in a candidate's C++; a wrapper it does not name still has to
 import the library function that does the work. `check_module(path)` lists the module's undefined dynamic
 symbols (`nm -D --undefined-only`, demangled by `c++filt`) and refuses every one that is not on the lists of
-what kernel extensions import (sandbox/build/symbol_rules.py). It runs wherever a module is about to be loaded
+what kernel extensions import (sandbox/build/symbol_rules.py), and every library it needs (`readelf -d`) that
+kernel extensions do not link. It runs wherever a module is about to be loaded
 into a runner (sandbox/build/compile.py: built here, built by the service, or found in the cache alike), and
 in the build service before an artifact is published, so a refused module is never cached as built.
 
@@ -13,12 +14,13 @@ up on PATH, else in /usr/bin (a runner that only loads cached modules may run wi
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
-from kevolve.sandbox.build.symbol_rules import refusal
+from kevolve.sandbox.build.symbol_rules import needed_refusal, refusal
 from pydantic import Field
 
 from kevolve.records import Record
@@ -107,6 +109,23 @@ def refused_imports(listing: str) -> tuple[int, tuple[Refused, ...]]:
     return len(found), tuple(refused)
 
 
+def parse_needed(dynamic: str) -> list[str]:
+    """The libraries in `readelf -d` output (`(NEEDED)  Shared library: [libc10.so]`), in order."""
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]\n]+)\]", dynamic)
+
+
+def _needed(path: Path) -> tuple[Refused, ...]:
+    readelf = _tool("readelf")
+    if readelf is None:
+        raise FileNotFoundError("readelf (binutils) not found")
+    got = subprocess.run([readelf, "-d", "-W", str(path)], capture_output=True, text=True, check=False,
+                         timeout=_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    if got.returncode != 0:
+        raise ValueError(f"readelf: {(got.stderr.strip().splitlines() or ['failed'])[-1][:200]}")
+    return tuple(Refused(symbol=f"NEEDED {lib}", why=why) for lib in parse_needed(got.stdout)
+                 if (why := needed_refusal(lib)))
+
+
 def check_module(path: Path) -> SymbolCheck:
     """Every import of the module at `path` against the rules (symbol_rules.py)."""
     t0 = time.monotonic()
@@ -119,6 +138,7 @@ def check_module(path: Path) -> SymbolCheck:
         if got.returncode != 0:
             raise ValueError(f"nm: {(got.stderr.strip().splitlines() or ['failed'])[-1][:200]}")
         count, refused = refused_imports(got.stdout)
+        refused = _needed(path) + refused
     except (FileNotFoundError, subprocess.TimeoutExpired) as e:
         return SymbolCheck(module=path.name, error=f"{type(e).__name__}: {e}", infra=True, seconds=time.monotonic() - t0)
     except (ValueError, OSError) as e:
@@ -126,4 +146,4 @@ def check_module(path: Path) -> SymbolCheck:
     return SymbolCheck(module=path.name, imports=count, refused=refused, seconds=time.monotonic() - t0)
 
 
-__all__ = ["Refused", "SymbolCheck", "check_module", "demangle", "parse_nm", "refused_imports"]
+__all__ = ["Refused", "SymbolCheck", "check_module", "demangle", "parse_needed", "parse_nm", "refused_imports"]

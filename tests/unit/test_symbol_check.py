@@ -8,8 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kevolve.sandbox.build.symbol_rules import entity, refusal
-from kevolve.sandbox.build.symbols import check_module, parse_nm, refused_imports
+from kevolve.sandbox.build.symbol_rules import entity, needed_refusal, refusal
+from kevolve.sandbox.build.symbols import (
+    check_module,
+    parse_needed,
+    parse_nm,
+    refused_imports,
+)
 
 SYMBOLS = Path(__file__).parent.parent / "fixtures" / "symbols"
 HONEST = sorted(p.stem for p in SYMBOLS.glob("*.nm") if not p.stem.startswith("h2_"))
@@ -120,3 +125,21 @@ def test_a_file_that_is_no_module_is_refused_not_passed(tmp_path: Path) -> None:
     got = check_module(bogus)
     assert not got.ok and got.error and not got.infra
     assert got.reason("relu_ext").startswith("policy_native: the built extension 'relu_ext' could not be checked")
+
+
+@pytest.mark.parametrize("name", ["relu_cpp", "unusual_openmp"])
+def test_an_honest_extension_needs_only_the_libraries_torchs_recipe_links(name: str) -> None:
+    libs = parse_needed((SYMBOLS / f"{name}.dyn").read_text())  # readelf -d -W of the same module
+    assert {"libc10.so", "libtorch_cpu.so", "libstdc++.so.6", "libc.so.6"} <= set(libs)
+    assert [lib for lib in libs if needed_refusal(lib)] == []
+
+
+@pytest.mark.parametrize(("library", "refused"), [
+    ("libcudart.so.13", False), ("libc10_cuda.so", False), ("libtorch_cuda.so", False), ("libcublasLt.so.13", False),
+    ("libgomp.so.1", False), ("libm.so.6", False),
+    ("libcurl.so.4", True), ("libSegFault.so", True), ("libpython3.12.so.1.0", True), ("libshm.so", True),
+    ("libtorch_cpu.so.evil", True),
+])
+def test_a_library_outside_the_recipe_and_the_cuda_toolkit_is_refused(library: str, refused: bool) -> None:
+    # `-l<lib>` is an allowed flag: a library's constructors run when the module is loaded, before any import
+    assert bool(needed_refusal(library)) is refused
