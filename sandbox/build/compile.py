@@ -25,6 +25,34 @@ from pathlib import Path
 from typing import Any
 
 BUILT_MODULES: set[str] = set()
+# The symbol check's refusals in this runner (sandbox/build/symbols.py), first first: the runner turns the first
+# into its verdict (runner/serve.py, runner/step.py) even when the candidate's code caught the exception.
+REFUSED: list[str] = []
+
+
+class NativeRefused(RuntimeError):
+    """A built module imports what kernel extensions may not (the symbol check): it was not loaded."""
+
+
+def _checked_import(orig: Callable[..., Any]) -> Callable[..., Any]:
+    """torch's `_import_module_from_library` (every load of a built extension, torch's builder's and ours) with
+    the symbol check before the module is opened: a refused module is never loaded, so none of its code runs."""
+    from kevolve.sandbox.build.symbols import check_module
+
+    @functools.wraps(orig)
+    def load(module_name: str, path: str, is_python_module: bool) -> Any:
+        from torch.utils import cpp_extension
+
+        checked = check_module(Path(path) / f"{module_name}{cpp_extension.LIB_EXT}")
+        if not checked.ok:
+            why = checked.reason()
+            if checked.infra:  # retried, not scored: a busy machine or a missing tool is no verdict on the candidate
+                why = f"infra_error: the symbol check could not read built modules here ({checked.error[:160]})"
+            REFUSED.append(why)
+            raise NativeRefused(why)
+        return orig(module_name, path, is_python_module)
+
+    return load
 
 
 def _key(name: str, parts: dict[str, Any]) -> str:
@@ -154,13 +182,16 @@ def _build_here(spec: Any, target: Any, mod: str, cache_dir: Path, work: Path) -
     return cpp_extension._import_module_from_library(mod, str(work), True)
 
 
-def install_build_hooks(cache_dir: Path, build_dir: Path | None = None, scope: str = "") -> None:
+def install_build_hooks(cache_dir: Path, build_dir: Path | None = None, scope: str = "",
+                        check_symbols: bool = True) -> None:
     """Route the candidate's extension builds through the content-addressed cache.
 
     `load_inline` imports the build service's artifact for its content key when there is one
     (`extensions/by-source/<key>`, no compiler run), else this scope's earlier build, else builds
     with the fast recipe. `cache_dir` is read from; builds are written under `build_dir` (when the
     cache is read-only to the candidate) or straight into the cache (no sandbox: nothing to protect).
+    With `check_symbols` (off only where the policy allows native code), every module is checked by the symbol
+    check before it is loaded, wherever it came from: a refusal is recorded in REFUSED.
     """
     from torch.utils import cpp_extension
 
@@ -174,6 +205,8 @@ def install_build_hooks(cache_dir: Path, build_dir: Path | None = None, scope: s
     os.environ["CUPY_CACHE_DIR"] = str(out / "cupy")
     cpp_extension.load_inline = _wrap_inline(cpp_extension.load_inline, cache_dir, shared, private)
     cpp_extension.load = _wrap(cpp_extension.load, shared, private, "load")
+    if check_symbols:  # the one function torch's builders and ours load every built module through
+        cpp_extension._import_module_from_library = _checked_import(cpp_extension._import_module_from_library)
 
 
 def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = "compute_90",

@@ -6,6 +6,9 @@ is served at once, and concurrent submissions of one key share one build. `submi
 reads a candidate's extensions statically (sandbox/build/extensions.py) and submits them: the service
 never imports or runs candidate Python.
 
+Every artifact passes the symbol check (sandbox/build/symbols.py) before it is published: a module that imports
+what kernels may not is answered REFUSED and never cached (a runner checks every module it loads again).
+
 The C/C++/CUDA text is still untrusted, so every compiler runs the way an evaluation worker runs:
 scrubbed environment, its own process group, and under bubblewrap when `isolation` asks for it
 (read-only system, no network, no home, the cache read-only, a writable scratch). The artifact is
@@ -42,6 +45,7 @@ from pydantic import Field
 from kevolve.records import Record
 from kevolve.sandbox.config import Isolation
 from kevolve.sandbox.build.extensions import ExtensionSpec, extract
+from kevolve.sandbox.build.symbols import check_module
 from kevolve.sandbox.build.recipe import (BY_SOURCE, BuildTarget, StepResult, Toolchain, artifact_dir, build, ensure_shim,
                                           module_name, pch_argv, pch_id, prepare_pch_dir)
 
@@ -54,6 +58,7 @@ class BuildStatus(StrEnum):
     FAILED = "failed"  # the compiler refused it (log_tail says why)
     TIMEOUT = "timeout"
     DECLINED = "declined"  # not compiled here (flags or include paths the service does not run): the worker builds it
+    REFUSED = "refused"  # built, but the symbol check refused what it imports: not published (log_tail says why)
 
 
 class BuildResult(Record):
@@ -263,8 +268,14 @@ class BuildService:
                 log.info("build %s (%s) %s after %.1f s", key[:12], spec.name, status.value, secs)
                 return BuildResult(ok=False, key=key, status=status, seconds=secs, recipe=got.recipe,
                                    phases=got.phases, log_tail=got.log[-4000:], pch=pch is not None)
+            checked = check_module(work / f"{mod}.so")
+            phases = {**got.phases, "symbols": checked.seconds}
+            if not checked.ok:  # never cached as built: a runner that wants it builds (and checks) it itself
+                log.info("build %s (%s) refused: %s", key[:12], spec.name, checked.reason(spec.name))
+                return BuildResult(ok=False, key=key, status=BuildStatus.REFUSED, seconds=secs, recipe=got.recipe,
+                                   phases=phases, log_tail=checked.reason(spec.name), pch=pch is not None)
             res = BuildResult(ok=True, key=key, status=BuildStatus.BUILT, seconds=secs, recipe=got.recipe,
-                              phases=got.phases, pch=pch is not None)
+                              phases=phases, pch=pch is not None)
             self._publish(work, mod, key, res)
             log.info("built %s (%s) in %.1f s, %s", key[:12], spec.name, secs, got.recipe or "c++")
             return res

@@ -327,7 +327,8 @@ class Judge:
                             staging_sets=tuple(tuple(s.ref.model_dump() for s in st) for st in session.staging_sets[1:]),
                             cache_dir=getattr(runner, "cache_dir_inside", None) or str(config.cache_dir.resolve()),
                             build_dir=runner.build_path, confine_writes=confine,
-                            custom_kernel_names=custom_kernel_names(cand.source), threads=self.threads)
+                            custom_kernel_names=custom_kernel_names(cand.source), threads=self.threads,
+                            check_symbols=not {"native", "all"} & set(config.policy_allow))
             runner.watch(config.memory_limit_gb)
             facts = session.run(cand, job.model_dump())
             facts.cpu_s["runner"] = runner.cpu_seconds()

@@ -28,17 +28,21 @@ def _load(job: Any, scratch: Path, device: Any) -> Any:
     from kevolve.sandbox.build.cache import build_scope
     from kevolve.sandbox.common import harness as h
     from kevolve.sandbox.common.transport import unshare
+    from kevolve.sandbox.runner.step import raise_if_refused as refused
 
     init = unshare(job.init_args, scratch, device)
     if job.role == "candidate":
         build.install_build_hooks(Path(job.cache_dir), Path(job.build_dir) if job.build_dir else None,
-                                  build_scope(job.source))
+                                  build_scope(job.source), check_symbols=job.check_symbols)
         try:
             mod = h.load_module(job.source, "kevolve_candidate", scratch)
         except SystemExit as e:
+            refused()
             raise h.StageError("crashed", f"exit: candidate called exit({e.code}) while loading") from None
         except BaseException as e:  # noqa: BLE001 - a failed build or import is a compile error
+            refused()
             raise h.StageError("compile_error", h.one_line(e), h.short_traceback(e, 60)) from None
+        refused()  # the candidate's code may have caught the refusal and gone on without the module
         cls, who = getattr(mod, "ModelNew", None), "ModelNew"
         if not isinstance(cls, type):
             raise h.StageError("compile_error", "solution defines no ModelNew class")
@@ -49,10 +53,13 @@ def _load(job: Any, scratch: Path, device: Any) -> Any:
     try:
         model = cls(*init)
     except SystemExit as e:
+        refused()
         raise h.StageError("crashed", f"exit: candidate called exit({e.code}) in its constructor") from None
     except Exception as e:  # noqa: BLE001
+        refused()
         raise h.StageError("runtime_error", f"{who}(*get_init_inputs()) failed: {h.one_line(e)}",
                            h.short_traceback(e)) from None
+    refused()
     if isinstance(model, torch.nn.Module):
         model = model.to(device)
         model.eval()

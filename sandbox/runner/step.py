@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from kevolve.sandbox.build import compile as build
 from kevolve.sandbox.common import cuda_rt
 from kevolve.sandbox.runner import integrity
 from kevolve.sandbox.runner.pad import Pad
@@ -33,12 +34,17 @@ def call(model: Any, x: Sequence[Any]) -> list[Any]:
     """One forward call under no_grad; whatever the code raises becomes a StageError."""
     try:
         with torch.no_grad():
-            return h.flatten_outputs(model(*x))
+            out = h.flatten_outputs(model(*x))
+        raise_if_refused()  # an extension loaded inside forward and refused: caught or not, that is the verdict
+        return out
     except SystemExit as e:
         raise h.StageError("crashed", f"exit: candidate called exit({e.code})") from None
     except KeyboardInterrupt:
         raise h.StageError("crashed", "exit: candidate raised KeyboardInterrupt") from None
+    except h.StageError:
+        raise
     except Exception as e:  # noqa: BLE001
+        raise_if_refused()
         msg = h.one_line(e)
         if type(e).__name__ in _LAZY_COMPILE_ERRORS:
             log = getattr(e, "get_message", lambda: str(e))()
@@ -46,6 +52,14 @@ def call(model: Any, x: Sequence[Any]) -> list[Any]:
         if any(s in str(e) for s in CUDA_ERRORS):
             raise h.StageError("crashed", f"cuda_error: {msg}", h.short_traceback(e)) from None
         raise h.StageError("runtime_error", f"forward raised {msg}", h.short_traceback(e)) from None
+
+
+def raise_if_refused() -> None:
+    """The symbol check's first refusal in this runner as a StageError (sandbox/build/compile.py: the module it
+    refused was never loaded); the candidate's code may have caught the exception and gone on without it."""
+    if build.REFUSED:
+        why = build.REFUSED[0]
+        raise h.StageError("infra_error" if why.startswith("infra_error:") else "rejected", why)
 
 
 def _load_pad(device: torch.device) -> Pad | None:

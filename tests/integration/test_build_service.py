@@ -112,6 +112,21 @@ def test_a_failing_compile_is_a_result_with_the_compilers_message(tmp_path: Path
     assert not (tmp_path / "cache" / "extensions" / "by-source" / res.key).exists()
 
 
+def test_a_module_the_symbol_check_refuses_is_built_but_never_published(tmp_path: Path) -> None:
+    # __gthread_create passes the text scan; the module imports pthread_create (sandbox/build/symbols.py)
+    hack = (FIXTURES.parent / "adversarial" / "native_symbols" / "starts_thread_through_gthread.py").read_text()
+    svc = _service(tmp_path / "cache")
+    try:
+        (fut,) = svc.submit_source(hack)
+        res = fut.result(timeout=900)
+    finally:
+        svc.close()
+    assert not res.ok and res.status is BuildStatus.REFUSED, res.log_tail
+    assert res.log_tail.startswith("policy_native: the built extension 'relu_gth' imports pthread_create")
+    assert "symbols" in res.phases
+    assert not (tmp_path / "cache" / "extensions" / "by-source" / res.key).exists()
+
+
 @pytest.mark.parametrize("isolation", [Isolation.BWRAP, Isolation.NONE], ids=str)
 def test_an_include_of_a_secret_file_fails_under_isolation(tmp_path: Path, isolation: Isolation) -> None:
     """Under bubblewrap the file is not there; without it the compiler confines its reads with Landlock first."""
