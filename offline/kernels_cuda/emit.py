@@ -319,6 +319,8 @@ def _guards(traced: Traced, fused: list[Fused], header: str) -> tuple[list[str],
         names = [str(n.target) for n in params]
         call = ", ".join(names)
         conds = ["self.training"]  # traced in eval mode, as the evaluator runs it
+    # an argument get_inputs() leaves out was traced at its default (None): given, it runs the reference
+    conds += [f"{name} is not None" for name in names[len(traced.input_shapes):]]
     for name, shape in zip(names, traced.input_shapes):
         if shape is not None:
             conds.append(f"tuple({name}.shape) != {tuple(shape)!r}")
