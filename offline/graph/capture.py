@@ -65,6 +65,9 @@ class CaptureTracer(torch.fx.Tracer):
 
     def __init__(self, inputs: dict[str, Any], leaves: frozenset[str], mode: Any) -> None:
         super().__init__()
+        # a buffer read in forward is a get_attr node with a value: sliced with constant sizes
+        # (`bias[:, :T, :T]`) it would otherwise be computed here, once, and baked in as a constant
+        self.proxy_buffer_attributes = True
         self.inputs = inputs
         """the fake value of each placeholder, by parameter name"""
         self.leaves = leaves
@@ -155,7 +158,7 @@ class CaptureTracer(torch.fx.Tracer):
                 if kind == "call_method":
                     return getattr(a[0], target)(*a[1:], **kw)
                 if kind == "call_module":
-                    return self.root.get_submodule(target)(*a, **kw)
+                    return run_module(self.root.get_submodule(target), a, kw)
         except Exception as e:  # noqa: BLE001 — no value (data-dependent, unsupported on fake tensors)
             log.debug("no fake value for %s %s: %s", kind, target, e)
             if kind == "call_module":
@@ -166,6 +169,20 @@ class CaptureTracer(torch.fx.Tracer):
         finally:
             self.evaluating = False
         return _MISSING
+
+
+def run_module(module: torch.nn.Module, args: Any, kwargs: Any) -> Any:
+    """`module(*args, **kwargs)` on fake tensors; a recurrent layer's outputs are made from its sizes (fake
+    tensors run nn.GRU step by step through its decomposition: minutes for 512 steps of 6 layers)."""
+    x = args[0] if args else kwargs.get("input")
+    if not isinstance(module, torch.nn.RNNBase) or getattr(module, "proj_size", 0) or \
+            not isinstance(x, torch.Tensor) or x.dim() != 3:
+        return module(*args, **kwargs)
+    d = 2 if module.bidirectional else 1
+    t, b = (x.shape[1], x.shape[0]) if module.batch_first else (x.shape[0], x.shape[1])
+    out = x.new_empty((b, t, d * module.hidden_size) if module.batch_first else (t, b, d * module.hidden_size))
+    h = x.new_empty((module.num_layers * d, b, module.hidden_size))
+    return (out, (h, h.new_empty(h.shape))) if module.mode == "LSTM" else (out, h)
 
 
 def run_real(module: torch.nn.Module, args: Any, kwargs: Any, mode: Any) -> Any:
@@ -201,7 +218,8 @@ class LeafShapeProp(ShapeProp):
 
     def call_module(self, target: Any, args: tuple, kwargs: dict) -> Any:
         try:
-            return super().call_module(target, args, kwargs)
+            with self.mode:
+                return run_module(self.fetch_attr(target), args, kwargs)
         except Exception:  # noqa: BLE001 — data-dependent on fake tensors: the real run gives its shape
             return run_real(self.fetch_attr(target), args, kwargs, self.mode)
 
@@ -217,6 +235,10 @@ def capture(model: torch.nn.Module, inputs: list[Any], mode: Any, max_leaves: in
     names = list(params)
     # arguments get_inputs() leaves out keep their default (`h0=None`: the `if h0 is None` branch is traced)
     concrete = {n: params[n].default for n in names[len(inputs):] if params[n].default is not inspect.Parameter.empty}
+    try:  # plain fx first: a module it traces gets the graph it always got
+        return torch.fx.GraphModule(model, torch.fx.Tracer().trace(model), model.__class__.__name__)
+    except Exception as e:  # noqa: BLE001
+        log.info("fx cannot trace %s (%s): tracing with values", model.__class__.__name__, type(e).__name__)
     leaves: set[str] = set()
     while True:
         tracer = CaptureTracer(inputs=dict(zip(names, inputs)), leaves=frozenset(leaves), mode=mode)
