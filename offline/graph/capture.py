@@ -31,6 +31,7 @@ VALUE = "kv_value"
 """node.meta key: the node's value on fake tensors, set while tracing (absent where it could not be computed)"""
 
 _MISSING = object()
+_SCALAR_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64}
 _CONST = (int, float, bool, str, type(None), torch.Size, torch.dtype, torch.device)
 
 
@@ -60,11 +61,20 @@ class ValueProxy(torch.fx.Proxy):
         return super().__len__()
 
 
+def _opaque_functions() -> tuple[Callable[..., Any], ...]:
+    """Tensor functions of libraries a problem imported that reject fx's proxies (einops checks the tensor
+    type): recorded as call_function nodes, evaluated on fake tensors, kept as library calls."""
+    import sys
+
+    einops = sys.modules.get("einops")
+    return tuple(getattr(einops, n) for n in ("rearrange", "reduce", "repeat", "einsum") if hasattr(einops, n))
+
+
 class CaptureTracer(torch.fx.Tracer):
     """fx's tracer with fake values on nodes (see the module docstring) and chosen submodules as leaves."""
 
     def __init__(self, inputs: dict[str, Any], leaves: frozenset[str], mode: Any) -> None:
-        super().__init__()
+        super().__init__(autowrap_functions=_opaque_functions())
         # a buffer read in forward is a get_attr node with a value: sliced with constant sizes
         # (`bias[:, :T, :T]`) it would otherwise be computed here, once, and baked in as a constant
         self.proxy_buffer_attributes = True
@@ -82,6 +92,12 @@ class CaptureTracer(torch.fx.Tracer):
 
     def proxy(self, node: torch.fx.Node) -> torch.fx.Proxy:
         return ValueProxy(node, self)
+
+    def create_arg(self, a: Any) -> Any:
+        # `dtype=bool` (Mamba2's mask): torch reads a Python scalar type as its dtype; fx has no spelling for it
+        if isinstance(a, type) and a in _SCALAR_DTYPES:
+            return _SCALAR_DTYPES[a]
+        return super().create_arg(a)
 
     def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
         return qualname in self.leaves or super().is_leaf_module(m, qualname)

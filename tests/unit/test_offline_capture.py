@@ -116,3 +116,39 @@ def test_a_missing_problem_dependency_is_named_in_one_line():
     src = "import kv_no_such_package_xyz\n" + BRANCH
     with pytest.raises(TraceError, match=r"imports 'kv_no_such_package_xyz', which is not installed"):
         plan(_problem(src))
+
+
+EINOPS = '''
+import torch
+import torch.nn as nn
+from einops import rearrange
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        y = rearrange(x, "b (c l) h -> b c l h", l=2)
+        T = y.size(2)
+        mask = torch.tril(torch.ones(T, T, device=x.device, dtype=bool))
+        z = y.sum(-1, keepdim=True) * 0.5
+        return torch.exp(z.masked_fill(~mask[:, :1], -1.0)) + 1.0
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 3)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_einops_calls_and_python_dtypes_are_captured_and_stay_library_calls():
+    """A problem's own einops (Mamba2, installed by the `kernelbench` extra) rejects fx's proxies; it is
+    recorded as a call, and `dtype=bool` (a Python type fx cannot spell) as torch.bool."""
+    pytest.importorskip("einops", reason="the kernelbench extra (pip install -e '.[kernelbench]')")
+    problem = _problem(EINOPS)
+    cov = check(problem)
+    assert cov.verdict is Verdict.COVERED, cov.reason
+    src = plan(problem).source()
+    assert re.search(r"= \w*rearrange\w*\(x, 'b \(c l\) h -> b c l h', l = 2\)", src)  # einops itself, at run time
+    assert "_symbolic_trace.wrap" not in src  # fx's tracing directive is not part of the candidate
