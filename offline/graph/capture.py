@@ -251,24 +251,47 @@ def capture(model: torch.nn.Module, inputs: list[Any], mode: Any, max_leaves: in
     names = list(params)
     # arguments get_inputs() leaves out keep their default (`h0=None`: the `if h0 is None` branch is traced)
     concrete = {n: params[n].default for n in names[len(inputs):] if params[n].default is not inspect.Parameter.empty}
+    state = _tensor_attributes(model)
     try:  # plain fx first: a module it traces gets the graph it always got
-        return torch.fx.GraphModule(model, torch.fx.Tracer().trace(model), model.__class__.__name__)
+        graph = torch.fx.Tracer().trace(model, concrete_args=concrete or None)
     except Exception as e:  # noqa: BLE001
         log.info("fx cannot trace %s (%s): tracing with values", model.__class__.__name__, type(e).__name__)
+        graph = _trace_with_values(model, dict(zip(names, inputs)), concrete, mode, max_leaves, state)
+    finally:
+        _restore(state)
+    _drop_specialization_asserts(graph)
+    return torch.fx.GraphModule(model, graph, model.__class__.__name__)
+
+
+def _trace_with_values(model: torch.nn.Module, inputs: dict[str, Any], concrete: dict[str, Any], mode: Any,
+                       max_leaves: int, state: list[tuple[torch.nn.Module, str, Any]]) -> torch.fx.Graph:
+    """CaptureTracer's graph, the innermost failing submodule made a leaf after each failure."""
     leaves: set[str] = set()
     while True:
-        tracer = CaptureTracer(inputs=dict(zip(names, inputs)), leaves=frozenset(leaves), mode=mode)
+        _restore(state)
+        tracer = CaptureTracer(inputs=inputs, leaves=frozenset(leaves), mode=mode)
         try:
-            graph = tracer.trace(model, concrete_args=concrete or None)
+            return tracer.trace(model, concrete_args=concrete or None)
         except Exception:
             where = tracer.failed_in
             if not where or where in leaves or len(leaves) >= max_leaves:
                 raise
             log.info("%s cannot be traced: kept in PyTorch as a leaf", where)
             leaves.add(where)
-            continue
-        _drop_specialization_asserts(graph)
-        return torch.fx.GraphModule(tracer.root, graph, model.__class__.__name__)
+
+
+def _tensor_attributes(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str, Any]]:
+    """Plain tensor attributes (not parameters or buffers) of every submodule, as they are before tracing."""
+    return [(m, k, v) for m in model.modules() for k, v in vars(m).items() if isinstance(v, torch.Tensor)]
+
+
+def _restore(state: list[tuple[torch.nn.Module, str, Any]]) -> None:
+    """Undo what tracing assigned to module attributes: `self.hidden = self.tanh(...)` in forward (VanillaRNN)
+    leaves a Proxy on the module, which the graph's get_attr would then read. The graph does not record the
+    assignment: the candidate reads the attribute as the module's constructor left it."""
+    for m, k, v in state:
+        if vars(m).get(k) is not v:
+            object.__setattr__(m, k, v)
 
 
 def _drop_specialization_asserts(graph: torch.fx.Graph) -> None:
