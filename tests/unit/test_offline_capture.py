@@ -152,3 +152,42 @@ def test_einops_calls_and_python_dtypes_are_captured_and_stay_library_calls():
     src = plan(problem).source()
     assert re.search(r"= \w*rearrange\w*\(x, 'b \(c l\) h -> b c l h', l = 2\)", src)  # einops itself, at run time
     assert "_symbolic_trace.wrap" not in src  # fx's tracing directive is not part of the candidate
+
+
+STATE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = torch.randn(2, 3)
+        self.i2h = nn.Linear(7, 3)
+        self.h2o = nn.Linear(3, 5)
+
+    def forward(self, x, initial_hidden):
+        self.hidden.copy_(initial_hidden)
+        self.hidden = self.hidden.to(x.device)
+        self.hidden = torch.tanh(self.i2h(torch.cat((x, self.hidden), dim=1)))
+        return self.h2o(self.hidden)
+
+
+def get_inputs():
+    return [torch.rand(2, 4), torch.rand(2, 3)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_attribute_assigned_in_forward_is_not_left_a_proxy():
+    """VanillaRNN's `self.hidden = tanh(...)`: tracing assigns a Proxy to the module, which the graph's
+    get_attr then read (every node after it lost its shape: 'nothing to fuse')."""
+    problem = _problem(STATE)
+    p = plan(problem)
+    assert isinstance(p.traced.gm.hidden, torch.Tensor) and isinstance(p.traced.model.hidden, torch.Tensor)
+    cov = check(problem)
+    assert cov.verdict is Verdict.COVERED, cov.reason
+    assert any("pointwise" in g for g in cov.groups)  # the tanh is a generated kernel
