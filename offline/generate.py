@@ -66,16 +66,16 @@ class Generated:
 
 def plan(problem: Problem) -> Plan:
     """Trace and partition; raises TraceError (or NothingToFuse) with a one-line verdict."""
+    from kevolve.offline.kernels_direct.kinds import direct_groups, recurrent_groups
+
     traced = trace_problem(problem)
-    fused = partition(traced.gm)
+    fused = _in_graph_order(traced, partition(traced.gm) + recurrent_groups(traced.gm))
     if not fused:
         from kevolve.offline.kernels_direct.gemm import find_gemm
 
         gemm = find_gemm(traced.gm)
         fused = [gemm] if gemm is not None else []
     if not fused:
-        from kevolve.offline.kernels_direct.kinds import direct_groups
-
         fused = direct_groups(traced.gm)
     if not fused:
         ops = sorted({str(n.target) for n in traced.gm.graph.nodes if n.op.startswith("call")})
@@ -83,6 +83,12 @@ def plan(problem: Problem) -> Plan:
                             "the offline proposer keeps those in PyTorch and needs at least one op to fuse")
     log.info("%s: %s", problem.name, "; ".join(f.group.describe() for f in fused))
     return Plan(problem=problem, traced=traced, fused=fused)
+
+
+def _in_graph_order(traced: Traced, fused: list[Fused]) -> list[Fused]:
+    """Groups by their sink's place in the graph (`rewrite` replaces them in this order)."""
+    order = {n: i for i, n in enumerate(traced.gm.graph.nodes)}
+    return sorted(fused, key=lambda f: order[f.sink])
 
 
 def plans(problem: Problem) -> list[Plan]:

@@ -14,8 +14,9 @@ from typing import Any
 
 import torch
 import torch.fx
-
+from kevolve.offline.graph.capture import LeafShapeProp, capture
 from kevolve.offline.graph.decompose import decompose
+
 from kevolve.records import Problem
 
 log = logging.getLogger(__name__)
@@ -41,36 +42,55 @@ def load_namespace(problem: Problem) -> dict[str, Any]:
     mod.__file__ = problem.path
     try:
         exec(compile(problem.source, problem.path, "exec"), mod.__dict__)  # noqa: S102 — the user's own problem
+    except ModuleNotFoundError as e:  # the problem's own dependency (Mamba2's einops), not kevolve's
+        raise TraceError(f"trace_failed: the problem imports {e.name!r}, which is not installed "
+                         f"(pip install {str(e.name).split('.')[0]})") from None
     except Exception as e:  # noqa: BLE001 — any failure is a verdict
         raise TraceError(f"trace_failed: the problem file raised {type(e).__name__}: {e}") from None
     return mod.__dict__
 
 
+def _build_model(ns: dict[str, Any], mode: Any) -> tuple[torch.nn.Module, list[Any]]:
+    """`Model(*get_init_inputs())` in eval mode (as the evaluator runs it: dropout off, batch norm on running
+    statistics), with fake parameters: tracing needs their shapes, not their values. A constructor that
+    needs values (`x.item()` of a `torch.linspace`, as Swin's drop-path rates) builds real ones instead."""
+    try:
+        init_args = list(ns["get_init_inputs"]())
+    except Exception as e:  # noqa: BLE001
+        raise TraceError(f"trace_failed: get_init_inputs() raised {type(e).__name__}: {e}") from None
+    try:
+        with mode:
+            return ns["Model"](*init_args).eval(), init_args
+    except Exception as e:  # noqa: BLE001
+        log.info("Model() on fake tensors raised %s: built with real parameters", type(e).__name__)
+    try:
+        return ns["Model"](*init_args).eval(), init_args
+    except Exception as e:  # noqa: BLE001
+        raise TraceError(f"trace_failed: Model(*get_init_inputs()) raised {type(e).__name__}: {e}") from None
+
+
 def trace_problem(problem: Problem) -> Traced:
     """Trace `Model` of the problem with torch.fx and propagate fake shapes from `get_inputs()`."""
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.passes.shape_prop import ShapeProp
 
     ns = load_namespace(problem)
     mode = FakeTensorMode(allow_non_fake_inputs=True)
+    model, init_args = _build_model(ns, mode)
     try:
-        init_args = list(ns["get_init_inputs"]())
-        with mode:  # parameters are fake too: tracing needs their shapes, not their values
-            model = ns["Model"](*init_args)
-        model.eval()  # the evaluator runs both models in eval mode (dropout off, batch norm on running stats)
+        with mode:
+            inputs = list(ns["get_inputs"]())
     except Exception as e:  # noqa: BLE001
-        raise TraceError(f"trace_failed: Model(*get_init_inputs()) raised {type(e).__name__}: {e}") from None
+        raise TraceError(f"trace_failed: get_inputs() raised {type(e).__name__}: {e}") from None
     try:
-        gm = torch.fx.symbolic_trace(model)
+        gm = capture(model, inputs, mode)
     except Exception as e:  # noqa: BLE001
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise TraceError(f"trace_failed: torch.fx cannot trace Model.forward ({type(e).__name__}: {first[:160]})") from None
     try:
         with mode:
-            inputs = list(ns["get_inputs"]())
-        ShapeProp(gm).propagate(*inputs)
-        if decompose(gm):  # losses, einsum, attention into fusible ops: their new nodes need shapes too
-            ShapeProp(gm).propagate(*inputs)
+            LeafShapeProp(gm, mode).propagate(*inputs)
+            if decompose(gm):  # losses, einsum, attention into fusible ops: their new nodes need shapes too
+                LeafShapeProp(gm, mode).propagate(*inputs)
     except Exception as e:  # noqa: BLE001
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise TraceError(f"trace_failed: shape propagation failed ({type(e).__name__}: {first[:160]})") from None

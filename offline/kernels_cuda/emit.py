@@ -188,8 +188,11 @@ def rewrite(traced: Traced, fused: list[Fused]) -> torch.fx.Graph:
 def forward_source(traced: Traced, fused: list[Fused]) -> tuple[str, dict[str, Any]]:
     """The rewritten forward's Python (a `def forward(self, …)`), and its globals by name."""
     code = rewrite(traced, fused).python_code(root_module="self")
-    used = set(re.findall(r"[A-Za-z_]\w*", code.src))
-    return code.src, {name: obj for name, obj in code.globals.items() if name in used}
+    # fx prefixes `torch.fx._symbolic_trace.wrap("f")` for each autowrapped library function (capture.py's
+    # einops calls): a tracing directive, not part of the forward
+    src = re.sub(r"^\s*torch\.fx\._symbolic_trace\.wrap\([^)]*\)\n", "", code.src, flags=re.MULTILINE)
+    used = set(re.findall(r"[A-Za-z_]\w*", src))
+    return src, {name: obj for name, obj in code.globals.items() if name in used}
 
 
 def _globals_block(glb: dict[str, Any], launchers: dict[str, str]) -> list[str]:
@@ -319,6 +322,8 @@ def _guards(traced: Traced, fused: list[Fused], header: str) -> tuple[list[str],
         names = [str(n.target) for n in params]
         call = ", ".join(names)
         conds = ["self.training"]  # traced in eval mode, as the evaluator runs it
+    # an argument get_inputs() leaves out was traced at its default (None): given, it runs the reference
+    conds += [f"{name} is not None" for name in names[len(traced.input_shapes):]]
     for name, shape in zip(names, traced.input_shapes):
         if shape is not None:
             conds.append(f"tuple({name}.shape) != {tuple(shape)!r}")

@@ -36,6 +36,8 @@ class DirectKind:
     """blocks the grid needs to give every output its thread (before the waves cap)"""
     twin: Callable[[Group, list[torch.Tensor]], torch.Tensor]
     """the same computation with torch, from the group's spec (CPU checks)"""
+    launcher: Callable[[Fused, int, str, KernelParams], str] | None = None
+    """the Python launcher's text where the one-launch default (`kinds.direct_launcher`) does not fit"""
 
 
 def make_group(kind: str, spec: Any, nodes: list[torch.fx.Node], refs: list[Any], out_shape: tuple[int, ...],

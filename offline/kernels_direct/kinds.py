@@ -10,14 +10,21 @@ import torch
 import torch.fx
 
 from kevolve.offline.graph.partition import Fused
-from kevolve.offline.kernels_direct import argred, conv, pool, scan
+from kevolve.offline.kernels_direct import argred, conv, pool, rnn, scan
 from kevolve.kernel_params import KernelParams
 from kevolve.offline.kernels_direct.direct import DirectKind
 
 
 def registry() -> dict[str, DirectKind]:
     """Every direct kind, by Group.kind."""
-    return {"conv": conv.KIND, "pool": pool.KIND, "scan": scan.KIND, "argreduce": argred.KIND}
+    return {"conv": conv.KIND, "pool": pool.KIND, "scan": scan.KIND, "argreduce": argred.KIND,
+            "rnn": rnn.KIND}
+
+
+def recurrent_groups(gm: torch.fx.GraphModule) -> list[Fused]:
+    """An `rnn` group for every LSTM / GRU / RNN module call it supports: these are taken whatever else the
+    graph fuses (the recurrence is the model's time, and the partitioner never sees inside the module)."""
+    return [fz for n in gm.graph.nodes if (fz := rnn.KIND.find(n, gm)) is not None]
 
 
 def direct_groups(gm: torch.fx.GraphModule) -> list[Fused]:
@@ -39,6 +46,8 @@ def direct_launcher(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     """Python launcher: contiguous inputs, the output, a capped grid, the launch."""
     g = fz.group
     kind = registry()[g.kind]
+    if kind.launcher is not None:
+        return kind.launcher(fz, k, name, p)
     args = [f"a{i}" for i in range(len(g.leaves))]
     dt = {"float32": "torch.float32", "int64": "torch.int64"}[g.out_dtype]
     lines = [f"def _kv_launch_{k}({', '.join(args)}):", f'    """{g.describe()}"""']
@@ -49,4 +58,4 @@ def direct_launcher(fz: Fused, k: int, name: str, p: KernelParams) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["direct_groups", "direct_launcher", "registry"]
+__all__ = ["direct_groups", "direct_launcher", "recurrent_groups", "registry"]
