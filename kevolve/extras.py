@@ -16,6 +16,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "pyarrow": ("kevolve[archive]", "Parquet files need"),
     "psycopg": ("kevolve[archive]", "a PostgreSQL archive needs"),
     "ray": ("kevolve[bench]", "--executor ray needs"),
+    "einops": ("kevolve[kernelbench]", "KernelBench's Mamba2 problems (level 3) need"),
     # the kernel languages' modules (kevolve/languages.py)
     **{m: (lang.extra, f"{lang.name} kernels need") for lang in LANGUAGES.values() if lang.extra for m in lang.modules},
     "cupy_backends": ("kevolve[cuda]", "cupy kernels need"),  # the CuPy wheel's own C-extension package
