@@ -77,8 +77,7 @@ def checks(work: Path) -> list[Check]:
     bench = ("bench", "--suite", str(FIX / "suite"), "--level", "1", "--problems", "1",
              "--solutions", str(FIX / "suite_solutions"), "--run-dir", str(work / "bench"), "--trials", "5",
              "--max-timing-s", "0.5")
-    config = work / "settings.toml"  # kevolve.toml's form under another name: only the check that names it reads it
-    config.write_text('[eval]\ndevice = "cpu"\ntrials = 5\n')
+    config = work / "settings.toml"  # kevolve.toml's form under another name (main writes it): only this check reads it
     return [
         Check("help", ("--help",), True),
         # README's main job, verbatim: needs an NVIDIA GPU, so on CI it is one line saying what works instead
@@ -130,6 +129,7 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "KEVOLVE_"))}
     env.update(KEVOLVE_HOME=str(work / "home"), KEVOLVE_CACHE_DIR=str(work / "cache"), OPENAI_API_KEY="sk-ci",
                OPENAI_BASE_URL=server.openai_url, NO_COLOR="1")
+    (work / "settings.toml").write_text('[eval]\ndevice = "cpu"\ntrials = 5\n')
     try:
         failed = [c.name for c in checks(work) if run(c, env, work)]
         failed += ["archive serve"] if serve_starts(env, work) else []
