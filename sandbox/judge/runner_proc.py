@@ -113,7 +113,11 @@ class RunnerProcess(WorkerProcess):
             return self._closed()
         return self.receive(deadline)
 
-    freezes = True  # frozen between the judge's commands (`freeze`): the judge copies draws in outside its window
+    @property
+    def freezes(self) -> bool:
+        """Frozen whole, a setsid daemon too (its cgroup), since the last freeze: then the judge copies draws in
+        outside its window. The process-group stop holds nothing that left the group, so not then."""
+        return getattr(self, "_whole", False)
 
     def freeze(self, on: bool) -> None:
         """Freeze the runner and everything it started between the judge's commands (its cgroup; else
@@ -124,7 +128,9 @@ class RunnerProcess(WorkerProcess):
         self._frozen = on
         freeze = getattr(self.containment, "freeze", None)
         if freeze is not None and freeze(on):
+            self._whole = True
             return
+        self._whole = False
         try:
             os.killpg(self.proc.pid, signal.SIGSTOP if on else signal.SIGCONT)
         except (ProcessLookupError, PermissionError):
