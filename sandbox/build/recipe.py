@@ -21,6 +21,7 @@ import functools
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -32,7 +33,7 @@ from typing import Protocol
 from kevolve.records import Record
 from kevolve.sandbox.build.extensions import ExtensionSpec
 
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"  # 2: the C++ runtime linked shared where the compiler would link it statically
 BY_SOURCE = Path("extensions") / "by-source"  # the build cache's artifacts, one folder per source key
 _SHIM_SRC = Path(__file__).parent / "shim"
 # Factory headers copied into the shim without the includes they do not need (ATen/Context.h & co.).
@@ -82,6 +83,7 @@ class Toolchain:
     cuda_home: str | None
     torch_lib: str
     nvcc_common: tuple[str, ...]
+    stdcxx: tuple[str, ...] = ()  # libstdc++.so.6 by path where the compiler would link libstdc++.a (shared_stdcxx)
 
     @property
     def extension_h(self) -> str:
@@ -106,7 +108,34 @@ class Toolchain:
         return cls(cxx=ce.get_cxx_compiler(), nvcc=nvcc_path, ccbin=os.environ.get("CC"), std=(std or ["c++17"])[0],
                    torch_includes=tuple(ce.include_paths("cpu")),
                    python_include=sysconfig.get_path("include", scheme="posix_prefix"),
-                   cuda_home=home, torch_lib=ce.TORCH_LIB_PATH, nvcc_common=tuple(ce.COMMON_NVCC_FLAGS))
+                   cuda_home=home, torch_lib=ce.TORCH_LIB_PATH, nvcc_common=tuple(ce.COMMON_NVCC_FLAGS),
+                   stdcxx=shared_stdcxx(ce.get_cxx_compiler()))
+
+
+def _found(cxx: str, name: str) -> str | None:
+    """The library file `cxx` would link for `name` (`-print-file-name`), None when it has none."""
+    try:
+        out = subprocess.run([cxx, f"-print-file-name={name}"], capture_output=True, text=True, timeout=60,
+                             check=False, stdin=subprocess.DEVNULL).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out if os.path.isabs(out) and Path(out).exists() else None
+
+
+def shared_stdcxx(cxx: str) -> tuple[str, ...]:
+    """What to put on the link line so that a module imports the C++ runtime instead of carrying a copy.
+
+    A compiler installed with only the static runtime (the H100 machine's CXX, `/opt/gcc/bin/g++`, finds no
+    `libstdc++.so`) links `libstdc++.a` into every module, file streams, threads and locale code included: the
+    module then imports `open`, `read`, `syscall` … itself, the symbol check (sandbox/build/symbols.py) rightly
+    refuses them, and an honest kernel is rejected (measured: 62 refused imports). Naming the system's
+    `libstdc++.so.6` ahead of the implicit `-lstdc++` resolves every C++ runtime symbol from it, so the module
+    imports them by name like anywhere else (on the H100: 275 imports, none refused).
+    () where the compiler links the shared runtime already (or has none to name)."""
+    if _found(cxx, "libstdc++.so"):
+        return ()
+    so = _found(cxx, "libstdc++.so.6")
+    return (so,) if so else ()
 
 
 def main_source(spec: ExtensionSpec) -> str:
@@ -202,7 +231,7 @@ def link_argv(tc: Toolchain, spec: ExtensionSpec, module: str) -> list[str]:
     if cuda and tc.cuda_home:
         lib = Path(tc.cuda_home) / "lib64"
         libs += [f"-L{lib if lib.exists() else Path(tc.cuda_home) / 'lib'}", "-lcudart"]
-    return [tc.cxx, *objs, "-shared", *[f.strip() for f in spec.extra_ldflags], *libs, "-o", f"{module}.so"]
+    return [tc.cxx, *objs, "-shared", *[f.strip() for f in spec.extra_ldflags], *tc.stdcxx, *libs, "-o", f"{module}.so"]
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ _PYTHON = re.compile(
 # runtime running the candidate's code) and entry-point lookups (any driver function by name) are refused.
 _CUDA = re.compile(r"__cuda(?:RegisterFatBinary|RegisterFatBinaryEnd|UnregisterFatBinary|RegisterFunction|"
                    r"RegisterVar|RegisterManagedVar|RegisterTexture|RegisterSurface|PushCallConfiguration|"
-                   r"PopCallConfiguration|InitModule|RegisterLinkedBinary\w*)|"
+                   r"PopCallConfiguration|InitModule|RegisterLinkedBinary\w*|GetKernel|LaunchKernel)|"
                    r"cuda[A-Z]\w*|cu[A-Z]\w*|cublas\w*|cublasLt\w*|curand\w*|cufft\w*|cusparse\w*|cusolver\w*|"
                    r"cudnn\w*|nvtx\w+")
 _CUDA_DENIED = re.compile(r"cu(?:da)?(?:DeviceSetLimit|CtxSetLimit|SetDevice|DeviceReset|SetDeviceFlags|"
@@ -114,7 +114,7 @@ _STD = re.compile(r"std::(?:__cxx11::)?(?:" + _alternatives(
     # input streams read only the buffer they are given: string buffers here, file buffers are CAPABILITIES below
     r"basic_stringbuf(?:::.*)?", r"(?:basic_)?ostream(?:::.*)?", r"(?:basic_)?i(?:o)?stream(?:::.*)?", r"basic_ios(?:::.*)?", r"ios_base(?:::.*)?",
     r"basic_streambuf(?:::.*)?", r"locale(?:::.*)?", r"ctype(?:::.*)?", r"num_put(?:::.*)?", r"numpunct(?:::.*)?",
-    r"__ostream_insert", r"operator@", r"endl", r"flush", r"getline", r"ws", r"c(?:out|err|log)",
+    r"__ostream_insert", r"ios_base_library_init", r"operator@", r"endl", r"flush", r"getline", r"ws", r"c(?:out|err|log)",
     r"(?:runtime|logic|range|overflow|underflow|domain|length)_error(?:::.*)?", r"out_of_range(?:::.*)?",
     r"invalid_argument(?:::.*)?", r"bad_\w+(?:::.*)?", r"(?:nested_)?exception(?:::.*)?", r"system_error(?:::.*)?",
     r"_V2::(?:generic|system)_category", r"_V2::error_category(?:::.*)?", r"error_code(?:::.*)?",

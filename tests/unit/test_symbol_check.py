@@ -1,7 +1,7 @@
 """The symbol check's rules on what real kernel extensions import (tests/fixtures/symbols/: `nm -D --undefined-only`
 of modules the build recipe made): honest modules pass whole, each red-team wrapper's module is refused for the
-capability it reaches, and what a CUDA extension's host stub imports is allowed (unverified on a GPU: no CUDA build
-here; the names are nvcc's host runtime's)."""
+capability it reaches, and what a CUDA extension's host stub imports is allowed (relu_inline_cuda: built by the recipe
+on the H100, nvcc 13, g++ 13)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from kevolve.sandbox.build.symbols import (
 )
 
 SYMBOLS = Path(__file__).parent.parent / "fixtures" / "symbols"
-HONEST = sorted(p.stem for p in SYMBOLS.glob("*.nm") if not p.stem.startswith("h2_"))
+HONEST = sorted(p.stem for p in SYMBOLS.glob("*.nm") if not p.stem.startswith(("h2_", "static_runtime_")))
 # red-team module -> the capability its first refused import gives
 HACKS = {"h2_starts_thread_through_gthread": "threads", "h2_starts_thread_through_c10_pool": "threads",
          "h2_reads_file_through_torch_from_file": "files", "h2_reads_fd_through_stdio_filebuf": "files",
@@ -26,7 +26,7 @@ HACKS = {"h2_starts_thread_through_gthread": "threads", "h2_starts_thread_throug
 
 
 def test_the_fixtures_hold_every_honest_native_solution_and_every_hack() -> None:
-    assert {"relu_cpp", "gelu_bias_cpp", "linear_relu_cpp", "softmax_cpp", "unusual_openmp"} <= set(HONEST)
+    assert {"relu_cpp", "gelu_bias_cpp", "linear_relu_cpp", "softmax_cpp", "unusual_openmp", "relu_inline_cuda"} <= set(HONEST)
     assert {p.stem for p in SYMBOLS.glob("h2_*.nm")} == set(HACKS)
 
 
@@ -127,10 +127,19 @@ def test_a_file_that_is_no_module_is_refused_not_passed(tmp_path: Path) -> None:
     assert got.reason("relu_ext").startswith("policy_native: the built extension 'relu_ext' could not be checked")
 
 
-@pytest.mark.parametrize("name", ["relu_cpp", "unusual_openmp"])
+def test_a_module_carrying_its_own_cpp_runtime_is_refused_for_the_runtimes_file_and_system_calls() -> None:
+    """The same CUDA ReLU linked by a compiler with only `libstdc++.a` (the H100's /opt/gcc, before the recipe named
+    the shared runtime): the runtime's file streams are inside the module, so no C++ name of them is imported, but
+    the C calls they make are, and are refused. `-static-libstdc++` in a candidate's flags ends the same way."""
+    count, refused = refused_imports((SYMBOLS / "static_runtime_relu_inline_cuda.nm").read_text())
+    assert count > 200 and not any(r.symbol.startswith("std::") for r in refused)
+    assert {"files", "system call", "environment", "process-wide setting"} <= {r.why for r in refused}
+
+
+@pytest.mark.parametrize("name", ["relu_cpp", "unusual_openmp", "relu_inline_cuda"])
 def test_an_honest_extension_needs_only_the_libraries_torchs_recipe_links(name: str) -> None:
     libs = parse_needed((SYMBOLS / f"{name}.dyn").read_text())  # readelf -d -W of the same module
-    assert {"libc10.so", "libtorch_cpu.so", "libstdc++.so.6", "libc.so.6"} <= set(libs)
+    assert {"libc10.so", "libtorch_cpu.so", "libstdc++.so.6", "libc.so.6"} <= set(libs)  # the C++ runtime shared
     assert [lib for lib in libs if needed_refusal(lib)] == []
 
 
@@ -143,3 +152,39 @@ def test_an_honest_extension_needs_only_the_libraries_torchs_recipe_links(name: 
 def test_a_library_outside_the_recipe_and_the_cuda_toolkit_is_refused(library: str, refused: bool) -> None:
     # `-l<lib>` is an allowed flag: a library's constructors run when the module is loaded, before any import
     assert bool(needed_refusal(library)) is refused
+
+
+def _fake_compiler(tmp_path: Path, found: dict[str, str]) -> str:
+    """A compiler driver that answers `-print-file-name=NAME` as `found` says (the name itself when not found, as
+    gcc does)."""
+    cases = "".join(f'  "-print-file-name={name}") echo "{path}" ;;\n' for name, path in found.items())
+    script = tmp_path / "fake-g++"
+    script.write_text(f'#!/bin/sh\ncase "$1" in\n{cases}  -print-file-name=*) echo "${{1#-print-file-name=}}" ;;\nesac\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_the_recipe_names_the_shared_cpp_runtime_only_where_the_compiler_has_no_libstdcxx_so(tmp_path: Path) -> None:
+    from kevolve.sandbox.build.recipe import shared_stdcxx
+
+    runtime = tmp_path / "libstdc++.so.6"
+    runtime.write_bytes(b"\x7fELF")
+    static_only = _fake_compiler(tmp_path, {"libstdc++.so.6": str(runtime)})  # no libstdc++.so: it would link the .a
+    assert shared_stdcxx(static_only) == (str(runtime),)
+    (tmp_path / "dev").mkdir()
+    dev = tmp_path / "dev" / "libstdc++.so"
+    dev.symlink_to(runtime)
+    with_dev = _fake_compiler(tmp_path / "dev", {"libstdc++.so": str(dev), "libstdc++.so.6": str(runtime)})
+    assert shared_stdcxx(with_dev) == ()
+    assert shared_stdcxx(str(tmp_path / "no-such-compiler")) == ()
+
+
+def test_the_link_line_puts_the_shared_runtime_before_the_libraries_that_need_it() -> None:
+    from dataclasses import replace
+
+    from kevolve.sandbox.build.extensions import ExtensionSpec
+    from kevolve.sandbox.build.recipe import Toolchain, link_argv
+
+    tc = replace(Toolchain.detect(), stdcxx=("/lib/x86_64-linux-gnu/libstdc++.so.6",))
+    argv = link_argv(tc, ExtensionSpec(name="relu", cpp_sources=("int f();",)), "kx_relu")
+    assert argv.index("/lib/x86_64-linux-gnu/libstdc++.so.6") < argv.index("-lc10") < argv.index("-o")
