@@ -100,8 +100,10 @@ def update_lines(pair: Pair, vals: list[str], u: str) -> list[str]:
         vmax = f"fmaxf({vmax}, {x})"
     lines = [f"float mn{u} = fmaxf(sm{j}, {vmax});",
              f"if (mn{u} != sm{j}) {{ float f_ = expf(sm{j} - mn{u}); ss{j} *= f_; sc{j} *= f_; sm{j} = mn{u}; }}"]
+    # a value of -inf adds 0 even while the running max is still -inf (a masked_fill(-inf) row's start: the
+    # attention mask), where exp(x - max) would be exp(-inf + inf) = NaN (KernelBench L3 43/44 on the H100)
     for x in vals:
-        lines.append(f"{{ float y_ = expf({x} - sm{j}) - sc{j}; float t_ = ss{j} + y_; "
+        lines.append(f"{{ float y_ = ({x} == -INFINITY ? 0.0f : expf({x} - sm{j})) - sc{j}; float t_ = ss{j} + y_; "
                      f"sc{j} = (t_ - ss{j}) - y_; ss{j} = t_; }}")
     return lines
 

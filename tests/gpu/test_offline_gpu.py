@@ -22,7 +22,7 @@ pytestmark = pytest.mark.gpu
 FUSED = ["chain_scalars", "conv_relu_bias", "linear_gelu_softmax", "conv_groupnorm", "gemm_batchnorm", "layernorm_3d",
          "rmsnorm", "reductions", "logsumexp_chain", "mse_loss", "instnorm_logsoftmax", "only_matmul", "bmm",
          "gelu_global_pool", "only_conv", "tensor_constant", "row_output_bias", "matvec", "linear_long_k",
-         "einsum_4d"]
+         "einsum_4d", "causal_softmax"]
 
 
 @pytest.fixture(autouse=True)

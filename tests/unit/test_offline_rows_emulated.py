@@ -102,3 +102,21 @@ def test_vector_and_one_pass_walks_match_the_module_aligned_or_not(strategy, vec
     for inp in (x, _misaligned(x)):
         got, want, _ = _run(p, params, inp)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("strategy", ["thread", "warp", "block", "split"])
+def test_one_pass_softmax_adds_nothing_for_a_run_of_minus_inf(strategy):
+    """Causal attention rows (KernelBench L3 43/44): masked_fill(-inf) leaves runs of -inf, and a thread whose values
+    so far are all -inf has a running max of -inf; exp(x - max) was then exp(-inf + inf) = NaN (found on the H100)."""
+    src = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+           "        return torch.softmax(x, dim=-1)\n\n\ndef get_inputs():\n    return [torch.randn(64, 256)]\n\n\n"
+           "def get_init_inputs():\n    return []\n")
+    p = plan(problem_from_source(src, name="masked_rows"))
+    params = [replace(q, strategy=strategy, block=64, vec=4, unroll=1, onepass=True) for q in p.defaults()]
+    ns = cuda_cpu.load(p.source(params))
+    torch.manual_seed(4)
+    x = torch.randn(64, 256)
+    x = x.masked_fill(torch.ones(256, 256).tril()[::4][:64] == 0, float("-inf"))  # row r keeps 4r + 1 values
+    x[1] = x[1].flip(0)  # and a row that starts with its run of -inf
+    got = ns["_kv_launch_0"](x)
+    torch.testing.assert_close(got, torch.softmax(x.double(), dim=-1).float(), rtol=1e-5, atol=1e-6)
