@@ -247,6 +247,13 @@ def describe(p: KernelParams, group: Group) -> str:
 
 
 def describe_all(params: list[KernelParams], groups: list[Group]) -> str:
-    """Every group's settings, and 'graph' when the forward is replayed as a CUDA graph."""
-    parts = [describe(p, g) for p, g in zip(params, groups, strict=True)]
-    return "; ".join(parts) + ("; graph" if params and params[0].graph else "")
+    """Every group's settings, a run of equal ones once with its count (`pw vec4 ilp1 x256`: an unrolled RNN's
+    steps), and 'graph' when the forward is replayed as a CUDA graph."""
+    parts: list[list] = []
+    for text in (describe(p, g) for p, g in zip(params, groups, strict=True)):
+        if parts and parts[-1][0] == text:
+            parts[-1][1] += 1
+        else:
+            parts.append([text, 1])
+    shown = [text if n == 1 else f"{text} x{n}" for text, n in parts]
+    return "; ".join(shown) + ("; graph" if params and params[0].graph else "")

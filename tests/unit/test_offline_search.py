@@ -218,3 +218,13 @@ def test_cli_offline_refuses_a_cpu_device():
     res = CliRunner().invoke(app, ["optimize", str(FIXTURES / "conv_relu_bias.py"), "--offline", "--device", "cpu"])
     assert res.exit_code == 2
     assert "--offline generates CUDA kernels" in res.output
+
+
+def test_a_run_of_equal_settings_is_written_once_with_its_count():
+    """An unrolled RNN is hundreds of identical step kernels: the summary table's settings cell said each."""
+    from kevolve.offline.space import describe_all
+
+    p = plan(load_problem(FIXTURES / "chain_scalars.py"))
+    params, groups = p.defaults()[:1], [f.group for f in p.fused][:1]
+    one = describe_all(params, groups)
+    assert describe_all(params * 3, groups * 3) == f"{one} x3" and "x" not in one.split()[-1]
