@@ -52,8 +52,11 @@ class SignallingServer(FakeLLMServer):
 def optimize(args: list[str], url: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
     env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=url, KEVOLVE_CACHE_DIR=str(BUILD_CACHE))
+    # Ctrl-C as a terminal sends it: a run started in the background (nohup, `cmd &`) inherits SIGINT ignored,
+    # and Python then keeps it ignored (no KeyboardInterrupt), as the user asked
     return subprocess.Popen([sys.executable, "-m", "kevolve.cli", "optimize", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

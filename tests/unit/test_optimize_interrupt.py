@@ -22,6 +22,15 @@ from kevolve.agent.stopping import HeldSignal
 REPLIES = [reply("slow", f"v{i}") for i in range(40)]
 
 
+@pytest.fixture(autouse=True)
+def _ctrl_c_raises():
+    """SIGINT raising KeyboardInterrupt, as in a terminal: pytest started in the background (nohup, `cmd &`)
+    inherits it ignored, and HeldSignal rightly leaves an ignored signal alone."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 class Interrupting:
     """Counts the LLM's calls and the sandbox's evaluations over every session; sends SIGINT to this process
     at the `at`-th event of kind `where` ("llm" or "eval") of the current session."""
