@@ -116,8 +116,9 @@ def _channels_last_once(plan: Plan, best: list[KernelParams], seen: set[str]) ->
 
 
 def _graph_once(plan: Plan, best: list[KernelParams], seen: set[str]) -> list[list[KernelParams]]:
-    """The best candidate replayed as a CUDA graph (once per search; it helps forwards of several kernels)."""
-    if len(plan.fused) < 2 or best[0].graph:
+    """The best candidate replayed as a CUDA graph (once per search; it helps forwards of several launches)."""
+    many = len(plan.fused) >= 2 or any(f.group.kind == "rnn" for f in plan.fused)  # a recurrent group: 2 per step
+    if not many or best[0].graph:
         return []  # one kernel has no gaps between kernels to save, only the graph's copies to pay
     return _new(plan, best, [replace(p, graph=True) for p in best], seen)
 

@@ -77,3 +77,16 @@ def test_recurrent_candidate_is_library_gemms_around_one_gate_kernel_that_compil
     assert launcher.count("_kv_launch(") == 1  # one kernel launch per step: gates, c and h together
     assert launcher.count("torch.addmm(") == 2  # all timesteps' input projection; each step's recurrent product
     assert compile_all([src]) == ""
+
+
+def test_the_search_tries_a_lone_recurrent_group_as_a_cuda_graph():
+    """A GRU is one group but two launches a step (6 layers x 512 steps in KernelBench L3 39: 0.37x torch.compile
+    on the H100, the graph never tried because the forward had a single group)."""
+    from test_offline_search import fake_verdict
+
+    from kevolve.offline.search import search
+
+    p = plan(_problem(CASES["gru_without_bias"]))
+    assert len(p.fused) == 1 and p.fused[0].group.kind == "rnn"
+    res = search(p, lambda got: fake_verdict(got, p.problem.id), budget=2)
+    assert [t.params[0].graph for t in res.trials] == [False, True]
