@@ -91,9 +91,9 @@ class SandboxConfig(Record):
     audit: bool = Field(default=False, description="measure every ok verdict again (fresh runner, fresh inputs, "
                         "the judge's own clock); a disagreement overturns it (audit_mismatch)")
     audit_tolerance: float | None = Field(
-        default=None, description="an audit's speedup may differ from the evaluation's by this fraction before it "
-        "overturns the verdict; None = 0.10 on a GPU (timing spread <= 2 %), 0.50 on the CPU (a shared machine's "
-        "timings move by more than 10 % between two processes)")
+        default=None, description="an audit's speedup may fall below the evaluation's by this fraction before it "
+        "overturns the verdict (a faster audit never does); None = 0.10 on a GPU (timing spread <= 2 %), 0.50 on the "
+        "CPU (a shared machine's timings move by more than 10 % between two processes)")
 
     @property
     def audit_agree(self) -> float:
