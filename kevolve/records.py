@@ -210,6 +210,8 @@ class Audit(Record):
         "the candidate's call end to end by the judge's clock (median of the pairs, ms; what the clock adds "
         "and the staging taken off)"))
     clock_spread_ms: float | None = Field(default=None, description="interquartile range of those pairs (ms)")
+    candidate_ms: float | None = Field(default=None, description="the audit's own median candidate call (same timer, ms)")
+    eager_ms: float | None = Field(default=None, description="the audit's own median eager call (same timer, ms)")
     seeds: tuple[int, ...] = ()
     wall_s: float = 0.0
     timer_only: bool = Field(default=False, description=(

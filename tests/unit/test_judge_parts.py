@@ -121,6 +121,9 @@ def test_the_audit_overturns_disagreement_and_keeps_agreement() -> None:
     assert same.ok and same.audit is not None and same.audit.passed
     apart = decide(_ev(2.0), _ev(1.7), 1.6, (), 1.0)
     assert apart.outcome is Outcome.REJECTED and apart.reason.startswith("audit_mismatch:") and "10%" in apart.reason
+    # which side moved: the candidate's time or eager's (here eager's: 1.7 ms against 2.0)
+    assert "candidate 1.000 ms against 1.000, eager 1.700 against 2.000" in apart.reason
+    assert (apart.audit.candidate_ms, apart.audit.eager_ms) == (1.0, 1.7)
     # a fresh process that sees it faster shows nothing unearned: the evaluation's lower speedup stands
     faster = decide(_ev(2.0), _ev(2.5), 2.4, (), 1.0)
     assert faster.ok and faster.speedup == 2.0 and faster.audit is not None and faster.audit.passed
