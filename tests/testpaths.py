@@ -49,32 +49,22 @@ OPTIMIZE_EXIT = {"improved": 0, "not_faster": 4, "none_correct": 5}
 
 
 def ensure_shared_pch() -> None:
-    """The precompiled `torch/extension.h` the build service makes (sandbox/build/service.py `_build_pch`, the same
-    recipe functions), made once in the tests' shared build cache for C++ extensions with torch's default flags (50
-    of the 61 load_inline sources under tests/). A build that finds it compiles main.cpp in seconds instead of
-    parsing torch's headers for ~30 s on 2 cores; CI starts with an empty cache, and many tests build without the
-    service (an evaluation builds in its runner, sandbox/build/compile.py `_build_here`, which uses a PCH it finds)."""
+    """The precompiled `torch/extension.h` the build service makes (the recipe's `make_pch`, as
+    sandbox/build/service.py calls it), made once in the tests' shared build cache for C++ extensions with torch's
+    default flags (50 of the 61 load_inline sources under tests/). A build that finds it compiles main.cpp in seconds
+    instead of parsing torch's headers for ~30 s on 2 cores; CI starts with an empty cache, and many tests build
+    without the service (an evaluation builds in its runner, sandbox/build/compile.py `_build_here`, which uses a PCH
+    it finds)."""
     import shutil
-    import subprocess
-    import tempfile
 
-    from kevolve.sandbox.build.compile import device_arch
+    from kevolve.sandbox.build.compile import _run_here, device_arch
     from kevolve.sandbox.build.extensions import ExtensionSpec
-    from kevolve.sandbox.build.recipe import BuildTarget, Toolchain, pch_argv, pch_id, prepare_pch_dir
+    from kevolve.sandbox.build.recipe import BuildTarget, Toolchain, make_pch, pch_id
 
     tc = Toolchain.detect()
-    spec = ExtensionSpec(name="pch", cpp_sources=("",))
-    dst = BUILD_CACHE / "pch" / pch_id(tc, spec, BuildTarget.current(device_arch()))
-    if (dst / "torch" / "extension.h.gch").is_file() or shutil.which(tc.cxx) is None:
+    if shutil.which(tc.cxx) is None:
         return
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="pch-", dir=dst.parent))
-    try:
-        gch = prepare_pch_dir(work / "out", tc)
-        if subprocess.run(pch_argv(tc, spec, gch), cwd=work, capture_output=True, timeout=600).returncode == 0:
-            try:
-                os.rename(work / "out", dst)
-            except OSError:
-                pass  # made by another test process meanwhile
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    spec = ExtensionSpec(name="pch", cpp_sources=("",))
+    pch = BUILD_CACHE / "pch"
+    pch.mkdir(parents=True, exist_ok=True)
+    make_pch(pch / pch_id(tc, spec, BuildTarget.current(device_arch())), tc, spec, _run_here, pch, 600.0)

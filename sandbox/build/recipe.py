@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -196,6 +197,24 @@ def prepare_pch_dir(pch_dir: Path, tc: Toolchain) -> Path:
     return pch_dir / "torch" / "extension.h.gch"
 
 
+def make_pch(dst: Path, tc: Toolchain, spec: ExtensionSpec, run: Runner, tmp: Path, timeout_s: float) -> StepResult | None:
+    """The precompiled header for `spec`'s flags, built in a folder under `tmp` and renamed to `dst` whole (readers
+    never see half of it); None when `dst` has one already. A failed compile is the returned result's rc."""
+    if (dst / "torch" / "extension.h.gch").is_file():
+        return None
+    work = Path(tempfile.mkdtemp(prefix="pch-", dir=tmp))
+    try:
+        res = run(pch_argv(tc, spec, prepare_pch_dir(work / "out", tc)), work, timeout_s)
+        if res.rc == 0:
+            try:
+                os.rename(work / "out", dst)
+            except OSError:
+                pass  # built by someone else meanwhile
+        return res
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def arch_flags(spec: ExtensionSpec, arch: str) -> list[str]:
     """One -gencode pair for `arch` (SASS + PTX), unless the candidate chose its own (torch's rule)."""
     if not arch or any("arch" in f for f in spec.extra_cuda_cflags if "TORCH_EXTENSION_NAME" not in f):
@@ -335,4 +354,4 @@ def ensure_shim(root: Path, tc: Toolchain | None = None) -> Path:
 
 __all__ = ["BY_SOURCE", "BuildTarget", "Built", "Runner", "StepResult", "Toolchain", "artifact_dir", "build", "ensure_shim",
            "module_name",
-           "pch_argv", "pch_id", "prepare_pch_dir", "shim_dir"]
+           "make_pch", "pch_argv", "pch_id", "prepare_pch_dir", "shim_dir"]

@@ -47,7 +47,7 @@ from kevolve.sandbox.config import Isolation
 from kevolve.sandbox.build.extensions import ExtensionSpec, extract
 from kevolve.sandbox.build.symbols import check_module
 from kevolve.sandbox.build.recipe import (BY_SOURCE, BuildTarget, StepResult, Toolchain, artifact_dir, build, ensure_shim,
-                                          module_name, pch_argv, pch_id, prepare_pch_dir)
+                                          make_pch, module_name, pch_id)
 
 log = logging.getLogger(__name__)
 class BuildStatus(StrEnum):
@@ -234,25 +234,14 @@ class BuildService:
             return self._pch.get(pid, done)
 
     def _build_pch(self, spec: ExtensionSpec, pid: str) -> bool:
-        dst = self.cache_dir / "pch" / pid
-        if (dst / "torch" / "extension.h.gch").is_file():
-            return True
-        tc = Toolchain.detect()
-        work = Path(tempfile.mkdtemp(prefix="pch-", dir=self.cache_dir / "tmp"))
-        try:
-            gch = prepare_pch_dir(work / "out", tc)
-            res = self.run(pch_argv(tc, spec, gch), work, self.timeout_s)
-            if res.rc != 0:
-                log.warning("precompiled header %s failed: %s", pid, res.output[-300:])
-                return False
+        res = make_pch(self.cache_dir / "pch" / pid, Toolchain.detect(), spec, self.run, self.cache_dir / "tmp",
+                       self.timeout_s)
+        if res is not None and res.rc != 0:
+            log.warning("precompiled header %s failed: %s", pid, res.output[-300:])
+            return False
+        if res is not None:
             log.info("precompiled header %s built in %.1f s", pid, res.seconds)
-            try:
-                os.rename(work / "out", dst)
-            except OSError:
-                pass  # built by someone else meanwhile
-            return True
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        return True
 
     def _build(self, spec: ExtensionSpec, key: str) -> BuildResult:
         t0 = time.monotonic()
