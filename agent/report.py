@@ -108,7 +108,8 @@ def audit_section(trials: list[Trial]) -> str:
     if not audited:
         return ""
     lines = ["## Audit", "", "The winner measured again in a fresh runner, on fresh inputs, with the judge's own clock "
-             "(an overturned winner is `rejected` and the next fastest is audited).", "",
+             "(an overturned winner is `rejected` and the next fastest is audited; a winner the audit reads slower keeps "
+             "the lower speed, and gives way to the next fastest if that puts it below).", "",
              "| candidate | search's speedup | audit's speedup (measured again) | judge's own clock, end to end "
              "(launch work included) | verdict |", "|---|---|---|---|---|"]
     fmt = lambda x: "—" if x is None else f"{x:.3f}x"  # noqa: E731
@@ -116,7 +117,8 @@ def audit_section(trials: list[Trial]) -> str:
         ev = t.evaluation
         assert ev is not None and ev.audit is not None
         reason = ev.audit.reason.replace("|", "\\|")
-        claimed = ev.eager_ms / ev.runtime_ms if ev.eager_ms and ev.runtime_ms else None  # also when overturned
+        claimed = ev.audit.evaluation_speedup or (  # where the audit's lower speed stands, the verdict's times are its
+            ev.eager_ms / ev.runtime_ms if ev.eager_ms and ev.runtime_ms else None)  # also when overturned
         lines.append(f"| `{t.candidate_id}` | {fmt(claimed)} | {fmt(ev.audit.speedup)} | "
                      f"{fmt(ev.audit.judge_clock_speedup)} | {'kept' if ev.audit.passed else 'overturned'}: {reason} |")
     return "\n".join(lines) + "\n"

@@ -276,7 +276,8 @@ def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int
     """The run's winner, measured again in a fresh process with a second timer (sandbox.audit).
 
     A winner the audit overturns keeps its trial, now `rejected: audit_mismatch`, and the next
-    fastest is audited in turn (at most `tries`). A sandbox without `audit` (a test fake) is left be.
+    fastest is audited in turn; so is the next fastest when the audit's lower speed puts the winner
+    below it (at most `tries` audits). A sandbox without `audit` (a test fake) is left be.
     """
     from kevolve.agent.evolution import best_candidate
 
@@ -292,6 +293,4 @@ def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int
         ev = audit(problem, best.candidate, config.sandbox, best.evaluation)
         trials = [t.model_copy(update={"evaluation": ev}) if t is best else t for t in trials]
         log.info("audit of %s: %s", best.candidate.id, ev.audit.summary if ev.audit else ev.reason)
-        if ev.ok:
-            break
     return {**state, "trials": trials}

@@ -212,6 +212,9 @@ class Audit(Record):
     clock_spread_ms: float | None = Field(default=None, description="interquartile range of those pairs (ms)")
     candidate_ms: float | None = Field(default=None, description="the audit's own median candidate call (same timer, ms)")
     eager_ms: float | None = Field(default=None, description="the audit's own median eager call (same timer, ms)")
+    evaluation_speedup: float | None = Field(default=None, description=(
+        "what the evaluation read where the audit read it slower and its lower speed stands (the verdict's timings "
+        "are then the audit's); None where the evaluation's own speed stands"))
     seeds: tuple[int, ...] = ()
     wall_s: float = 0.0
     timer_only: bool = Field(default=False, description=(
@@ -228,7 +231,8 @@ class Audit(Record):
         if not self.passed:
             return f"overturned: {self.reason}"
         again = "no speedup measured" if self.speedup is None else f"{self.speedup:.2f}x vs eager"
-        return f"kept: measured again in a fresh process on fresh inputs, {again}"
+        lower = "" if self.evaluation_speedup is None else f" (the lower stands; the search read {self.evaluation_speedup:.2f}x)"
+        return f"kept: measured again in a fresh process on fresh inputs, {again}{lower}"
 
 
 class Evaluation(Record):

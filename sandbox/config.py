@@ -91,15 +91,16 @@ class SandboxConfig(Record):
     audit: bool = Field(default=False, description="measure every ok verdict again (fresh runner, fresh inputs, "
                         "the judge's own clock); a disagreement overturns it (audit_mismatch)")
     audit_tolerance: float | None = Field(
-        default=None, description="an audit's speedup may fall below the evaluation's by this fraction before it "
-        "overturns the verdict (a faster audit never does); None = 0.10 on a GPU (timing spread <= 2 %), 0.50 on the "
-        "CPU (a shared machine's timings move by more than 10 % between two processes)")
+        default=None, description="an audit's speedup may fall below the evaluation's by this fraction and the verdict "
+        "stands at the audit's lower speed; further below, a second audit decides and overturns it if it disagrees too "
+        "(a faster audit never overturns); None = 0.30 on a GPU (one honest kernel's median call moved by 26 % between "
+        "fresh processes on the H100), 0.50 on the CPU (a shared machine's timings move by more)")
 
     @property
     def audit_agree(self) -> float:
         if self.audit_tolerance is not None:
             return self.audit_tolerance
-        return 0.10 if self.is_cuda else 0.50
+        return 0.30 if self.is_cuda else 0.50
     policy_allow: tuple[str, ...] = Field(
         default=(), description="candidate-policy categories to permit before anything runs (sandbox/policy/); "
                                 "'all' turns the policy off")

@@ -6,7 +6,7 @@ timer that does not live in the candidate's process — the judge's own clock ar
 without the GPU pad, candidate and reference alternating. What the judge's clock adds to a call
 (channel, flushes, checks) is the same for both runners and is read off the reference, whose own
 times are trusted. The audit overturns the verdict (`audit_mismatch`) when its own evaluation is
-not ok, when its speedup is more than 10 % below the original's, when the judge's clock
+not ok, when its speedup is further below the original's than processes' noise (twice), when the judge's clock
 sees the candidate slower than eager end to end while the original claimed a speedup, or when the
 claimed speedup is more than CLOCK_SLACK times what the judge's clock sees.
 
@@ -18,11 +18,17 @@ evaluation and 0.560x in its audit (2026-11-25), past the CPU's 50 %: one noisy 
 the candidate could not hold. Everything else overturns at once: a fresh run that is not ok, and
 what the judge's own clock sees (it has its own slack, CLOCK_SLACK, for its noise).
 
-One-sided: a fresh process that measures the candidate *faster* than its evaluation did shows nothing unearned
-(the verdict keeps the evaluation's lower speedup). On the H100 (2026-11-27) an honest CuPy ReLU (relu_big) read
-0.623x in its evaluation and 0.752x / 0.705x in two audits, and 0.590x against 0.652x: both rejected by the old
-two-sided rule. Two other runs of the same six read the evaluation 20-28 % above both audits (0.836x against
-0.651x, 0.706x against 0.583x) and are still overturned: an open question of that kernel's noise between processes.
+The lower speed stands. A fresh process that measures the candidate slower than its evaluation did, within
+the noise between processes, is not a fluke to forgive nor a cheat to reject: it is a second honest measurement, and
+the verdict keeps the lower of the two (its `timing` and `ref_timing` become the audit's; `Audit.evaluation_speedup`
+keeps what the evaluation read). No speed a fresh process cannot reproduce ever stands, by any margin. Only a gap
+beyond that noise (`audit_tolerance`: 0.30 on a GPU, 0.50 on the CPU) is a disagreement, measured a second time before
+it overturns. A fresh process that measures it faster shows nothing unearned: the evaluation's speed stands.
+
+Why 30 % on the GPU (2026-11-27, H100, the honest CuPy ReLU `relu_big`, eager 0.117-0.120 ms in every process):
+eight evaluations with their audits, 16 fresh processes, read the candidate's median call at 0.142-0.194 ms, each
+process its own value (a ratio of 1.36 between the fastest and slowest process, 26 % below). The 10 % used before
+overturned 1 of those 8 verdicts (0.832x in its evaluation, 0.700x and 0.699x in two audits) and 2 of 5 the day before.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import statistics
 
 from kevolve.records import Audit, Evaluation, Outcome
 
-AGREE = 0.10  # the audit's speedup may differ from the original's by this fraction
+AGREE = 0.30  # the GPU's: an audit this far below the evaluation is noise (the lower stands); further, a disagreement
 CLOCK_CALLS = 40
 # Device time (the runner's timer, GPU queue pre-filled) and end-to-end time (the judge's clock,
 # launch included) legitimately differ: by the forward's host-side launch work and by the noise of the
@@ -94,7 +100,7 @@ def decide(original: Evaluation, again: Evaluation, clock_speedup: float | None,
         why = (f"audit_mismatch: {s1:.3f}x measured again on fresh inputs in a fresh process, {s0:.3f}x "
                f"in the evaluation (more than {agree:.0%} apart{_times(original, again)})")
         timer_only = not clock_why  # the judge's clock content: a second audit decides (`confirm`)
-    else:  # agreement, or the fresh process measured it faster: the evaluation's lower speedup stands, unearned by nothing
+    else:  # within the noise between processes (the lower speed stands), or faster (the evaluation's stands)
         why = clock_why
     less = f", less {stage_ms:.3f} ms a call of output staging" if stage_ms >= 0.001 else ""
     if less and "judge's own clock" in why:
@@ -107,6 +113,10 @@ def decide(original: Evaluation, again: Evaluation, clock_speedup: float | None,
                   eager_ms=again.ref_timing.median_ms if again.ref_timing else None)
     if why:
         return original.model_copy(update={"outcome": Outcome.REJECTED, "reason": why, "audit": audit})
+    if s0 is not None and s1 is not None and s1 < s0:  # the lower speed stands: the verdict's times become the audit's
+        audit = audit.model_copy(update={"evaluation_speedup": s0, "reason": audit.reason + (
+            f"; {s1:.3f}x stands, below the evaluation's {s0:.3f}x{_times(original, again)}")})
+        return original.model_copy(update={"timing": again.timing, "ref_timing": again.ref_timing, "audit": audit})
     return original.model_copy(update={"audit": audit})
 
 

@@ -184,10 +184,11 @@ def test_a_timer_disagreement_is_measured_by_a_second_audit_before_it_overturns(
 
 def test_an_honest_candidate_passes_its_audit(evaluate) -> None:  # noqa: ANN001
     # On the CPU the audit's default tolerance is 50 % (a shared machine's timings move by more than
-    # 10 % between two processes); tests/gpu holds the GPU's 10 %.
+    # 10 % between two processes); tests/gpu holds the GPU's 30 %. The lower of the two speeds stands.
     ev = evaluate("relu", HONEST_RELU, audit=True)
     assert ev.ok, ev.reason
     assert ev.audit is not None and ev.audit.passed and ev.audit.speedup is not None
+    assert ev.speedup is not None and ev.speedup <= ev.audit.speedup * (1 + 1e-9), (ev.speedup, ev.audit)
 
 
 def test_torch_only_candidate_is_accepted_with_allow_torch_only(evaluate) -> None:  # noqa: ANN001

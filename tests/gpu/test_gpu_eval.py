@@ -160,10 +160,14 @@ def test_times_forged_in_the_runner_do_not_move_its_speed(sandbox, config) -> No
     assert ev.outcome is not Outcome.OK or ev.speedup < 2.0, (ev.speedup, ev.timing)
 
 
-def test_an_honest_kernel_passes_its_audit_within_ten_percent(sandbox, config) -> None:
+def test_an_honest_kernel_passes_its_audit_at_the_lower_of_its_two_speeds(sandbox, config) -> None:
+    """Its median call moves by up to 26 % between fresh processes (scripts/audit_noise.py, H100 2026-11-27): the
+    audit keeps it, at the lower of the evaluation's and its own speed."""
     ev = evaluate(sandbox, config.model_copy(update={"audit": True}), "relu_cupy")
     assert ev.outcome is Outcome.OK, ev.reason
     assert ev.audit is not None and ev.audit.passed, ev.audit
+    assert ev.speedup is not None and ev.audit.speedup is not None, ev.audit
+    assert ev.speedup <= ev.audit.speedup * (1 + 1e-9), (ev.speedup, ev.audit)
 
 
 def test_an_honest_kernel_thousands_of_times_slower_is_stopped_after_three_calls(sandbox, config) -> None:

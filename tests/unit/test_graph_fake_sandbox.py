@@ -291,3 +291,26 @@ def test_an_overturned_winner_says_so_in_its_record_and_the_report(tmp_path) -> 
     assert "## Audit" in report
     assert "| 5.000x | 1.100x | — | overturned: audit_mismatch: 1.100x measured again on fresh inputs |" in report
     assert "| 4.000x | 4.000x | — | kept: ok: 4.0x again |" in report
+
+
+def test_a_winner_whose_audit_reads_it_below_the_runner_up_gives_way_to_it(tmp_path) -> None:
+    """The audit's lower speed stands (sandbox/judge/audit.py); a winner it puts below the next fastest is no longer
+    the answer: that one is audited in turn, and the run's speedup is what an audit measured."""
+    from kevolve.sandbox.judge.audit import decide
+
+    audited = []
+
+    class Audited(FakeSandbox):
+        def audit(self, problem, candidate, config, ev):  # noqa: ANN001, ANN201
+            audited.append(re.search(r"VARIANT = '(\w+)'", candidate.source).group(1))
+            slow = 2.0 if audited[-1] == "faster" else 1.0  # a fresh process reads 'faster' at 2.5x, not 5x
+            again = ev.model_copy(update={"timing": ev.timing.model_copy(update={"median_ms": ev.timing.median_ms * slow})})
+            return decide(ev, again, None, (1,), 1.0, agree=0.6)
+
+    llm = ScriptedLLM([("Task: translate", [reply("faster"), reply("fast")])])
+    cfg = config(tmp_path).model_copy(update={"stop": StopConfig(max_candidates=2)})
+    r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=Audited())
+    assert audited == ["faster", "fast"]
+    assert r.speedup == pytest.approx(4.0) and r.outcomes == {"ok": 2}
+    report = (r.run_dir / "report.md").read_text()
+    assert "| 5.000x | 2.500x | — | kept: ok: 2.500x again on fresh inputs (judge's clock: n/a); 2.500x stands, below" in report
