@@ -191,8 +191,17 @@ def forward_source(traced: Traced, fused: list[Fused]) -> tuple[str, dict[str, A
     # fx prefixes `torch.fx._symbolic_trace.wrap("f")` for each autowrapped library function (capture.py's
     # einops calls): a tracing directive, not part of the forward
     src = re.sub(r"^\s*torch\.fx\._symbolic_trace\.wrap\([^)]*\)\n", "", code.src, flags=re.MULTILINE)
+    src = re.sub(r"\btorch\._C\._nn\.(\w+)\b", _public_nn, src)
     used = set(re.findall(r"[A-Za-z_]\w*", src))
     return src, {name: obj for name, obj in code.globals.items() if name in used}
+
+
+def _public_nn(m: re.Match[str]) -> str:
+    """`torch._C._nn.linear` (how fx writes F.linear, F.gelu … captured by dynamo) as its public name,
+    `torch.nn.functional.linear`: the same function, and what the candidate policy lets a candidate call."""
+    name = m.group(1)
+    public = getattr(torch.nn.functional, name, None)
+    return f"torch.nn.functional.{name}" if public is not None and public is getattr(torch._C._nn, name, None) else m.group(0)
 
 
 def _globals_block(glb: dict[str, Any], launchers: dict[str, str]) -> list[str]:

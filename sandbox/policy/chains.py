@@ -18,7 +18,7 @@ from typing import Callable
 from kevolve.languages import array_modules
 from kevolve.sandbox.policy.tables import (ALLOW, ARRAY_FILE_NAMES, ARRAY_RNG_NAMES, BACKENDS, BACKENDS_QUERIES,
                                            FILE_METHODS, GLOBAL_HOOK_PREFIX,
-                                           HEAVY, KNOWN_MODULES, MEMBERS, MODULES, OWN_SUBMODULES, PARTIAL,
+                                           HEAVY, KNOWN_MODULES, MEMBERS, MODULES, NN_LAYERS, OWN_SUBMODULES, PARTIAL,
                                            PRIVATE_OK, REROOT, RNG_NAMES, RNG_ROOTS, SETTER_PREFIXES, STDLIB,
                                            STDLIB_DENIED, TOGGLE_NAMES)
 
@@ -34,6 +34,15 @@ def is_class(chain: Chain) -> bool:
     """A class the candidate did not define (CamelCase by convention), `type`, or what type() returned."""
     last = chain[-1]
     return chain in (TYPE, TYPE_OF) or (last[:1].isupper() and not last.isupper())
+
+
+def nn_layer_class(chain: Chain) -> bool:
+    """`torch.nn.LayerNorm` and its like: a layer class a model may hand around as a value (Swin's
+    `norm_layer=nn.LayerNorm` passed on to a `downsample` given as a parameter), as KernelBench's own problems do.
+    Constructing one is what the candidate may do by name; what the policy must follow on a foreign class it still
+    sees wherever the value goes: assignments on anything the candidate did not create, dunders, getattr/setattr
+    with names, each flagged by itself."""
+    return len(chain) == 3 and chain[:2] == ("torch", "nn") and chain[2] in NN_LAYERS
 
 
 def rerooted_at(chain: Chain) -> int | None:

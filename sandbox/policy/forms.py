@@ -37,6 +37,15 @@ def format_fields(template: str) -> list[str]:
     return out
 
 
+def _choices(e: ast.expr) -> list[ast.expr]:
+    """The values an expression may take through conditional choices: `A if c else B` -> A, B; `a or b` -> a, b."""
+    if isinstance(e, ast.IfExp):
+        return [*_choices(e.body), *_choices(e.orelse)]
+    if isinstance(e, ast.BoolOp):
+        return [c for v in e.values for c in _choices(v)]
+    return [e]
+
+
 def _test_call(call: ast.Call) -> bool:
     """isinstance(x, A), issubclass(A, B), super(A, self): a class named, not handed on."""
     return isinstance(call.func, ast.Name) and call.func.id in ("isinstance", "issubclass", "super")
@@ -132,20 +141,24 @@ class FormRules:
         if not self.holds_class(node.id):
             return
         m = self.m  # type: ignore[attr-defined]
-        p = m.parents.get(node)
-        if isinstance(p, ast.Tuple):  # isinstance(x, (A, B)), except (A, B):
+        at, p = node, m.parents.get(node)
+        while isinstance(p, (ast.IfExp, ast.BoolOp)) and at is not getattr(p, "test", None):
+            at, p = p, m.parents.get(p)  # a choice between values goes where the choice goes (`A if c else None`)
+        if isinstance(p, ast.keyword) and isinstance(m.parents.get(p), ast.Call):  # f(k=A): k followed like A
+            ok = self._class_arg(m.parents[p], p) is not None
+        elif isinstance(p, ast.Tuple):  # isinstance(x, (A, B)), except (A, B):
             p = m.parents.get(p)
             ok = isinstance(p, ast.ExceptHandler) or isinstance(p, ast.Call) and _test_call(p)
         elif isinstance(p, ast.Call):
-            ok = p.func is node or _test_call(p) or self._class_arg(p, node) is not None \
-                or self._static_attr_of_class(p, node)
+            ok = p.func is at or _test_call(p) or self._class_arg(p, at) is not None \
+                or at is node and self._static_attr_of_class(p, node)
         elif isinstance(p, ast.Assign):
-            ok = p.value is node and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) \
+            ok = p.value is at and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) \
                 and m.scopes[self.stack[-1]].kind != "class"  # type: ignore[attr-defined]
         elif isinstance(p, ast.ClassDef):
-            ok = node in p.bases
+            ok = at is node and node in p.bases
         else:
-            ok = isinstance(p, (ast.Attribute, ast.ExceptHandler, ast.Compare, ast.MatchClass))
+            ok = at is node and isinstance(p, (ast.Attribute, ast.ExceptHandler, ast.Compare, ast.MatchClass))
         if not ok:
             self.add("monkeypatch", node, f"hands its class {node.id} on as a value (the policy would lose "  # type: ignore[attr-defined]
                                           "track of it: its methods could run with any object as self)")
@@ -199,7 +212,8 @@ class FormRules:
         for _ in range(8):
             before = len(held)
             for n, st in sites:
-                holds = lambda e, st=st: isinstance(e, ast.Name) and (self._binder(e.id, st), e.id) in held
+                holds = lambda e, st=st: any(isinstance(c, ast.Name) and (self._binder(c.id, st), c.id) in held
+                                             for c in _choices(e))
                 if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
                         and holds(n.value):
                     held.add((self._binder(n.targets[0].id, st), n.targets[0].id))
@@ -267,7 +281,7 @@ class FormRules:
             return True
         if kind == "param":  # forward's inputs are the harness's tensors; a helper's may be anything
             return self._in_compiled_kernel(name)
-        values = m.values.get(name, [])
+        values = [*m.values.get(name, []), *(("op=", v) for v in m.augmented.get(name, ()))]
         return bool(values) and len(values) >= m.bindings.get(name, 0) and all(self._fresh(v) for _, v in values)
 
     def _in_compiled_kernel(self, param: str) -> bool:

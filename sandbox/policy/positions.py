@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import ast
 
-from kevolve.sandbox.policy.chains import is_class
+from kevolve.sandbox.policy.chains import is_class, nn_layer_class
 from kevolve.sandbox.policy.scope import Chain, Model
 from kevolve.sandbox.policy.tables import ATTR_BUILTINS, TYPE_ARG_METHODS
 
 
 def protected_value(model: Model, c: Chain) -> bool:
-    """A module, a foreign class, or os.environ: what may not be carried where it cannot be followed."""
-    return model.is_module(c) or is_class(c) or c[:2] == ("os", "environ") and len(c) == 2
+    """A module, a foreign class (torch.nn's layer classes excepted: `nn_layer_class`), or os.environ: what may
+    not be carried where it cannot be followed."""
+    return model.is_module(c) or is_class(c) and not nn_layer_class(c) or c[:2] == ("os", "environ") and len(c) == 2
 
 
 def position_ok(model: Model, stack: list[ast.AST], node: ast.expr, classes_only: bool) -> bool:

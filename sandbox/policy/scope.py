@@ -59,6 +59,9 @@ class Model:
         self._calls: list[ast.Call] = []
         self.loop_values: dict[str, list[ast.expr]] = defaultdict(list)  # for NAME in (literal, …)
         self.bindings: dict[str, int] = defaultdict(int)  # how many statements bind each name
+        # `x *= y`, `x /= y` … (every augmented assignment but +=, which `values` keeps): the name stays what it held,
+        # or becomes an arithmetic result; not a static value, but a binding that keeps a fresh object fresh
+        self.augmented: dict[str, list[ast.expr]] = defaultdict(list)
         self.made: dict[str, list[bool]] = defaultdict(list)  # per binding: the candidate made the object
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
         self._defs: list[tuple[ast.AST, ast.AST | None]] = []  # (function, enclosing scope)
@@ -224,6 +227,8 @@ class Model:
         """Record a simple assignment's value (for static evaluation and aliases); else opaque."""
         parent = self.parents.get(name)
         self.made[name.id].append(self._made_binding(name, parent))
+        if isinstance(parent, ast.AugAssign) and not isinstance(parent.op, ast.Add):
+            self.augmented[name.id].append(parent.value)
         if isinstance(parent, (ast.For, ast.comprehension)) and parent.target is name \
                 and isinstance(parent.iter, (ast.List, ast.Tuple)):
             self.loop_values[name.id] += parent.iter.elts

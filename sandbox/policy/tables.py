@@ -99,6 +99,33 @@ MEMBERS: dict[str, str] = {
     **{m: c for lang in LANGUAGES.values() for m, c in lang.members.items()},
 }
 
+# torch.nn's layer classes (Module subclasses of torch.nn.modules.__all__ in torch 2.13, less Module, the deprecated
+# Container and SyncBatchNorm): what a model may hand around as a value (`norm_layer=nn.LayerNorm`). Static, since the
+# policy loads no torch; tests/unit/test_policy.py checks each is a Module subclass of the installed torch.
+NN_LAYERS = frozenset((
+    "AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveLogSoftmaxWithLoss AdaptiveMaxPool1d "
+    "AdaptiveMaxPool2d AdaptiveMaxPool3d AlphaDropout AvgPool1d AvgPool2d AvgPool3d BCELoss "
+    "BCEWithLogitsLoss BatchNorm1d BatchNorm2d BatchNorm3d Bilinear CELU CTCLoss ChannelShuffle "
+    "CircularPad1d CircularPad2d CircularPad3d ConstantPad1d ConstantPad2d ConstantPad3d Conv1d Conv2d "
+    "Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d CosineEmbeddingLoss CosineSimilarity "
+    "CrossEntropyLoss CrossMapLRN2d Dropout Dropout1d Dropout2d Dropout3d ELU Embedding EmbeddingBag "
+    "FeatureAlphaDropout Flatten Fold FractionalMaxPool2d FractionalMaxPool3d GELU GLU GRU GRUCell "
+    "GaussianNLLLoss GroupNorm Hardshrink Hardsigmoid Hardswish Hardtanh HingeEmbeddingLoss HuberLoss "
+    "Identity InstanceNorm1d InstanceNorm2d InstanceNorm3d KLDivLoss L1Loss LPPool1d LPPool2d LPPool3d LSTM "
+    "LSTMCell LayerNorm LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d LazyConv1d LazyConv2d LazyConv3d "
+    "LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d LazyInstanceNorm1d LazyInstanceNorm2d "
+    "LazyInstanceNorm3d LazyLinear LeakyReLU Linear LinearCrossEntropyLoss LocalResponseNorm LogSigmoid "
+    "LogSoftmax MSELoss MarginRankingLoss MaxPool1d MaxPool2d MaxPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d "
+    "Mish ModuleDict ModuleList MultiLabelMarginLoss MultiLabelSoftMarginLoss MultiMarginLoss "
+    "MultiheadAttention NLLLoss NLLLoss2d PReLU PairwiseDistance ParameterDict ParameterList PixelShuffle "
+    "PixelUnshuffle PoissonNLLLoss RMSNorm RNN RNNBase RNNCell RNNCellBase RReLU ReLU ReLU6 ReflectionPad1d "
+    "ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d SELU Sequential SiLU "
+    "Sigmoid SmoothL1Loss SoftMarginLoss Softmax Softmax2d Softmin Softplus Softshrink Softsign Tanh "
+    "Tanhshrink Threshold Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder "
+    "TransformerEncoderLayer TripletMarginLoss TripletMarginWithDistanceLoss Unflatten Unfold Upsample "
+    "UpsamplingBilinear2d UpsamplingNearest2d ZeroPad1d ZeroPad2d ZeroPad3d"
+).split())
+
 # Submodules of the allowed packages (besides those in MODULES): a chain naming one is a module object,
 # whose attributes the policy must follow, so it may not be passed around as a value.
 _SUBMODULES = {
@@ -123,6 +150,7 @@ KNOWN_MODULES = frozenset({f"{p}.{n}" for p, ns in _SUBMODULES.items() for n in 
 
 # Prefix exceptions: the name of a dangerous stdlib module, but the package's own submodule.
 OWN_SUBMODULES = ("torch.types", "torch.signal", "torch.random", "torch.cuda.random", "numpy.random", "numpy.typing",
+                  "collections.abc",  # the ABCs (Iterable, Mapping …), not the abc module
                   *(m for lang in LANGUAGES.values() for m in lang.own_submodules))
 # Module names that, reached as an attribute of an allowed module (`torch.os`, `typing.sys`), are
 # treated as that module: a chain is re-checked from each of them.
