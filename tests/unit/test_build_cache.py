@@ -37,6 +37,21 @@ def test_promote_never_replaces_an_existing_scope_and_drops_symlinks(tmp_path) -
     assert not promote(second, cache, scope)
     assert (cache / "extensions" / scope / "ext" / "ext.so").read_text() == "first"
     assert [p.name for p in (cache / "extensions").iterdir()] == [scope]  # no temp copies left
+    assert [p.name for p in (cache / "extensions" / scope).iterdir()] == ["ext"]
+
+
+def test_an_extension_the_scope_lacks_is_added_beside_the_ones_it_has(tmp_path) -> None:  # noqa: ANN001
+    """The same source built by another recipe version (its module name changes with it): the new build joins the
+    scope. Before 2026-11-27 an existing scope took nothing more, and every `eval` of that source rebuilt."""
+    scope = build_scope("candidate A")
+    cache = tmp_path / "cache"
+    assert promote(_built(tmp_path / "b1", scope, {"kx_v1/kx_v1.so": "recipe 1"}), cache, scope)
+    both = _built(tmp_path / "b2", scope, {"kx_v1/kx_v1.so": "again", "kx_v2/kx_v2.so": "recipe 2"})
+    assert promote(both, cache, scope)
+    assert (cache / "extensions" / scope / "kx_v1" / "kx_v1.so").read_text() == "recipe 1"  # first writer still wins
+    assert (cache / "extensions" / scope / "kx_v2" / "kx_v2.so").read_text() == "recipe 2"
+    assert not promote(both, cache, scope)  # nothing left to add
+    assert sorted(p.name for p in (cache / "extensions" / scope).iterdir()) == ["kx_v1", "kx_v2"]
 
 
 def test_scope_is_the_whole_source() -> None:
