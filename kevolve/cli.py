@@ -94,7 +94,10 @@ def eval_cmd(
         from kevolve.sandbox.parent.make import make_sandbox
 
         box = make_sandbox(config, keep_scratch=keep_scratch)
-        ev = box.evaluate(prob, cand, config)
+        from kevolve.report import live_phases
+
+        with live_phases(box, quiet=json_out):
+            ev = box.evaluate(prob, cand, config)
     except (ProblemError, IsolationUnavailable, DockerUnavailable) as e:
         fail(str(e))
     finally:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from rich.console import Console
 from rich.table import Table
 
@@ -10,6 +15,57 @@ from kevolve.records import Evaluation, TimingStats
 
 def _ms(t: TimingStats | None) -> str:
     return "—" if t is None else f"{t.median_ms:.4f} ms (IQR {t.iqr_ms:.4f}, n={t.trials})"
+
+
+# The evaluation's parts a user reads (the rest of phase_s lies inside them: `--timings` shows every one).
+_PARTS = (("ref.reference", "reference"), ("compile", "build"), ("correctness", "correctness"), ("timing", "timing"),
+          ("profile", "profile"))
+
+
+def time_line(ev: Evaluation) -> str:
+    """'14.2 s: reference 12.8 s, build 0.1 s, correctness 0.2 s, timing 0.5 s (--timings: every phase)': where an
+    evaluation's time went in a few named parts (issue 37: ~30 internal phase names were printed by default)."""
+    parts = [f"{name} {ev.phase_s[key]:.1f} s" for key, name in _PARTS if ev.phase_s.get(key, 0.0) >= 0.05]
+    head = f"{ev.wall_s:.1f} s" if ev.wall_s else ""
+    body = ", ".join(parts)
+    return f"{head}{': ' if head and body else ''}{body}  [dim](--timings: every phase)[/]"
+
+
+# What the judge's phases (sandbox/judge/progress.py) mean to someone waiting for them
+PHASE_WORDS = {"reference": "preparing the reference: inputs, the float64 truth, eager's timing",
+               "compile": "building and loading the candidate", "correctness": "checking its outputs",
+               "quiet": "letting the machine settle", "timing": "timing it against eager",
+               "clock": "timing it on the judge's clock", "profile": "profiling its kernels",
+               "ablation": "checking that its kernels do the work", "finish": "finishing",
+               "audit": "audit: measuring it again in a fresh process", "audit again": "audit: a second fresh process"}
+
+
+@contextmanager
+def live_phases(box: object, quiet: bool = False) -> Iterator[None]:
+    """While `box` evaluates: one live line on stderr naming the judge's phase and the time so far (a terminal
+    only; nothing with --json or when stderr is a file, so scripts read the same output as before)."""
+    con = Console(stderr=True)
+    if quiet or not con.is_terminal or not hasattr(box, "progress"):
+        yield
+        return
+    t0, now, done = time.monotonic(), ["starting the judge"], threading.Event()
+    with con.status(f"evaluating: {now[0]}") as status:
+        def tick() -> None:
+            while not done.wait(1.0):
+                status.update(f"evaluating: {now[0]}  [dim]({time.monotonic() - t0:.0f} s)[/]")
+
+        def show(phase: str) -> None:
+            now[0] = PHASE_WORDS.get(phase, phase)
+
+        box.progress = show  # type: ignore[attr-defined]
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
+            box.progress = None  # type: ignore[attr-defined]
 
 
 def print_evaluation(ev: Evaluation) -> None:
@@ -33,7 +89,7 @@ def print_evaluation(ev: Evaluation) -> None:
     if ev.audit is not None:
         table.add_row("audit", ev.audit.summary)
     table.add_row("device", ev.device)
-    table.add_row("phases", ", ".join(f"{k} {v:.1f}s" for k, v in ev.phase_s.items()))
+    table.add_row("time", time_line(ev))
     con.print(table)
     if ev.profile and ev.profile.kernels:
         kt = Table("kernel", "calls", "device µs", "custom")

@@ -27,6 +27,7 @@ from kevolve.sandbox.judge.oracle import ProblemState, prepare, release_pinned
 from kevolve.sandbox.judge.reference_runner import STARTUP_S, ReferenceRunner, encode_args
 from kevolve.sandbox.common.protocol import JudgeReply, ReferenceSummary, RunnerJob
 from kevolve.sandbox.judge.runner_proc import RunnerProcess
+from kevolve.sandbox.judge import progress
 from kevolve.sandbox.judge.facts import Facts
 from kevolve.sandbox.judge.flush import Flusher
 from kevolve.sandbox.judge.session import Session
@@ -185,6 +186,7 @@ class Judge:
         while len(self.problems) >= _KEEP_PROBLEMS:
             self._drop(next(iter(self.problems)))
         t0 = time.monotonic()
+        progress.report("reference")
         self.prewarm(config, self.spares_wanted + 1)
         torch.set_num_threads(len(os.sched_getaffinity(0)))  # get_inputs draws on the CPU: use the lane's cores
         try:
@@ -272,9 +274,11 @@ class Judge:
         disagreement on the runner's timer alone is measured once more before it overturns (audit.confirm)."""
         from kevolve.sandbox.judge import audit
 
+        progress.report("audit")
         first = self._audit_once(problem, cand, config, original)
         if not audit.wants_second(first):
             return first
+        progress.report("audit again")
         return audit.confirm(first, self._audit_once(problem, cand, config, original))
 
     def _audit_once(self, problem: Problem, cand: Candidate, config: SandboxConfig, original: Evaluation) -> Evaluation:
@@ -368,7 +372,9 @@ def serve(judge: Judge, ch: Any) -> None:
             judge.shutdown()   # judge's process group as soon as it has it
             ch.send(JudgeReply(ok=True).model_dump())
             return
-        ch.send(_answer(judge, op, req).model_dump())
+        with progress.to(lambda phase: ch.send({"progress": phase})):
+            reply = _answer(judge, op, req)
+        ch.send(reply.model_dump())
 
 
 def _answer(judge: Judge, op: str | None, req: dict[str, Any]) -> JudgeReply:

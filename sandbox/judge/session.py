@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from kevolve.records import Candidate
+from kevolve.sandbox.judge import progress
 from kevolve.sandbox.judge.checks import Call, check_call, classify
 from kevolve.sandbox.judge.clock import EMPTY_EVERY, Window, batch_size, call_times
 from kevolve.sandbox.config import SandboxConfig
@@ -289,6 +290,7 @@ class Session:
 
     def _timed_phase(self, name: str, fn: Any) -> None:
         self._phase(name)
+        progress.report(name)
         t0, c0 = time.monotonic(), time.process_time()
         try:
             fn()

@@ -20,6 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from kevolve.contract import ProblemError, ProblemTooLarge, check_solution_source
@@ -82,7 +83,9 @@ class JudgeClient:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def request(self, msg: dict[str, Any], timeout_s: float) -> JudgeReply:
+    def request(self, msg: dict[str, Any], timeout_s: float,
+                progress: Callable[[str], None] | None = None) -> JudgeReply:
+        """The judge's answer to `msg`; the phases it reports on the way go to `progress`."""
         from kevolve.sandbox.common.channel import ChannelClosed, Garbled
 
         if (msg.get("config") or {}).get("backend") == "docker":
@@ -93,6 +96,10 @@ class JudgeClient:
                 deadline = time.monotonic() + timeout_s
                 while True:
                     reply = self.ch.recv(min(1.0, max(0.0, deadline - time.monotonic())))
+                    if isinstance(reply, dict) and set(reply) == {"progress"}:  # sandbox/judge/progress.py
+                        if progress is not None:
+                            progress(str(reply["progress"]))
+                        continue
                     if reply is not None:
                         return JudgeReply.model_validate(reply)
                     self.peak = max(self.peak, peak_rss_bytes(self.proc.pid) or 0)
@@ -180,6 +187,7 @@ class LocalSandbox:
     lane_cores: set[int] | None = None
     spare_cores: set[int] | None = None
     spares: int = 1  # runners each judge keeps started ahead (warm: torch imported, device ready)
+    progress: Callable[[str], None] | None = None  # told each phase the judge starts (reference, compile, …)
     _judges: dict[str, JudgeClient] = field(default_factory=dict)
 
     def _judge(self, config: SandboxConfig) -> JudgeClient:
@@ -196,7 +204,7 @@ class LocalSandbox:
         msg = {"op": op, "config": json.loads(config.model_dump_json()),
                **{k: v.model_dump(mode="json") for k, v in payload.items()}}
         try:
-            return self._judge(config).request(msg, _budget(config))
+            return self._judge(config).request(msg, _budget(config), self.progress)
         except JudgeOutOfMemory as e:  # the judge holds the problem's data: the problem does not fit here
             self._drop(config.device)
             who = "the judge (which draws the inputs and computes the reference)"

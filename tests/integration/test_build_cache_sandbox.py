@@ -37,8 +37,15 @@ def test_builds_are_promoted_reused_and_cannot_be_poisoned(tmp_path, cpu_config)
     source = (FIXTURES / "solutions" / "relu_cpp.py").read_text()
     scope = build_scope(source)
 
+    phases: list[str] = []  # the judge's phases as they happen (kevolve eval's live line), told to the parent
+    box.progress = phases.append
     first = box.evaluate(prob, Candidate.from_source(source, prob.id), cfg)
     assert first.ok, first.reason
+    from kevolve.report import PHASE_WORDS
+
+    assert phases[0] == "reference" and set(phases) <= set(PHASE_WORDS), phases
+    assert [p for p in phases if p in ("compile", "correctness", "timing")] == ["compile", "correctness", "timing"]
+    box.progress = None
     modules = list((cache / "extensions" / scope).glob("*/*.so"))
     assert len(modules) == 1, "the build was not promoted into the cache under its scope"
     before = _digest(modules[0])
