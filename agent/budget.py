@@ -58,6 +58,16 @@ def proposals_left(trials: Sequence[Trial], cfg: StopConfig, call_cost: float) -
     return max(0, left)
 
 
+def budget_line(trials: Sequence[Trial], cfg: StopConfig, elapsed_s: float) -> str:
+    """'proposals 6/40, $0.0123/$1.00, 120 s/600 s': each budget the user set, used against its limit (issue 37:
+    optimize showed no budget used and no time left)."""
+    parts = [f"proposals {counted(trials)}/{cfg.max_candidates}"]
+    if cfg.budget_usd is not None:
+        parts.append(f"${spent(trials):.4f}/${cfg.budget_usd:.2f}")
+    parts.append(f"{elapsed_s:.0f} s" + (f"/{cfg.time_limit_s:.0f} s" if cfg.time_limit_s is not None else ""))
+    return ", ".join(parts)
+
+
 def budget_reason(trials: Sequence[Trial], cfg: StopConfig, call_cost: float) -> str | None:
     """The stop reason when the proposals or the dollars are used up; None while another call fits."""
     if (made := counted(trials)) >= cfg.max_candidates:

@@ -290,6 +290,8 @@ def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int
         best = best_candidate(trials)
         if best is None or best.candidate is None or best.evaluation is None or best.evaluation.audit is not None:
             break
+        log.info("auditing the winner %s (%.2fx): measured again in a fresh process on fresh inputs",
+                 best.candidate.id, best.speedup or 0.0)
         ev = audit(problem, best.candidate, config.sandbox, best.evaluation)
         trials = [t.model_copy(update={"evaluation": ev}) if t is best else t for t in trials]
         log.info("audit of %s: %s", best.candidate.id, ev.audit.summary if ev.audit else ev.reason)

@@ -91,3 +91,17 @@ def test_a_problem_that_cannot_fit_is_refused_before_the_first_llm_call(tmp_path
     with pytest.raises(UsageError, match="memory_limit"):
         run_optimize(PROBLEM, config(tmp_path), llm=llm, sandbox=TooLarge())
     assert llm.calls == []
+
+
+def test_each_generation_says_how_much_of_each_budget_is_used(tmp_path, caplog) -> None:  # noqa: ANN001
+    import logging
+
+    llm = Priced([("Task:", distinct_slow(20))], usd=0.25)
+    cfg = config(tmp_path, budget_usd=1.0).model_copy(update={"stop": StopConfig(
+        max_candidates=3, budget_usd=1.0, time_limit_s=600)})
+    with caplog.at_level(logging.INFO, logger="kevolve"):
+        run_optimize(PROBLEM, cfg, llm=llm, sandbox=FakeSandbox())
+    done = [r.getMessage() for r in caplog.records if "done: best" in r.getMessage()]
+    assert done, [r.getMessage() for r in caplog.records]
+    last = done[-1]
+    assert "used proposals 3/3, $0.7500/$1.00, " in last and last.split("used ")[1].split("; stop")[0].endswith("/600 s")
