@@ -22,7 +22,8 @@ import torch
 from kevolve.records import Problem
 from kevolve.sandbox.common import harness as h
 from kevolve.sandbox.common.protocol import Draw, DrawReport, OutputSpec
-from kevolve.sandbox.judge.reference import _Float64, _work, eager_errors, truth_of
+from kevolve.sandbox.judge.reference import (OWN_VARIATION_MAX, _Float64, _work, eager_errors, own_variation,
+                                              truth_of, with_own_variation)
 
 FRESH = 3  # draws a runner has never seen, timed once each (caches keyed on input content show)
 # Timing draws (CPU): each timed call on values no call has had before, so that an answer kept from an
@@ -165,6 +166,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
     unusable: list[DrawReport] = []
     specs: tuple[OutputSpec, ...] = ()
     residency = "device"
+    varies: bool | None = None  # does a second forward on the same inputs differ? (the first usable draw says)
     while plan:
         d = plan.pop(0)
         t1 = time.perf_counter()
@@ -193,11 +195,23 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
                 plan = [p for p in plan if p.key in ("d1", "negate", "f0")]
                 if make_room is not None:
                     make_room((len(plan) + 1) * (pinned_bytes(x) + pinned_bytes(y)))
+        again = _again(model, x) if varies is not False else None
+        if varies is None:
+            varies = again is not None and not all(torch.equal(a, b) for a, b in zip(y, again, strict=True)
+                                                   if isinstance(b, torch.Tensor))
+            if varies and (moved := own_variation(y, again)) > OWN_VARIATION_MAX:  # type: ignore[arg-type]
+                raise h.StageError("problem_error", (
+                    f"Model.forward gives other outputs on the same inputs ({moved:.2g} apart, relative; more than "
+                    f"{OWN_VARIATION_MAX:g}): a random forward (dropout in training mode, noise drawn each call) has "
+                    "no truth to judge a candidate against (call model.eval() or set dropout to 0 in the problem)"))
         t1 = time.perf_counter()
         y64 = f64(x)
         if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
             y64 = None
         errs, truth = _errors_and_truth(y, y64, device)
+        if varies and again is not None:
+            errs = with_own_variation(errs, y, again)
+        del again
         if residency == "host":
             x, truth = _pinned(x), _pinned(truth)
         report = DrawReport(key=d.key, finite=finite, eager_err=errs,
@@ -207,7 +221,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         spent["reference_truth"] += time.perf_counter() - t1
     if residency != "host" and draws:  # CPU and GPU: every timed call on values never seen (clock.py)
         t1 = time.perf_counter()
-        _timing_draws(draws, module, model, f64, device, memory_limit)
+        _timing_draws(draws, module, model, f64, device, memory_limit, bool(varies))
         spent["reference_timing_draws"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     with torch.no_grad():
@@ -222,7 +236,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
 
 
 def _timing_draws(draws: dict[str, DrawData], module: ModuleType, model: Any, f64: Any, device: torch.device,
-                  memory_limit: int | None) -> None:
+                  memory_limit: int | None, varies: bool = False) -> None:
     """Add the timing draws `t0`, `t1` … (plain draws under seeds nobody can predict, with their truth)
     while they fit TIMING_BYTES (and an eighth of `memory_limit`) and TIMING_S; none when fewer than
     TIMING_MIN would fit (the timed calls then rotate through the pool)."""
@@ -250,12 +264,23 @@ def _timing_draws(draws: dict[str, DrawData], module: ModuleType, model: Any, f6
         if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
             y64 = None
         errs, truth = _errors_and_truth(y, y64, device)
+        if varies and (again := _again(model, x)) is not None:
+            errs = with_own_variation(errs, y, again)
         draws[d.key] = DrawData(d, x, truth, DrawReport(key=d.key, finite=True, eager_err=errs, eager_vs_f64=None
                                                         if y64 is None else max((e[0] for e in errs), default=0.0)))
         added.append(d.key)
     if len(added) < TIMING_MIN:
         for k in added:
             del draws[k]
+
+
+def _again(model: Any, x: list[Any]) -> list[torch.Tensor] | None:
+    """The reference's outputs once more on the same inputs (None where that call fails)."""
+    try:
+        with torch.no_grad():
+            return [t.detach() for t in h.flatten_outputs(model(*x))]
+    except Exception:  # noqa: BLE001 - it ran once on these inputs; a second failure only means no estimate
+        return None
 
 
 def _errors_and_truth(y: list[torch.Tensor], y64: list[torch.Tensor] | None, device: torch.device,

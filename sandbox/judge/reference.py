@@ -38,6 +38,37 @@ def eager_errors(y: list[torch.Tensor], y64: list[torch.Tensor] | None) -> tuple
     return tuple(errs)
 
 
+def with_own_variation(errs: tuple[tuple[float, float], ...], y: list[torch.Tensor],
+                       again: list[torch.Tensor]) -> tuple[tuple[float, float], ...]:
+    """Eager's error widened by how far a second forward on the same inputs lands from the first, per output.
+
+    A reference that draws inside its forward (KernelBench L3 35: `h0 = torch.randn(…)` each call) differs from
+    itself call to call; its float64 run fails or draws again, so the truth is one of its own samples and eager's
+    error read 0: a 6-layer LSTM over 512 steps then held every candidate to 1e-5 while two eager calls differ by
+    ~5e-5 (H100, 2026-11-27). What the reference itself cannot repeat is not the candidate's error. A forward that
+    varies by more than OWN_VARIATION_MAX is refused before this (`own_variation`, oracle.prepare)."""
+    cap = OWN_VARIATION_MAX
+    return tuple(e if d is None else (max(e[0], min(d[0], cap)), max(e[1], min(d[1], cap)))
+                 for e, d in zip(errs, _variations(y, again), strict=True))
+
+
+def own_variation(y: list[torch.Tensor], again: list[torch.Tensor]) -> float:
+    """The largest relative (max-norm) difference between two forwards' outputs on the same inputs."""
+    return max((d[0] for d in _variations(y, again) if d is not None), default=0.0)
+
+
+def _variations(y: list[torch.Tensor], again: list[torch.Tensor]) -> list[tuple[float, float] | None]:
+    return [rel_errors(b, a, torch.isfinite(a)) if a.is_floating_point() and a.shape == b.shape else None
+            for a, b in zip(y, again, strict=True)]
+
+
+# A reference whose outputs move more than this between two calls on the same inputs (relative max-norm) has no
+# truth to judge by: KernelBench L2 66 and 83 (dropout 0.2 in training mode) read 0.33-0.68 against their own float64
+# run, which was eager's error, so a tolerance of 8x that let any output through (found 2026-11-27). L3 35's
+# per-call random state moves its output by ~5e-5.
+OWN_VARIATION_MAX = 1e-3
+
+
 def truth_of(y: list[torch.Tensor], y64: list[torch.Tensor] | None) -> list[torch.Tensor]:
     """What candidates are judged against: float64 results rounded to the output dtype."""
     if y64 is None:
@@ -54,15 +85,29 @@ class _Float64:
 
     def __call__(self, inputs: list[Any]) -> list[torch.Tensor] | None:
         for dev in (self.device, torch.device("cpu")):
-            try:
-                m = self.model.to(dev) if isinstance(self.model, torch.nn.Module) else self.model
-                with torch.no_grad():
-                    out = m(*[_as_f64(h.to_device(x, dev)) for x in inputs])
-                return [t.detach() for t in h.flatten_outputs(out)]  # left where computed: no round trip
-            except Exception:  # noqa: BLE001 - some ops have no float64 kernel on some devices (or no room)
-                out = None
-                continue
+            for default_f64 in (False, True):
+                try:
+                    return self._run(inputs, dev, default_f64)
+                except Exception:  # noqa: BLE001 - some ops have no float64 kernel on some devices (or no room)
+                    continue
         return None
+
+    def _run(self, inputs: list[Any], dev: torch.device, default_f64: bool) -> list[torch.Tensor]:
+        """The float64 forward on `dev`; with `default_f64`, tensors the forward makes itself without a dtype
+        (`h0 = torch.randn(…)` in KernelBench L3 35's LSTM) are float64 too: made float32, they stopped the float64
+        run (an LSTM's weights and state must agree), and the truth fell back to eager's own output, eager's error
+        to 0, and the tolerance to the 1e-5 floor (the offline LSTM `reduced_precision` at 5.2e-5, H100 2026-11-27).
+        Tried second, so a forward that runs as it is keeps its float64 result unchanged."""
+        m = self.model.to(dev) if isinstance(self.model, torch.nn.Module) else self.model
+        before = torch.get_default_dtype()
+        try:
+            if default_f64:
+                torch.set_default_dtype(torch.float64)  # the judge's own process: no candidate code runs here
+            with torch.no_grad():
+                out = m(*[_as_f64(h.to_device(x, dev)) for x in inputs])
+        finally:
+            torch.set_default_dtype(before)
+        return [t.detach() for t in h.flatten_outputs(out)]  # left where computed: no round trip
 
 
 _WARM = None  # the warm-up thread's lock: _work waits for it rather than paying the same cost twice
