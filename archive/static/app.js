@@ -5,6 +5,11 @@ const view = () => $("#view");
 const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
 const x = (v) => (v == null ? "–" : Number(v).toFixed(2) + "×");
 const ms = (v) => (v == null ? "–" : Number(v).toFixed(4) + " ms");
+// a speedup, marked: below 1× the kernel is slower than what it is compared with (issue 37: a 0.05× kernel read
+// like any other number)
+const sx = (v, than = "PyTorch eager") => (v == null ? "–" : Number(v) < 1
+  ? `<span class="slower" title="slower than ${than}">${x(v)}</span>`
+  : `<span class="faster" title="faster than ${than}">${x(v)}</span>`);
 
 async function api(path) {
   const r = await fetch(path, { headers: { Accept: "application/json" } });
@@ -26,7 +31,7 @@ function kernelTable(items, id) {
       <td><a href="#/kernel/${esc(k.id)}">${esc(k.id)}</a></td>
       <td><a href="#/problem/${esc(k.problem_id)}">${esc(k.problem_name)}</a></td><td>${esc(k.level ?? "–")}</td>
       <td class="${k.outcome === "ok" ? "ok" : "bad"}">${esc(k.outcome)}</td>
-      <td class="num">${x(k.speedup)}</td><td class="num">${x(k.speedup_compile)}</td><td class="num">${ms(k.runtime_ms)}</td>
+      <td class="num">${sx(k.speedup)}</td><td class="num">${sx(k.speedup_compile, "torch.compile")}</td><td class="num">${ms(k.runtime_ms)}</td>
       <td>${k.techniques.map((t) => `<span class="tag">${esc(t)}</span>`).join("")}</td><td>${esc(k.device)}</td></tr>`).join("");
   return `<table id="${id}"><thead><tr><th>kernel</th><th>problem</th><th>level</th><th>outcome</th><th>speedup</th>
     <th>vs compile</th><th>runtime</th><th>techniques</th><th>device</th></tr></thead><tbody>${rows}</tbody></table>`;
@@ -103,11 +108,11 @@ async function kernel(id) {
   const k = d.kernel;
   const evs = d.evaluations.map((e) => `<tr><td>${esc(e.created_at.slice(0, 19))}</td><td class="${e.outcome === "ok" ? "ok" : "bad"}">${esc(e.outcome)}</td>
       <td class="num">${ms(e.runtime_ms)}</td><td class="num">${ms(e.record.ref_timing?.median_ms)}</td><td class="num">${ms(e.record.compile_ref_timing?.median_ms)}</td>
-      <td class="num">${x(e.speedup)}</td><td>${esc(e.device)}</td><td>${esc(e.reason)}</td></tr>`).join("");
+      <td class="num">${sx(e.speedup)}</td><td>${esc(e.device)}</td><td>${esc(e.reason)}</td></tr>`).join("");
   view().innerHTML = `<h2 id="kernel-title">${esc(k.kernel_name || k.id)} <span class="muted">${esc(k.id)}</span></h2>
     <p>problem <a href="#/problem/${esc(k.problem_id)}">${esc(k.problem_name)}</a> · level ${esc(k.level ?? "–")} ·
       ${k.techniques.map((t) => `<span class="tag">${esc(t)}</span>`).join("")} · origin ${esc(k.origin)} by ${esc(k.proposer)}</p>
-    <div class="cards"><div class="card"><b id="speedup">${x(k.speedup)}</b>vs eager</div><div class="card"><b>${x(k.speedup_compile)}</b>vs torch.compile</div>
+    <div class="cards"><div class="card"><b id="speedup">${sx(k.speedup)}</b>vs eager</div><div class="card"><b>${sx(k.speedup_compile, "torch.compile")}</b>vs torch.compile</div>
       <div class="card"><b>${ms(k.runtime_ms)}</b>kernel</div><div class="card"><b>${ms(k.ref_runtime_ms)}</b>eager</div></div>
     <h3>Evaluations</h3><table id="evaluations"><thead><tr><th>when</th><th>outcome</th><th>kernel</th><th>eager</th><th>compile</th><th>speedup</th><th>device</th><th>reason</th></tr></thead><tbody>${evs}</tbody></table>
     <h3>Lineage</h3><div style="overflow:auto">${lineageSvg(d.lineage, k.id)}</div>
@@ -125,7 +130,7 @@ async function problem(id) {
 async function problems() {
   const page = await api("/api/problems?limit=200");
   const rows = page.items.map((p) => `<tr><td><a href="#/problem/${esc(p.id)}">${esc(p.name)}</a></td><td>${esc(p.level ?? "–")}</td>
-     <td class="num">${p.kernels}</td><td class="num">${p.ok_kernels}</td><td class="num">${x(p.best_speedup)}</td></tr>`).join("");
+     <td class="num">${p.kernels}</td><td class="num">${p.ok_kernels}</td><td class="num">${sx(p.best_speedup)}</td></tr>`).join("");
   view().innerHTML = `<h2>Problems <span class="muted">(${page.total})</span></h2><table id="problems"><thead><tr><th>problem</th>
     <th>level</th><th>kernels</th><th>ok</th><th>best</th></tr></thead><tbody>${rows}</tbody></table>`;
 }

@@ -73,3 +73,9 @@ def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:
         _wait(driver, "body[data-ready='1'] #leaderboard")
         speeds = [float(td.text.rstrip("×")) for td in driver.find_elements(By.CSS_SELECTOR, "#leaderboard td:nth-child(5)")]
         assert speeds and speeds == sorted(speeds, reverse=True)
+        # a kernel slower than eager is marked so (issue 37: a 0.05x kernel read like any other number)
+        marks = driver.find_elements(By.CSS_SELECTOR, "#leaderboard td:nth-child(5) span")
+        assert [m.get_attribute("class") for m in marks] == ["slower" if v < 1 else "faster" for v in speeds]
+        assert "slower" in {m.get_attribute("class") for m in marks}, speeds  # seed 21: this problem has some
+        assert all(m.get_attribute("title") == "slower than PyTorch eager"
+                   for m in marks if m.get_attribute("class") == "slower")
