@@ -22,6 +22,7 @@ function filterParams() {
   if ($("#level").value) p.set("level", $("#level").value);
   if ($("#technique").value.trim()) p.set("technique", $("#technique").value.trim());
   if ($("#min-speedup").value.trim()) p.set("min_speedup", $("#min-speedup").value.trim());
+  p.set("outcome", $("#outcome").value);  // "" = any outcome (the API's default is ok only)
   return p;
 }
 
@@ -43,11 +44,14 @@ function wireRows() {
 }
 
 async function home() {
-  const [stats, page] = await Promise.all([api("/api/stats"), api("/api/kernels?limit=50&" + filterParams())]);
+  const sort = $("#sort").value;
+  const [stats, page] = await Promise.all([api("/api/stats"), api(`/api/kernels?limit=50&sort=${sort}&` + filterParams())]);
+  const what = $("#outcome").value === "ok" ? "verified kernels" : $("#outcome").value ? `${$("#outcome").value} kernels` : "kernels, any outcome";
+  const order = { speedup: "Fastest", runtime: "Shortest-running", created: "Newest" }[sort];
   view().innerHTML = `<div class="cards" id="stats">
       <div class="card"><b>${stats.kernels}</b>kernels</div><div class="card"><b>${stats.ok_kernels}</b>verified ok</div>
       <div class="card"><b>${stats.problems}</b>problems</div><div class="card"><b>${x(stats.best_speedup)}</b>best speedup</div></div>
-    <h2>Fastest verified kernels <span class="muted">(${page.total})</span></h2>${kernelTable(page.items, "kernels")}`;
+    <h2>${order} ${esc(what)} <span class="muted">(${page.total})</span></h2>${kernelTable(page.items, "kernels")}`;
   wireRows();
 }
 
@@ -154,7 +158,9 @@ async function route() {
 $("#search-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   const q = $("#q").value.trim();
-  location.hash = q ? "#/search?q=" + encodeURIComponent(q) : "#/";
+  const next = q ? "#/search?q=" + encodeURIComponent(q) : "#/";
+  if (location.hash === next) { document.body.dataset.ready = ""; route(); }  // same route, new filters
+  else location.hash = next;
 });
 window.addEventListener("hashchange", () => { document.body.dataset.ready = ""; route(); });
 route();

@@ -45,12 +45,37 @@ def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:
     arch = Archive(url, embedder=HashingEmbedder())
     arch.put_many(list(entries(120, n_problems=12, seed=21)))
     ok_total = arch.kernels()[1]
+    from kevolve.archive.records import KernelFilter
+
+    all_total, wrong_total = arch.kernels(KernelFilter(outcome=None))[1], arch.kernels(KernelFilter(outcome="incorrect"))[1]
+    assert 0 < wrong_total <= all_total - ok_total and ok_total < all_total
     with serve(url) as base:
         driver.get(base + "/")
         _wait(driver, "body[data-ready='1'] #kernels")
         rows = driver.find_elements(By.CSS_SELECTOR, "#kernels tbody tr")
         assert len(rows) == min(ok_total, 50)
         assert str(ok_total) in driver.find_element(By.CSS_SELECTOR, "h2").text
+
+        # filter by outcome and sort (issue 37): every outcome, shortest runtime first
+        from selenium.webdriver.support.ui import Select
+
+        Select(driver.find_element(By.ID, "outcome")).select_by_value("")
+        Select(driver.find_element(By.ID, "sort")).select_by_value("runtime")
+        driver.find_element(By.ID, "search-btn").click()
+        _wait(driver, "body[data-ready='1'] #kernels")
+        assert f"Shortest-running kernels, any outcome ({all_total})" in driver.find_element(By.CSS_SELECTOR, "h2").text
+        rows = driver.find_elements(By.CSS_SELECTOR, "#kernels tbody tr")
+        runtimes = [float(r.find_elements(By.TAG_NAME, "td")[6].text.split()[0]) for r in rows]
+        assert len(rows) == 50 and runtimes == sorted(runtimes), runtimes[:5]
+        Select(driver.find_element(By.ID, "outcome")).select_by_value("incorrect")
+        Select(driver.find_element(By.ID, "sort")).select_by_value("created")
+        driver.find_element(By.ID, "search-btn").click()
+        _wait(driver, "body[data-ready='1'] #kernels")
+        rows = driver.find_elements(By.CSS_SELECTOR, "#kernels tbody tr")
+        assert f"Newest incorrect kernels ({wrong_total})" in driver.find_element(By.CSS_SELECTOR, "h2").text
+        assert rows and {r.find_elements(By.TAG_NAME, "td")[3].text for r in rows} == {"incorrect"}
+        Select(driver.find_element(By.ID, "outcome")).select_by_value("ok")
+        Select(driver.find_element(By.ID, "sort")).select_by_value("speedup")
 
         box = driver.find_element(By.ID, "q")
         box.send_keys("warp shuffle")
