@@ -107,6 +107,37 @@ function lineageSvg(edges, current) {
   return `<svg id="lineage" width="${40 + W * (Object.keys(cols).length)}" height="${height}">${lines}${dots}</svg>`;
 }
 
+// A line diff (longest common subsequence), for a kernel against its parent: what the mutation or repair changed.
+function lineDiff(a, b) {
+  if (a.length * b.length > 4e6) return null;  // too long to diff in the page
+  const n = a.length, m = b.length, L = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--)
+    L[i][j] = a[i] === b[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  const out = [];
+  let i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] === b[j]) { out.push([" ", a[i]]); i++; j++; }
+    else if (j < m && (i >= n || L[i][j + 1] >= L[i + 1][j])) out.push(["+", b[j++]]);
+    else out.push(["-", a[i++]]);
+  }
+  return out;
+}
+
+async function parentDiff(k, parentIds) {
+  const box = $("#diff");
+  if (!box) return;
+  if (!parentIds.length) { box.innerHTML = `<p class="muted" id="diff-none">no parent: this kernel was written from the problem</p>`; return; }
+  let parent;
+  try { parent = (await api("/api/kernels/" + encodeURIComponent(parentIds[0]))).kernel; }
+  catch (err) { box.innerHTML = `<p class="muted" id="diff-none">parent ${esc(parentIds[0])} is not in this archive</p>`; return; }
+  const d = lineDiff((parent.source || "").split("\n"), (k.source || "").split("\n"));
+  if (d === null) { box.innerHTML = `<p class="muted" id="diff-none">too long to compare here</p>`; return; }
+  const changed = d.filter((r) => r[0] !== " ").length;
+  const rows = d.map(([t, line]) => `<span class="${t === "+" ? "add" : t === "-" ? "del" : "same"}">${esc(t + " " + line)}</span>`).join("\n");
+  box.innerHTML = `<p>against its parent <a href="#/kernel/${esc(parent.id)}">${esc(parent.id)}</a> (${sx(parent.speedup)}):
+    <span id="diff-count">${changed}</span> lines changed</p><pre class="code"><code id="diff-code">${rows}</code></pre>`;
+}
+
 async function kernel(id) {
   const d = await api("/api/kernels/" + encodeURIComponent(id));
   const k = d.kernel;
@@ -120,8 +151,10 @@ async function kernel(id) {
       <div class="card"><b>${ms(k.runtime_ms)}</b>kernel</div><div class="card"><b>${ms(k.ref_runtime_ms)}</b>eager</div></div>
     <h3>Evaluations</h3><table id="evaluations"><thead><tr><th>when</th><th>outcome</th><th>kernel</th><th>eager</th><th>compile</th><th>speedup</th><th>device</th><th>reason</th></tr></thead><tbody>${evs}</tbody></table>
     <h3>Lineage</h3><div style="overflow:auto">${lineageSvg(d.lineage, k.id)}</div>
+    <h3>Changes from its parent</h3><div id="diff"><p class="muted">comparing…</p></div>
     <h3>Source</h3><pre class="code"><code id="code">${highlight(k.source || "")}</code></pre>
     <details><summary>Problem source</summary><pre class="code"><code>${highlight(d.problem_source)}</code></pre></details>`;
+  await parentDiff(k, d.parent_ids);
 }
 
 async function problem(id) {

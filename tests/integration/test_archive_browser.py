@@ -43,7 +43,8 @@ def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:
 
     url = f"sqlite:///{tmp_path / 'a.db'}"
     arch = Archive(url, embedder=HashingEmbedder())
-    arch.put_many(list(entries(120, n_problems=12, seed=21)))
+    stored = list(entries(120, n_problems=12, seed=21))
+    arch.put_many(stored)
     ok_total = arch.kernels()[1]
     from kevolve.archive.records import KernelFilter
 
@@ -93,6 +94,20 @@ def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:
         assert driver.find_elements(By.CSS_SELECTOR, "#evaluations tbody tr")
         assert driver.find_elements(By.CSS_SELECTOR, "#lineage circle, #lineage-empty")
         driver.save_screenshot(str(tmp_path / "kernel.png"))
+
+        # what a mutation changed: the kernel against its parent, line by line (issue 37)
+        child = next(e.candidate for e in stored if e.candidate.parent_ids)
+        parent = next(e.candidate for e in stored if e.candidate.id == child.parent_ids[0])
+        driver.get(base + "/#/kernel/" + child.id)
+        _wait(driver, "body[data-ready='1'] #diff-code")
+        added = {el.text[2:] for el in driver.find_elements(By.CSS_SELECTOR, "#diff-code .add")}
+        removed = {el.text[2:] for el in driver.find_elements(By.CSS_SELECTOR, "#diff-code .del")}
+        new_lines, old_lines = set(child.source.splitlines()), set(parent.source.splitlines())
+        assert added - old_lines and added <= new_lines and removed <= old_lines, (added, removed)
+        assert int(driver.find_element(By.ID, "diff-count").text) == len(
+            driver.find_elements(By.CSS_SELECTOR, "#diff-code .add, #diff-code .del"))
+        driver.back()
+        _wait(driver, "body[data-ready='1'] #code")
 
         driver.find_element(By.CSS_SELECTOR, "main p a").click()  # the problem link → its leaderboard
         _wait(driver, "body[data-ready='1'] #leaderboard")
