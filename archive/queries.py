@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from kevolve.archive.index import filter_sql
 from kevolve.archive.models import CandidateRow, EvaluationRow, LineageRow, ProblemRow, RunRow, TagRow
 from kevolve.archive.records import (ArchivedKernel, ArchiveStats, EvaluationSummary, KernelDetail, KernelFilter,
-                                     LineageEdge, ProblemSummary)
+                                     LineageEdge, LineageNode, ProblemSummary)
 from kevolve.records import Evaluation
 
 SORTS = {
@@ -111,8 +111,20 @@ def detail(conn: Connection, kernel_id: str) -> KernelDetail | None:
         run_id=e.run_id, outcome=e.outcome, reason=e.reason, device=e.device, runtime_ms=e.runtime_ms,
         speedup=e.speedup, speedup_compile=e.speedup_compile, max_diff=e.max_diff, created_at=_utc(e.created_at),
         record=Evaluation.model_validate(e.record)) for e in evs)
+    lineage = _lineage(conn, c.id)
     return KernelDetail(kernel=to_kernel(c, p, with_source=True), problem_source=p.source,
-                        parent_ids=tuple(parents), evaluations=summaries, lineage=tuple(_lineage(conn, c.id)))
+                        parent_ids=tuple(parents), evaluations=summaries, lineage=tuple(lineage),
+                        lineage_nodes=_lineage_nodes(conn, {x for e in lineage for x in (e.parent, e.child)}))
+
+
+def _lineage_nodes(conn: Connection, ids: set[str]) -> tuple[LineageNode, ...]:
+    """The labels of a lineage's kernels that the archive holds."""
+    if not ids:
+        return ()
+    rows = conn.execute(select(CandidateRow.id, CandidateRow.origin, CandidateRow.best_outcome,
+                               CandidateRow.best_speedup).where(CandidateRow.id.in_(bindparam("ids", expanding=True))),
+                        {"ids": sorted(ids)}).all()
+    return tuple(LineageNode(id=i, origin=o, outcome=out, speedup=sp) for i, o, out, sp in rows)
 
 
 def problems(conn: Connection, offset: int, limit: int) -> tuple[list[ProblemSummary], int]:

@@ -79,6 +79,15 @@ class LineageEdge(Record):
     child: str
 
 
+class LineageNode(Record):
+    """A kernel of a lineage graph as its nodes are labelled: how it was made and its best verdict."""
+
+    id: str
+    origin: str = Field(description="translate, repair, mutate, crossover, offline, imported")
+    outcome: str = Field(description="its best outcome")
+    speedup: float | None = Field(default=None, description="its best speedup over eager")
+
+
 class KernelDetail(Record):
     """A kernel with its problem's source, every evaluation, and its lineage (ancestors and descendants)."""
 
@@ -87,6 +96,8 @@ class KernelDetail(Record):
     parent_ids: tuple[str, ...]
     evaluations: tuple[EvaluationSummary, ...]
     lineage: tuple[LineageEdge, ...]
+    lineage_nodes: tuple[LineageNode, ...] = Field(default=(), description=(
+        "the lineage's kernels that are in the archive, with what labels them (an edge's end may be outside it)"))
 
 
 class ProblemSummary(Record):

@@ -84,7 +84,8 @@ function highlight(src) {
   return out + esc(src.slice(last));
 }
 
-function lineageSvg(edges, current) {
+function lineageSvg(edges, current, labels = []) {
+  const info = Object.fromEntries(labels.map((n) => [n.id, n]));
   if (!edges.length) return `<p class="muted" id="lineage-empty">no recorded parents or children</p>`;
   const nodes = new Set(), parents = {};
   edges.forEach((e) => { nodes.add(e.parent); nodes.add(e.child); (parents[e.child] ||= []).push(e.parent); });
@@ -98,12 +99,17 @@ function lineageSvg(edges, current) {
   nodes.forEach((n) => d(n));
   const cols = {}, pos = {};
   [...nodes].sort().forEach((n) => { (cols[depth[n]] ||= []).push(n); pos[n] = [depth[n], cols[depth[n]].length - 1]; });
-  const W = 170, H = 44, xy = (n) => [20 + pos[n][0] * W, 24 + pos[n][1] * H];
+  const W = 230, H = 44, xy = (n) => [20 + pos[n][0] * W, 24 + pos[n][1] * H];
+  // each node: its id, how it was made and its best verdict (issue 37: the graph had no operator or outcome labels)
+  const label = (n) => { const i = info[n];
+    return i ? `${n.slice(0, 8)} ${i.origin} · ${i.outcome === "ok" ? x(i.speedup) : i.outcome}` : `${n.slice(0, 12)} (not here)`; };
+  const fill = (n) => (n === current ? "#d9480f" : !info[n] ? "#bbb" : info[n].outcome !== "ok" ? "#b3261e"
+    : info[n].speedup != null && info[n].speedup < 1 ? "#e8a33d" : "#3b6fd4");
   const height = 24 + H * Math.max(...Object.values(cols).map((c) => c.length));
   const lines = edges.map((e) => { const [a, b] = xy(e.parent), [c, f] = xy(e.child); return `<line x1="${a}" y1="${b}" x2="${c}" y2="${f}" stroke="#99a"/>`; }).join("");
   const dots = [...nodes].map((n) => { const [a, b] = xy(n);
-    return `<a href="#/kernel/${esc(n)}"><circle cx="${a}" cy="${b}" r="7" fill="${n === current ? "#d9480f" : "#3b6fd4"}"/>
-      <text x="${a + 10}" y="${b + 4}">${esc(n.slice(0, 12))}</text></a>`; }).join("");
+    return `<a href="#/kernel/${esc(n)}" class="node" data-id="${esc(n)}"><circle cx="${a}" cy="${b}" r="7" fill="${fill(n)}"/>
+      <text x="${a + 10}" y="${b + 4}">${esc(label(n))}</text></a>`; }).join("");
   return `<svg id="lineage" width="${40 + W * (Object.keys(cols).length)}" height="${height}">${lines}${dots}</svg>`;
 }
 
@@ -150,7 +156,7 @@ async function kernel(id) {
     <div class="cards"><div class="card"><b id="speedup">${sx(k.speedup)}</b>vs eager</div><div class="card"><b>${sx(k.speedup_compile, "torch.compile")}</b>vs torch.compile</div>
       <div class="card"><b>${ms(k.runtime_ms)}</b>kernel</div><div class="card"><b>${ms(k.ref_runtime_ms)}</b>eager</div></div>
     <h3>Evaluations</h3><table id="evaluations"><thead><tr><th>when</th><th>outcome</th><th>kernel</th><th>eager</th><th>compile</th><th>speedup</th><th>device</th><th>reason</th></tr></thead><tbody>${evs}</tbody></table>
-    <h3>Lineage</h3><div style="overflow:auto">${lineageSvg(d.lineage, k.id)}</div>
+    <h3>Lineage</h3><div style="overflow:auto">${lineageSvg(d.lineage, k.id, d.lineage_nodes || [])}</div>
     <h3>Changes from its parent</h3><div id="diff"><p class="muted">comparing…</p></div>
     <h3>Source</h3><pre class="code"><code id="code">${highlight(k.source || "")}</code></pre>
     <details><summary>Problem source</summary><pre class="code"><code>${highlight(d.problem_source)}</code></pre></details>`;

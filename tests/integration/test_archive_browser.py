@@ -106,6 +106,10 @@ def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:
         assert added - old_lines and added <= new_lines and removed <= old_lines, (added, removed)
         assert int(driver.find_element(By.ID, "diff-count").text) == len(
             driver.find_elements(By.CSS_SELECTOR, "#diff-code .add, #diff-code .del"))
+        # its lineage labelled: how each kernel was made and its verdict
+        texts = {n.get_attribute("data-id"): n.text for n in driver.find_elements(By.CSS_SELECTOR, "#lineage a.node")}
+        assert texts[child.id].startswith(child.id[:8] + " mutate · ") and texts[parent.id].startswith(
+            parent.id[:8] + f" {parent.origin.value} · "), texts
         driver.back()
         _wait(driver, "body[data-ready='1'] #code")
 
