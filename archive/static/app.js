@@ -144,12 +144,16 @@ async function parentDiff(k, parentIds) {
     <span id="diff-count">${changed}</span> lines changed</p><pre class="code"><code id="diff-code">${rows}</code></pre>`;
 }
 
+// an evaluation's whole log (compiler and worker output), folded under its row (issue 37: only the reason showed)
+const logRow = (log) => (!log ? "" : `<tr class="log"><td colspan="8"><details><summary>log (${log.split("\n").length} lines)</summary>
+  <pre class="code">${esc(log)}</pre></details></td></tr>`);
+
 async function kernel(id) {
   const d = await api("/api/kernels/" + encodeURIComponent(id));
   const k = d.kernel;
   const evs = d.evaluations.map((e) => `<tr><td>${esc(e.created_at.slice(0, 19))}</td><td class="${e.outcome === "ok" ? "ok" : "bad"}">${esc(e.outcome)}</td>
       <td class="num">${ms(e.runtime_ms)}</td><td class="num">${ms(e.record.ref_timing?.median_ms)}</td><td class="num">${ms(e.record.compile_ref_timing?.median_ms)}</td>
-      <td class="num">${sx(e.speedup)}</td><td>${esc(e.device)}</td><td>${esc(e.reason)}</td></tr>`).join("");
+      <td class="num">${sx(e.speedup)}</td><td>${esc(e.device)}</td><td>${esc(e.reason)}</td></tr>${logRow(e.record.log_tail)}`).join("");
   view().innerHTML = `<h2 id="kernel-title">${esc(k.kernel_name || k.id)} <span class="muted">${esc(k.id)}</span></h2>
     <p>problem <a href="#/problem/${esc(k.problem_id)}">${esc(k.problem_name)}</a> · level ${esc(k.level ?? "–")} ·
       ${k.techniques.map((t) => `<span class="tag">${esc(t)}</span>`).join("")} · origin ${esc(k.origin)} by ${esc(k.proposer)}</p>

@@ -44,6 +44,11 @@ def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'a.db'}"
     arch = Archive(url, embedder=HashingEmbedder())
     stored = list(entries(120, n_problems=12, seed=21))
+    # one evaluation with a compiler log, as the judge writes it for a build that failed (log_tail)
+    wrong = next(i for i, e in enumerate(stored) if e.evaluation.outcome.value != "ok")
+    log = "\n".join(f"kx.cu({n}): error: identifier \"tid{n}\" is undefined" for n in range(40))
+    stored[wrong] = stored[wrong].model_copy(update={"evaluation": stored[wrong].evaluation.model_copy(
+        update={"log_tail": log})})
     arch.put_many(stored)
     ok_total = arch.kernels()[1]
     from kevolve.archive.records import KernelFilter
@@ -110,6 +115,14 @@ def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:
         texts = {n.get_attribute("data-id"): n.text for n in driver.find_elements(By.CSS_SELECTOR, "#lineage a.node")}
         assert texts[child.id].startswith(child.id[:8] + " mutate · ") and texts[parent.id].startswith(
             parent.id[:8] + f" {parent.origin.value} · "), texts
+        # the whole log of an evaluation, folded under its row
+        driver.get(base + "/#/kernel/" + stored[wrong].candidate.id)
+        _wait(driver, "body[data-ready='1'] #evaluations")
+        fold = driver.find_element(By.CSS_SELECTOR, "#evaluations tr.log details")
+        assert "log (40 lines)" in fold.text
+        fold.find_element(By.TAG_NAME, "summary").click()
+        assert fold.find_element(By.TAG_NAME, "pre").text == log
+        driver.back()
         driver.back()
         _wait(driver, "body[data-ready='1'] #code")
 
