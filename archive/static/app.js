@@ -123,7 +123,7 @@ function lineDiff(a, b) {
   let i = 0, j = 0;
   while (i < n || j < m) {
     if (i < n && j < m && a[i] === b[j]) { out.push([" ", a[i]]); i++; j++; }
-    else if (j < m && (i >= n || L[i][j + 1] >= L[i + 1][j])) out.push(["+", b[j++]]);
+    else if (j < m && (i >= n || L[i][j + 1] > L[i + 1][j])) out.push(["+", b[j++]]);  // removals first, as diff writes them
     else out.push(["-", a[i++]]);
   }
   return out;
@@ -167,10 +167,30 @@ async function kernel(id) {
   await parentDiff(k, d.parent_ids);
 }
 
+// The problem's kernels over time: each verified kernel's speedup (log scale) in the order they were made, a line at
+// 1x (eager), and the best so far as a step line (issue 37: no plot of speedups)
+function speedupPlot(items) {
+  const pts = items.filter((k) => k.speedup != null && k.speedup > 0)
+    .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+  if (pts.length < 2) return "";
+  const W = 560, H = 180, pad = 34, ys = pts.map((k) => Math.log10(k.speedup));
+  const lo = Math.min(0, ...ys) - 0.05, hi = Math.max(0, ...ys) + 0.05;
+  const X = (i) => pad + (i * (W - 2 * pad)) / (pts.length - 1), Y = (v) => H - pad - ((v - lo) * (H - 2 * pad)) / (hi - lo);
+  let best = -Infinity;
+  const step = pts.map((k, i) => { best = Math.max(best, Math.log10(k.speedup)); return `${X(i)},${Y(best)}`; }).join(" ");
+  const dots = pts.map((k, i) => `<a href="#/kernel/${esc(k.id)}"><circle class="${k.speedup < 1 ? "slower" : "faster"}" cx="${X(i)}"
+      cy="${Y(Math.log10(k.speedup))}" r="4" data-speedup="${k.speedup}"><title>${esc(k.id.slice(0, 12))} ${x(k.speedup)}</title></circle></a>`).join("");
+  return `<svg id="speedup-plot" width="${W}" height="${H}" role="img" aria-label="speedups over time">
+    <line id="eager-line" x1="${pad}" x2="${W - pad}" y1="${Y(0)}" y2="${Y(0)}" stroke="#999" stroke-dasharray="4 3"/>
+    <text x="${W - pad + 4}" y="${Y(0) + 4}" font-size="11">1×</text>
+    <polyline id="best-line" points="${step}" fill="none" stroke="#1e7b34"/>${dots}
+    <text x="${pad}" y="${H - 8}" font-size="11">kernels in the order they were made (${pts.length}); speedup vs eager, log scale</text></svg>`;
+}
+
 async function problem(id) {
   const items = await api(`/api/problems/${encodeURIComponent(id)}/leaderboard?limit=50`);
   const name = items.length ? items[0].problem_name : id;
-  view().innerHTML = `<h2 id="leaderboard-title">Leaderboard: ${esc(name)}</h2>${kernelTable(items, "leaderboard")}`;
+  view().innerHTML = `<h2 id="leaderboard-title">Leaderboard: ${esc(name)}</h2>${speedupPlot(items)}${kernelTable(items, "leaderboard")}`;
   wireRows();
 }
 

@@ -130,6 +130,10 @@ def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:
         _wait(driver, "body[data-ready='1'] #leaderboard")
         speeds = [float(td.text.rstrip("×")) for td in driver.find_elements(By.CSS_SELECTOR, "#leaderboard td:nth-child(5)")]
         assert speeds and speeds == sorted(speeds, reverse=True)
+        # the problem's speedups plotted in the order the kernels were made, eager's 1x and the best so far drawn
+        dots = driver.find_elements(By.CSS_SELECTOR, "#speedup-plot circle")
+        assert sorted(float(d.get_attribute("data-speedup")) for d in dots) == pytest.approx(sorted(speeds), abs=6e-3)
+        assert driver.find_elements(By.ID, "eager-line") and driver.find_elements(By.ID, "best-line")
         # a kernel slower than eager is marked so (issue 37: a 0.05x kernel read like any other number)
         marks = driver.find_elements(By.CSS_SELECTOR, "#leaderboard td:nth-child(5) span")
         assert [m.get_attribute("class") for m in marks] == ["slower" if v < 1 else "faster" for v in speeds]
