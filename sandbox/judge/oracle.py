@@ -203,7 +203,8 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
                 raise h.StageError("problem_error", (
                     f"Model.forward gives other outputs on the same inputs ({moved:.2g} apart, relative; more than "
                     f"{OWN_VARIATION_MAX:g}): a random forward (dropout in training mode, noise drawn each call) has "
-                    "no truth to judge a candidate against (call model.eval() or set dropout to 0 in the problem)"))
+                    "no truth to judge a candidate against (draw the noise in get_inputs, or give the forward a fixed "
+                    "generator)"))
         if not varies:
             again = None  # gone before the float64 run: the largest problems' outputs are GBs each
         t1 = time.perf_counter()
