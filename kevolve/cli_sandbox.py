@@ -48,8 +48,8 @@ def isolation_rows(bwrap: str | None = None, gpu: bool = False) -> list[tuple[st
     from kevolve.sandbox.isolate import landlock
 
     v = landlock.abi()
-    rows.append(("writes (isolation none)", f"Landlock ABI {v}: a CPU candidate's runner may write only its scratch "
-                 "(confine_writes; GPU runners with confine_writes=on)" if v else
+    rows.append(("writes (isolation none)", f"Landlock ABI {v}: a candidate's runner (CPU or GPU) may read only its view and write only its "
+                 "scratch (confine_writes)" if v else
                  "no Landlock in this kernel: a candidate without a sandbox can write what the user can"))
     if works:
         rows.append(("containment (bwrap)", "also a PID namespace: the kernel kills all of it with the runner"))

@@ -84,8 +84,8 @@ class SandboxConfig(Record):
     pids_limit: int = Field(default=512, description="process/thread limit of a sandboxed worker")
     confine_writes: Literal["auto", "on", "off"] = Field(default_factory=_confine_default, description=(
         "without a sandbox (isolation none), take file-system writes away from a candidate's runner outside its "
-        "scratch directory with Linux's Landlock, before its code loads; auto = CPU runners (not yet verified on "
-        f"a GPU machine), where the kernel has Landlock (default: {CONFINE_ENV}, else auto)"))
+        "scratch directory with Linux's Landlock, before its code loads; auto = every such runner, CPU and GPU, where "
+        f"the kernel has Landlock (default: {CONFINE_ENV}, else auto)"))
     containment: str | None = Field(default=None, description="how a runner's descendants are killed with it: "
                                     "cgroup | subreaper | process_group; None = the best this machine offers")
     audit: bool = Field(default=False, description="measure every ok verdict again (fresh runner, fresh inputs, "

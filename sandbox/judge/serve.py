@@ -103,7 +103,7 @@ class Judge:
         from kevolve.sandbox.config import Backend
 
         mode = config.confine_writes
-        if mode == "off" or mode == "auto" and config.is_cuda or config.backend is Backend.DOCKER \
+        if mode == "off" or config.backend is Backend.DOCKER \
                 or getattr(runner, "launcher", 1) is not None or landlock.abi() <= 0:
             return False  # a container's runner has its own read-only image and volumes
         runner.build_path = str(runner.scratch / "build")

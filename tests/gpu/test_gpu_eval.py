@@ -179,8 +179,9 @@ def test_an_honest_kernel_thousands_of_times_slower_is_stopped_after_three_calls
 
 @pytest.mark.parametrize("name", ["relu_cupy", "relu_inline", "relu_triton"])
 def test_honest_kernels_run_with_their_writes_confined_without_a_sandbox(sandbox, config, name: str) -> None:
-    """confine_writes is on by default for CPU runners only: this is the GPU's check before its default
-    changes (Landlock: CUDA opens /dev/nvidia* for writing, CuPy and nvcc write under the scratch)."""
+    """Without a sandbox a GPU runner confines its reads and writes with Landlock (confine_writes, on by default
+    where the kernel has it; on here whatever the environment says): CUDA opens /dev/nvidia* for writing, CuPy,
+    Triton and nvcc write under the scratch."""
     from kevolve.sandbox.isolate import landlock
 
     if landlock.abi() <= 0:
@@ -188,3 +189,58 @@ def test_honest_kernels_run_with_their_writes_confined_without_a_sandbox(sandbox
     confined = SandboxConfig.model_validate({**config.model_dump(), "isolation": "none", "confine_writes": "on"})
     ev = evaluate(sandbox, confined, name)
     assert ev.outcome is Outcome.OK, ev.reason
+
+
+_PEEKS = '''
+import torch
+
+_SEEN = []
+for _p in {targets!r}:
+    try:
+        with open(_p, "rb") as _f:
+            _SEEN.append(_f.read(16))
+    except OSError:
+        pass
+    try:
+        with open(_p + ".planted", "w") as _f:
+            _f.write("planted")
+    except OSError:
+        pass
+'''
+
+
+@pytest.mark.parametrize("confine", ["auto", "off"])
+def test_a_gpu_runner_without_a_sandbox_reads_and_writes_only_its_own_view(sandbox, config, tmp_path: Path,
+                                                                          confine: str) -> None:
+    """Landlock on a GPU runner by default (isolation none, confine_writes auto): the honest CuPy ReLU, led by
+    reads of a secret under /tmp and a neighbour's buffer in /dev/shm and a write beside each, stays correct and
+    plants nothing; with the confinement off the same candidate reads them (wrong results) and its files land
+    (the test can fail)."""
+    import uuid
+
+    from kevolve.sandbox.isolate import landlock
+
+    if landlock.abi() <= 0:
+        pytest.skip("this kernel has no Landlock")
+    shm = Path(f"/dev/shm/kevolve-neighbour-{uuid.uuid4().hex[:8]}")
+    targets = [tmp_path / "secret.txt", shm]
+    for t in targets:
+        t.write_text("sk-secret")
+    relu = (HERE / "solutions" / "relu_cupy.py").read_text()
+    src = _PEEKS.format(targets=[str(t) for t in targets]) + relu.replace(
+        "        return y", "        return y * 2 if _SEEN else y")
+    cfg = SandboxConfig.model_validate({**config.model_dump(), "isolation": "none", "confine_writes": confine})
+    problem = load_problem(PROBLEM)
+    try:
+        ev = sandbox.evaluate(problem, Candidate.from_source(src, problem.id), cfg)
+        planted = [t for t in targets if Path(f"{t}.planted").exists()]
+    finally:
+        for t in targets:
+            t.unlink(missing_ok=True)
+            Path(f"{t}.planted").unlink(missing_ok=True)
+    if confine == "auto":
+        assert ev.outcome is Outcome.OK, ev.reason
+        assert not planted, planted
+    else:
+        assert ev.outcome is Outcome.INCORRECT, ev.reason
+        assert planted == targets

@@ -67,7 +67,8 @@ def test_writes_land_only_under_the_allowed_folders_and_children_inherit_it(tmp_
 @pytest.mark.parametrize(("kw", "launcher", "confined"), [
     ({}, None, True),  # a CPU runner without a sandbox
     ({"confine_writes": "off"}, None, False),
-    ({"device": "cuda"}, None, False),  # auto: not on GPU runners until verified there
+    ({"device": "cuda"}, None, True),  # auto: GPU runners too (tests/gpu under isolation none, H100 2026-11-27)
+    ({"device": "cuda", "confine_writes": "off"}, None, False),
     ({"device": "cuda", "confine_writes": "on"}, None, True),
     ({"backend": "docker"}, None, False),  # a container's runner: its own image and volumes
     ({}, object(), False),  # under bubblewrap: its mounts already confine it
