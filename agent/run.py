@@ -232,7 +232,7 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
     finally:
         conn.close()
     if config.audit:
-        state = audit_best(state, sandbox, config)
+        state = audit_best(state, sandbox, config, store=storer, run_id=run.run_id)
     return write_results(run, state, state.get("stop_reason") or "done")
 
 
@@ -272,12 +272,14 @@ def _resume_point(snapshot) -> str:  # noqa: ANN001 - a LangGraph StateSnapshot
     return counted + ("" if snapshot.next else " (finished before the interruption; committed now)")
 
 
-def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int = 3) -> dict:
+def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int = 3, store: Storer | None = None,
+               run_id: str = "") -> dict:
     """The run's winner, measured again in a fresh process with a second timer (sandbox.audit).
 
     A winner the audit overturns keeps its trial, now `rejected: audit_mismatch`, and the next
     fastest is audited in turn; so is the next fastest when the audit's lower speed puts the winner
-    below it (at most `tries` audits). A sandbox without `audit` (a test fake) is left be.
+    below it (at most `tries` audits). Each audited verdict goes to `store` (the archive), where it
+    binds the kernel's best (archive/store.py). A sandbox without `audit` (a test fake) is left be.
     """
     from kevolve.agent.evolution import best_candidate
 
@@ -294,5 +296,7 @@ def audit_best(state: dict, sandbox: Sandbox, config: OptimizeConfig, tries: int
                  best.candidate.id, best.speedup or 0.0)
         ev = audit(problem, best.candidate, config.sandbox, best.evaluation)
         trials = [t.model_copy(update={"evaluation": ev}) if t is best else t for t in trials]
+        if store is not None:
+            store(problem, best.candidate, ev, run_id)
         log.info("audit of %s: %s", best.candidate.id, ev.audit.summary if ev.audit else ev.reason)
     return {**state, "trials": trials}

@@ -128,7 +128,9 @@ class Ingestor:
             return skip(never_archived(ev))
         speed = (ev.speedup or 0.0) if ev.ok else None
         key = (entry.run_id or "", entry.problem.id)
-        if self.mode is IngestMode.WINNERS:
+        if ev.audit is not None:  # a stored winner measured again: its verdict binds, lower or overturned alike
+            self._best.pop(key, None)
+        elif self.mode is IngestMode.WINNERS:
             if speed is None:
                 return skip(f"not ok ({ev.outcome.value})")
             try:
@@ -141,7 +143,7 @@ class Ingestor:
             self.target.put_many([entry], run_kind=self.run_kind)
         except Exception as e:  # noqa: BLE001
             return Ingested(candidate_id=cid, result="failed", reason=_one_line(e))
-        if speed is not None and key in self._best:
+        if speed is not None and key in self._best and ev.audit is None:
             self._best[key] = max(self._best[key], speed)
         return Ingested(candidate_id=cid, result="stored", reason="")
 

@@ -72,6 +72,12 @@ def _rank(outcome: str, speedup: float | None) -> tuple[int, float]:
     return (1, speedup or 0.0) if outcome == Outcome.OK.value else (0, 0.0)
 
 
+def _audited(conn: Connection, cand_pk: int) -> bool:
+    """Whether any stored evaluation of this candidate carries an audit (whose verdict then holds its best)."""
+    records = conn.scalars(select(EvaluationRow.record).where(EvaluationRow.candidate_pk == cand_pk))
+    return any(isinstance(r, dict) and r.get("audit") for r in records)
+
+
 def _bump(conn: Connection) -> None:
     """Tell search caches (in this or any process) that the archive changed; last, so the row lock is brief."""
     conn.execute(update(ArchiveStateRow).where(ArchiveStateRow.id == 1)
@@ -186,7 +192,10 @@ class Archive:
             row = conn.execute(select(CandidateRow.pk, CandidateRow.best_outcome, CandidateRow.best_speedup)
                                .where(CandidateRow.id == c.id)).one()
             cand_pk = row.pk
-            if _rank(ev.outcome.value, speedup) > _rank(row.best_outcome, row.best_speedup):
+            # An audit binds: an audited verdict (kevolve.records.Audit: its lower speed, or overturned) replaces
+            # the candidate's best, the evaluation it re-measured included; an unaudited one only ranks.
+            if ev.audit is not None or (_rank(ev.outcome.value, speedup) > _rank(row.best_outcome, row.best_speedup)
+                                        and not _audited(conn, cand_pk)):
                 conn.execute(update(CandidateRow).where(CandidateRow.pk == cand_pk).values(**best))
         record = ev.model_dump(mode="json")
         digest = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()

@@ -103,3 +103,43 @@ def test_a_failing_database_is_reported_not_raised(tmp_path: Path) -> None:
     for mode in (IngestMode.ALL, IngestMode.WINNERS):
         done = Ingestor(arch, mode).offer(RELU, *verdict(RELU, 1, Outcome.OK, 2.0), "r")
         assert done.result == "failed" and done.reason and "\n" not in done.reason
+
+
+@pytest.mark.parametrize("mode", [IngestMode.ALL, IngestMode.WINNERS])
+def test_an_audited_verdict_binds_its_kernels_best(arch: Archive, mode: IngestMode) -> None:
+    """optimize audits its winner after the search and hands the audited verdict to the archive (agent/run.py
+    audit_best): the audit's lower speed, or its overturn, replaces the speed the evaluation stored, and a later
+    unaudited evaluation of the same kernel cannot raise it again. Audited verdicts come from the audit's own
+    rule (sandbox/judge/audit.py `decide`)."""
+    from kevolve.sandbox.judge.audit import decide
+
+    ing = Ingestor(arch, mode, "optimize")
+    c, ev = verdict(RELU, 0, Outcome.OK, 3.0)
+    assert ing.offer(RELU, c, ev, "run-1").result == "stored"
+    assert stored_speedups(arch) == [pytest.approx(3.0)]
+    slower = ev.model_copy(update={"timing": _t(1.0 / 2.4)})  # a fresh process reads 2.4x: within the noise
+    lowered = decide(ev, slower, None, (1,), 1.0)
+    assert lowered.ok and lowered.speedup == pytest.approx(2.4)
+    assert ing.offer(RELU, c, lowered, "run-1").result == "stored"
+    assert stored_speedups(arch) == [pytest.approx(2.4)]
+    again = ev.model_copy(update={"timing": _t(1.0 / 3.5)})  # evaluated again later, unaudited, faster
+    ing.offer(RELU, c, again, "run-2")
+    assert stored_speedups(arch) == [pytest.approx(2.4)]
+    # another kernel, overturned by its audit: its best is no longer ok
+    c2, ev2 = verdict(RELU, 1, Outcome.OK, 5.0)
+    ing.offer(RELU, c2, ev2, "run-1")
+    overturned = decide(ev2, ev2.model_copy(update={"timing": _t(1.0)}), None, (1,), 1.0)
+    assert overturned.outcome is Outcome.REJECTED
+    assert ing.offer(RELU, c2, overturned, "run-1").result == "stored"
+    ok_now, _ = arch.kernels(KernelFilter(problem_id=RELU.id), sort="speedup", limit=10)
+    assert [k.id for k in ok_now] == [c.id]
+    assert arch.get(c2.id).kernel.outcome == Outcome.REJECTED.value
+
+
+def test_an_unaudited_kernel_keeps_the_best_of_its_evaluations(arch: Archive) -> None:
+    ing = Ingestor(arch, IngestMode.ALL, "optimize")
+    c, ev = verdict(RELU, 0, Outcome.OK, 2.0)
+    ing.offer(RELU, c, ev, "run-1")
+    ing.offer(RELU, c, ev.model_copy(update={"timing": _t(1.0 / 3.0)}), "run-2")
+    ing.offer(RELU, c, ev.model_copy(update={"timing": _t(1.0 / 1.5)}), "run-3")
+    assert stored_speedups(arch) == [pytest.approx(3.0)]
