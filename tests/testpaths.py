@@ -61,10 +61,14 @@ def ensure_shared_pch() -> None:
     from kevolve.sandbox.build.extensions import ExtensionSpec
     from kevolve.sandbox.build.recipe import BuildTarget, Toolchain, make_pch, pch_id
 
+    import fcntl
+
     tc = Toolchain.detect()
     if shutil.which(tc.cxx) is None:
         return
     spec = ExtensionSpec(name="pch", cpp_sources=("",))
     pch = BUILD_CACHE / "pch"
     pch.mkdir(parents=True, exist_ok=True)
-    make_pch(pch / pch_id(tc, spec, BuildTarget.current(device_arch())), tc, spec, _run_here, pch, 600.0)
+    with open(pch / ".lock", "w") as lock:  # one maker at a time where test sessions run side by side (pytest -n)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        make_pch(pch / pch_id(tc, spec, BuildTarget.current(device_arch())), tc, spec, _run_here, pch, 600.0)
