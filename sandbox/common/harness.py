@@ -39,6 +39,19 @@ def one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {first}"[:300] if first else type(e).__name__
 
 
+def where(e: BaseException) -> str:
+    """' at sandbox/judge/oracle.py:178 in prepare': kevolve's innermost frame of the exception, so that a verdict
+    says where the judge failed even after its log (in its scratch) is gone; before the message, which
+    logs and tables cut (a CUDA out-of-memory message is 300 characters)."""
+    ours = [f for f in traceback.extract_tb(e.__traceback__) if "kevolve" in f.filename or "/sandbox/" in f.filename]
+    if not ours:
+        return ""
+    f = ours[-1]
+    parts = Path(f.filename).parts
+    tail = parts[len(parts) - 1 - parts[::-1].index("sandbox"):] if "sandbox" in parts else parts[-2:]
+    return f" at {'/'.join(tail)}:{f.lineno} in {f.name}"
+
+
 def short_traceback(e: BaseException, limit: int = 30) -> str:
     return "".join(traceback.format_exception(e)[-limit:])
 

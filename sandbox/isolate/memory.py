@@ -8,7 +8,6 @@ is None and callers fall back to what they did before.
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 
 GIB = 2**30

@@ -7,6 +7,9 @@ from kevolve.sandbox.common.timing import steady
 
 FRESH_EVERY = 8  # a never-seen draw is timed after every this many timed calls
 SLOWER = 2.0  # a candidate whose fastest call is this many times the reference's slowest is plainly slower
+# A call shorter than this is never too slow (max_slowdown, session.py `_too_slow`): a fast reference's hundredfold
+# costs nothing worth stopping for, and a contended machine's hiccup of a few hundred ms must not end an honest run.
+SLOW_FLOOR_S = 0.5
 
 
 def enough(cand: list[float], ref: list[float], trials: int, elapsed: float, max_s: float) -> bool:
@@ -20,4 +23,4 @@ def enough(cand: list[float], ref: list[float], trials: int, elapsed: float, max
     return steady(cand, trials) and (not ref or steady(ref, trials))
 
 
-__all__ = ["FRESH_EVERY", "SLOWER", "enough"]
+__all__ = ["FRESH_EVERY", "SLOWER", "SLOW_FLOOR_S", "enough"]

@@ -400,22 +400,7 @@ def _answer(judge: Judge, op: str | None, req: dict[str, Any]) -> JudgeReply:
         return JudgeReply(infra_error=f"{e.status}: {e.reason}")
     except Exception as e:  # noqa: BLE001 - kevolve's own bug: reported, and the judge keeps serving
         log.exception("judge failed on %s", op)
-        return JudgeReply(infra_error=f"infra_error: judge failed{_where(e)}: {h.one_line(e)}")
-
-
-def _where(e: BaseException) -> str:
-    """' at sandbox/judge/oracle.py:178 in prepare': kevolve's innermost frame of the exception, so that a verdict
-    says where the judge failed even after its log (in its scratch) is gone; before the message, which
-    logs and tables cut (a CUDA out-of-memory message is 300 characters)."""
-    import traceback
-
-    ours = [f for f in traceback.extract_tb(e.__traceback__) if "kevolve" in f.filename or "/sandbox/" in f.filename]
-    if not ours:
-        return ""
-    f = ours[-1]
-    parts = Path(f.filename).parts
-    tail = parts[len(parts) - 1 - parts[::-1].index("sandbox"):] if "sandbox" in parts else parts[-2:]
-    return f" at {'/'.join(tail)}:{f.lineno} in {f.name}"
+        return JudgeReply(infra_error=f"infra_error: judge failed{h.where(e)}: {h.one_line(e)}")
 
 
 def main() -> None:

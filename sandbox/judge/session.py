@@ -24,16 +24,12 @@ from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.judge.oracle import ProblemState
 from kevolve.sandbox.common.protocol import RunnerFinal, StepResult
 from kevolve.sandbox.judge.runner_proc import Gone, RunnerProcess
-from kevolve.sandbox.judge.schedule import FRESH_EVERY, enough
+from kevolve.sandbox.judge.schedule import FRESH_EVERY, SLOW_FLOOR_S, enough
 from kevolve.sandbox.judge.facts import Facts, ForgedAnswer, Verdict
 from kevolve.sandbox.judge.flush import Flusher, Pad
 from kevolve.sandbox.judge.slots import Slots, staging_sets
 from kevolve.sandbox.judge.truths import DeviceTruths
 
-
-# A call shorter than this is never too slow (max_slowdown): a fast reference's hundredfold costs nothing worth
-# stopping for, and a contended machine's hiccup of a few hundred milliseconds must not end an honest evaluation.
-SLOW_FLOOR_S = 0.5
 _CPU_PHASES = ("timed", "fresh", "control", "empty")  # calls whose runner CPU time is read call by call (verdict.cpu_rule)
 
 

@@ -47,7 +47,7 @@ def call(model: Any, x: Sequence[Any]) -> list[Any]:
         raise_if_refused()
         msg = h.one_line(e)
         if type(e).__name__ in _LAZY_COMPILE_ERRORS:
-            log = getattr(e, "get_message", lambda: str(e))()
+            log = e.get_message() if callable(getattr(e, "get_message", None)) else str(e)
             raise h.StageError("compile_error", f"{msg} (first launch)", log[-6000:]) from None
         if any(s in str(e) for s in CUDA_ERRORS):
             raise h.StageError("crashed", f"cuda_error: {msg}", h.short_traceback(e)) from None

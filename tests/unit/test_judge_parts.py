@@ -331,7 +331,7 @@ def test_a_problem_pinning_its_draws_lets_go_of_older_host_copies_only_when_memo
 
 
 def test_a_judge_failure_names_kevolves_innermost_frame() -> None:
-    from kevolve.sandbox.judge.serve import _where
+    from kevolve.sandbox.common.harness import where as _where
     from kevolve.sandbox.judge.oracle import pinned_bytes
 
     try:
