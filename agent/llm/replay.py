@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import logging
 import re
 import threading

@@ -213,7 +213,7 @@ def _flat_loop(spec: TConvSpec) -> list[str]:
     # indices past the end wrap with % (their lanes are masked): clamping them with tl.where(mask, rk, 0)
     # instead was miscompiled when the loop is software-pipelined (Triton 3.6, H100, 2026-11-25: 20-40 %
     # errors on 2-d convolutions with 2-3 stages, exact with 1 stage or with %)
-    loop = [f"rk = kb + tl.arange(0, BLOCK_K)", f"kmask = rk < {spec.k}", f"rkc = rk % {spec.k}"]
+    loop = ["rk = kb + tl.arange(0, BLOCK_K)", f"kmask = rk < {spec.k}", f"rkc = rk % {spec.k}"]
     loop += _unravel("rkc", (icg, *s.kernel), ["c", *(f"k{d}" for d in range(nd))])
     valid = ["mmask[:, None]", "kmask[None, :]"]
     xoff = [f"(c * {isp})[None, :]"]
