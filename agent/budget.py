@@ -59,13 +59,34 @@ def proposals_left(trials: Sequence[Trial], cfg: StopConfig, call_cost: float) -
 
 
 def budget_line(trials: Sequence[Trial], cfg: StopConfig, elapsed_s: float) -> str:
-    """'proposals 6/40, $0.0123/$1.00, 120 s/600 s': each budget the user set, used against its limit (issue 37:
-    optimize showed no budget used and no time left)."""
-    parts = [f"proposals {counted(trials)}/{cfg.max_candidates}"]
+    """'proposals 6/40, $0.0123/$1.00, 120 s/600 s, about 480 s left': each budget the user set, used against its
+    limit, and when the first to run out should end the run at the pace so far (issue 37: optimize showed no budget
+    used and no time left)."""
+    made = counted(trials)
+    parts = [f"proposals {made}/{cfg.max_candidates}"]
     if cfg.budget_usd is not None:
         parts.append(f"${spent(trials):.4f}/${cfg.budget_usd:.2f}")
     parts.append(f"{elapsed_s:.0f} s" + (f"/{cfg.time_limit_s:.0f} s" if cfg.time_limit_s is not None else ""))
+    left = time_left(trials, cfg, elapsed_s)
+    if left is not None and left > 0:
+        parts.append(f"about {left:.0f} s left")
     return ", ".join(parts)
+
+
+def time_left(trials: Sequence[Trial], cfg: StopConfig, elapsed_s: float) -> float | None:
+    """Seconds until the first budget runs out at the pace so far: proposals and dollars at their rate per
+    second of this run, the time limit as it stands; None before the first proposal (no pace yet). A run may
+    also end sooner (no improvement for `patience` generations, its generation limit)."""
+    made = counted(trials)
+    if made <= 0 or elapsed_s <= 0:
+        return None
+    ends = [elapsed_s / made * (cfg.max_candidates - made)]
+    used = spent(trials)
+    if cfg.budget_usd is not None and used > 0:
+        ends.append(elapsed_s / used * (cfg.budget_usd - used))
+    if cfg.time_limit_s is not None:
+        ends.append(cfg.time_limit_s - elapsed_s)
+    return max(0.0, min(ends))
 
 
 def budget_reason(trials: Sequence[Trial], cfg: StopConfig, call_cost: float) -> str | None:

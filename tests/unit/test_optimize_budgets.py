@@ -105,3 +105,16 @@ def test_each_generation_says_how_much_of_each_budget_is_used(tmp_path, caplog) 
     assert done, [r.getMessage() for r in caplog.records]
     last = done[-1]
     assert "used proposals 3/3, $0.7500/$1.00, " in last and last.split("used ")[1].split("; stop")[0].endswith("/600 s")
+    assert len(done) == 2 and " s left" in done[0] and " s left" not in last  # a pace once proposals are made
+
+
+def test_the_time_left_is_the_first_budget_to_run_out_at_the_pace_so_far() -> None:
+    from kevolve.agent.budget import time_left
+
+    assert time_left([], StopConfig(max_candidates=10), 5.0) is None
+    # 4 proposals in 100 s (replies without code count): 6 more take 150 s; the dollars ($0.40 of $1.00) last 150 s
+    four = [Trial(job=Job(id=f"g0-j{i}", operator=Origin.TRANSLATE, island=0, generation=0), status="no_code",
+                  cost_usd=0.1) for i in range(4)]
+    assert time_left(four, StopConfig(max_candidates=10, budget_usd=1.0, time_limit_s=600), 100.0) == 150.0
+    assert time_left(four, StopConfig(max_candidates=100, time_limit_s=300), 100.0) == 200.0
+    assert time_left(four, StopConfig(max_candidates=100, budget_usd=0.5), 100.0) == pytest.approx(25.0)
