@@ -23,7 +23,7 @@ from kevolve.archive.embed import Embedder
 from kevolve.archive.index import SearchIndex, query_terms
 from kevolve.archive.queries import kernels_by_pk
 from kevolve.archive.records import ArchivedKernel, KernelFilter
-from kevolve.archive.text import condense, query_code_text
+from kevolve.archive.text import condense, expand_query, query_code_text
 
 RRF_K = 60
 WEIGHTS = {"kernel": 1.0, "problem": 1.0, "keyword": 1.0}
@@ -68,6 +68,8 @@ def hybrid_search(conn: Connection, embedder: Embedder, query: str, k: int, f: K
     `rank` computes the ranked lists (``ranked_in_memory`` over the archive's catalog)."""
     k = max(1, min(k, MAX_K))
     n = max(50, 5 * k)
+    if "\n" not in query:  # plain words (code has lines): with the usual names of the operations they name
+        query = expand_query(query)
     q = embedder.embed([query_text(query)])[0]
     top = fuse(rank(conn, q, query_terms(query), n, f), k)
     found = kernels_by_pk(conn, [pk for pk, _ in top])

@@ -73,3 +73,33 @@ def keyword_doc(problem_name: str, op_name: str, kernel_name: str, tags: tuple[s
     tag_words = " ".join(f"{t} {t.replace('_', ' ')}" for t in tags)
     head = f"{problem_name} {op_name.replace('_', ' ')} {kernel_name} {tag_words}"
     return f"{head}\n{condense(kernel_source)}"[:MAX_DOC_CHARS]
+
+
+# Names of one operation a user may search by, in groups: a query naming any of a group also searches for the first
+# (the name kernels and problems carry: KernelBench's file names, torch's ops). A sentence embedder reads "matmul"
+# as word pieces and finds nothing near "GEMM" or "matrix multiplication"; keyword search matches words only.
+OP_SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("matmul", "gemm", "gemv", "mm", "bmm", "addmm", "matrix multiplication", "matrix multiply", "matrix product",
+     "linear layer", "dense layer"),
+    ("conv", "convolution", "conv1d", "conv2d", "conv3d", "convtranspose", "deconvolution"),
+    ("relu", "rectified linear"),
+    ("softmax", "log_softmax", "logsoftmax"),
+    ("layernorm", "layer norm", "layer normalization"),
+    ("batchnorm", "batch norm", "batch normalization"),
+    ("groupnorm", "group norm", "group normalization"),
+    ("attention", "sdpa", "scaled dot product attention", "flash attention", "multihead attention", "self attention"),
+    ("pool", "pooling", "maxpool", "avgpool", "max pooling", "average pooling"),
+    ("cumsum", "prefix sum", "cumulative sum", "scan"),
+    ("transpose", "permute"),
+    ("reduction", "reduce", "sum reduction"),
+)
+_SYNONYM_RE = [(group[0], re.compile(r"\b(?:" + "|".join(re.escape(t).replace(r"\ ", r"[\s_]+") for t in group) + r")\b"))
+               for group in OP_SYNONYMS]
+
+
+def expand_query(query: str) -> str:
+    """A free-text query with the usual name of each operation it names under another ("GEMM" -> "GEMM matmul"),
+    so that embedding and keyword search both meet the name stored kernels carry."""
+    low = query.lower()
+    extra = [name for name, pat in _SYNONYM_RE if pat.search(low) and not re.search(rf"\b{name}\b", low)]
+    return " ".join([query, *extra])
