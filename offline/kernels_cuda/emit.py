@@ -53,10 +53,15 @@ def _kv_sms(device):
 
 def _kv_stream():
     """CuPy's handle on PyTorch's current stream, made once per stream (making one costs ~20 us)."""
-    h = torch.cuda.current_stream().cuda_stream
+    cur = torch.cuda.current_stream()
+    h = cur.cuda_stream
     s = _KV_STREAMS.get(h)
     if s is None:
-        s = _KV_STREAMS[h] = cp.cuda.ExternalStream(h)
+        try:
+            s = cp.cuda.Stream.from_external(cur)  # CuPy 14: the CUDA stream protocol (ExternalStream is deprecated)
+        except (AttributeError, TypeError):  # CuPy 13, or a torch stream without the protocol
+            s = cp.cuda.ExternalStream(h)
+        _KV_STREAMS[h] = s
     return s
 
 
