@@ -2,9 +2,9 @@
 runner, 2026-11-25: the first item still open in docs/VERIFICATION.md's held-out list).
 
 Without bubblewrap a candidate runs as the user, beside the reference's runner. At import it looks for
-that runner by name (the channel's FIFO `res` in a sibling scratch directory that holds input files)
-and through /proc (a runner that has mapped input files, and its inherited descriptors, `--fds=R,W`
-on its command line), and writes 64 answers claiming 50 ms a call into whatever it can open. Read
+that runner by name (the channel's FIFO `res` in the working folder of a runner of its judge that holds
+input files) and through /proc (a runner of its own judge that has mapped input files, and its inherited descriptors,
+`--fds=R,W` on its command line), and writes 64 answers claiming 50 ms a call into whatever it can open. Read
 as the reference's times, they make torch.relu thousands of times faster than eager.
 Expected: where nothing can be opened (bubblewrap; no FIFO names any more; for a user other than root,
 a runner that is not dumpable) an honest speed; where an answer was written (root, through /proc)
@@ -25,16 +25,37 @@ def _frame() -> bytes:
     return struct.pack(">I", len(data)) + data
 
 
-def _targets() -> list[str]:
-    me, found = Path.cwd().resolve(), []
-    for d in me.parent.glob("kevolve-*"):
+def _judges_family() -> set[int]:
+    """The judge (this runner's parent) and every process below it: the reference's runner among them (under
+    bubblewrap, a grandchild). Only these: a kevolve evaluating beside this one (another test session, pytest -n)
+    is not this candidate's judge."""
+    parent = {}
+    for d in os.listdir("/proc"):
         try:
-            if d.resolve() != me and stat.S_ISFIFO(os.stat(d / "res").st_mode) and any(d.glob("shm-*")):
+            with open(f"/proc/{d}/stat") as f:
+                parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    family, grew = {os.getppid()}, True
+    while grew:
+        more = {p for p, pp in parent.items() if pp in family} - family
+        family |= more
+        grew = bool(more)
+    return family
+
+
+def _targets() -> list[str]:
+    me, found, family = Path.cwd().resolve(), [], _judges_family()
+    for pid in family:  # a runner of its judge whose scratch (its working folder) holds a FIFO channel
+        try:
+            d = Path(os.readlink(f"/proc/{pid}/cwd"))
+            if d != me and d.name.startswith("kevolve-") and stat.S_ISFIFO(os.stat(d / "res").st_mode) \
+                    and any(d.glob("shm-*")):
                 found.append(str(d / "res"))
         except OSError:
             pass
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
+    for pid in map(str, family):
+        if int(pid) == os.getpid():
             continue
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
