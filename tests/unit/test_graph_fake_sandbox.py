@@ -314,3 +314,35 @@ def test_a_winner_whose_audit_reads_it_below_the_runner_up_gives_way_to_it(tmp_p
     assert r.speedup == pytest.approx(4.0) and r.outcomes == {"ok": 2}
     report = (r.run_dir / "report.md").read_text()
     assert "| 5.000x | 2.500x | — | kept: ok: 2.500x again on fresh inputs (judge's clock: n/a); 2.500x stands, below" in report
+
+
+def test_the_archive_holds_the_winners_audited_speed(tmp_path) -> None:
+    """The audit after the search goes to the archive too: the winner's archived best is the audit's lower speed,
+    and an overturned winner's is no longer ok (a real SQLite archive through the run's Ingestor)."""
+    from kevolve.archive.embed import HashingEmbedder
+    from kevolve.archive.ingest import IngestMode, Ingestor
+    from kevolve.archive.records import KernelFilter
+    from kevolve.archive.store import Archive
+    from kevolve.sandbox.judge.audit import decide
+
+    class Audited(FakeSandbox):
+        def audit(self, problem, candidate, config, ev):  # noqa: ANN001, ANN201
+            slow = 10.0 if "VARIANT = 'faster'" in candidate.source else 1.25  # 'faster' overturned, 'fast' lowered
+            again = ev.model_copy(update={"timing": ev.timing.model_copy(update={"median_ms": ev.timing.median_ms * slow})})
+            return decide(ev, again, None, (1,), 1.0)
+
+    arch = Archive(f"sqlite:///{tmp_path / 'a.db'}", embedder=HashingEmbedder())
+    try:
+        llm = ScriptedLLM([("Task: translate", [reply("faster"), reply("fast")])])
+        cfg = config(tmp_path / "runs").model_copy(update={"stop": StopConfig(max_candidates=2), "archive": True,
+                                                           "archive_ingest": IngestMode.ALL})
+        r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=Audited(), retriever=None,
+                         storer=Ingestor(arch, IngestMode.ALL, "optimize"))
+        assert r.speedup == pytest.approx(4.0 / 1.25)
+        kernels, _ = arch.kernels(KernelFilter(outcome=None, problem_id=PROBLEM.id), sort="speedup", limit=10)
+        best = {re.search(r"VARIANT = '(\w+)'", arch.get(k.id).kernel.source).group(1): (k.outcome, k.speedup)
+                for k in kernels}
+        assert best["fast"] == ("ok", pytest.approx(4.0 / 1.25))
+        assert best["faster"][0] == "rejected"
+    finally:
+        arch.close()
