@@ -124,6 +124,27 @@ def audit_section(trials: list[Trial]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def generation_section(trials: list[Trial]) -> str:
+    """report.md's speedup over the generations (issue 37): what each generation evaluated, its best, the best so far
+    as a bar against the run's best (audited speeds, where an audit lowered one). Empty for a one-generation run."""
+    gens = sorted({t.job.generation for t in trials})
+    if len(gens) < 2:
+        return ""
+    ok = lambda ts: [t.speedup for t in ts if t.ok and t.speedup is not None]  # noqa: E731
+    top = max(ok(trials), default=None)
+    lines = ["## Speedup by generation", "", "| gen | evaluated | ok | best of the generation | best so far | |",
+             "|---|---|---|---|---|---|"]
+    fmt = lambda x: "—" if x is None else f"{x:.3f}x"  # noqa: E731
+    so_far = None
+    for g in gens:
+        ts = [t for t in trials if t.job.generation == g and t.evaluation is not None]
+        best = max(ok(ts), default=None)
+        so_far = best if so_far is None or (best is not None and best > so_far) else so_far
+        bar = "█" * max(1, round(20 * so_far / top)) if so_far and top else ""
+        lines.append(f"| {g} | {len(ts)} | {len(ok(ts))} | {fmt(best)} | {fmt(so_far)} | {bar} |")
+    return "\n".join(lines) + "\n"
+
+
 def write_results(run: RunFolder, state: RunState, reason: str) -> Result:
     """Write every result file of the run and return the Result.
 
@@ -143,7 +164,8 @@ def write_results(run: RunFolder, state: RunState, reason: str) -> Result:
     run.write_json("lineage.json", [s.model_dump() for s in r.lineage])
     diffs = lineage_diffs(r, state.get("trials", []))
     audits = audit_section(state.get("trials", []))
-    run.write_text("report.md", render_report(r) + (f"\n{audits}" if audits else "")
+    gens = generation_section(state.get("trials", []))
+    run.write_text("report.md", render_report(r) + (f"\n{gens}" if gens else "") + (f"\n{audits}" if audits else "")
                    + (f"\n## What changed along the lineage\n\n{diffs}" if diffs else ""))
     run.write_text("result.json", r.model_dump_json(indent=1))
     return r

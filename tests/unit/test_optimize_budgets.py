@@ -118,3 +118,16 @@ def test_the_time_left_is_the_first_budget_to_run_out_at_the_pace_so_far() -> No
     assert time_left(four, StopConfig(max_candidates=10, budget_usd=1.0, time_limit_s=600), 100.0) == 150.0
     assert time_left(four, StopConfig(max_candidates=100, time_limit_s=300), 100.0) == 200.0
     assert time_left(four, StopConfig(max_candidates=100, budget_usd=0.5), 100.0) == pytest.approx(25.0)
+
+
+def test_the_report_shows_the_speedup_over_the_generations(tmp_path) -> None:
+    llm = ScriptedLLM([("Task:", [reply("slow", "v0"), reply("fast", "v1"), reply("slow", "v2")])])
+    cfg = config(tmp_path).model_copy(update={"stop": StopConfig(max_candidates=3)})
+    r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=FakeSandbox())
+    report = (r.run_dir / "report.md").read_text()
+    section = report.split("## Speedup by generation", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert len(rows) == r.generations >= 2, section
+    so_far = [float(row.split("|")[5].strip().rstrip("x")) for row in rows]
+    assert so_far == sorted(so_far) and so_far[-1] == pytest.approx(r.speedup), section  # never goes down
+    assert rows[-1].rstrip(" |").endswith("█" * 20)  # the run's best: the full bar
