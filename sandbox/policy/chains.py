@@ -17,7 +17,8 @@ from typing import Callable
 
 from kevolve.languages import array_modules
 from kevolve.sandbox.policy.tables import (ALLOW, ARRAY_FILE_NAMES, ARRAY_RNG_NAMES, BACKENDS, BACKENDS_QUERIES,
-                                           FILE_METHODS, GLOBAL_HOOK_PREFIX, LIBRARIES,
+                                           FILE_METHODS, GLOBAL_HOOK_PREFIX, LIBRARIES, NATIVE_BUILD_MODULES,
+                                           NATIVE_BUILDERS,
                                            HEAVY, KNOWN_MODULES, MEMBERS, MODULES, NN_LAYERS, OWN_SUBMODULES, PARTIAL,
                                            PRIVATE_OK, REROOT, RNG_NAMES, RNG_ROOTS, SETTER_PREFIXES, STDLIB,
                                            STDLIB_DENIED, TOGGLE_NAMES)
@@ -82,6 +83,8 @@ def module_category(name: str) -> Verdict:
         return "import", f"import of {name} (the evaluator's own modules)"
     if top in LIBRARIES:
         return None if name in LIBRARIES else ("import", f"import of {name} (not on the import allowlist)")
+    if any(name == m or name.startswith(m + ".") for m in NATIVE_BUILD_MODULES):
+        return "native", f"import of {name} (builds and loads host code that the native rules never read)"
     parts = name.split(".")
     for i in range(len(parts), 0, -1):
         cat = MODULES.get(".".join(parts[:i]))
@@ -202,6 +205,8 @@ def _heavy_by_name(chain: Chain, ctx: str) -> Verdict:
     under several modules (numpy.rec.fromfile, numpy.random.mtrand.seed), and a mode switch is a
     setting whatever object carries it."""
     name, last = dotted(chain), chain[-1]
+    if last in NATIVE_BUILDERS or any(name == m or name.startswith(m + ".") for m in NATIVE_BUILD_MODULES):
+        return "native", f"uses {name} (builds and loads host code that the native rules never read)"
     if chain[0] in _ARRAY_MODULES and last in ARRAY_FILE_NAMES:
         return "files", f"uses {name} (file I/O)"
     if chain[0] in _ARRAY_MODULES and chain[1:2] == ("random",) and last in ARRAY_RNG_NAMES:

@@ -183,7 +183,12 @@ GLOBAL_HOOK_PREFIX = "register_module_"
 # numpy.ma.load …): the same readers are re-exported under several modules.
 ARRAY_FILE_NAMES = frozenset(("load", "loads", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt",
                               "fromfile", "tofile", "memmap", "open_memmap", "fromregex", "DataSource", "recfromcsv",
-                              "recfromtxt", "dump", "dumps"))
+                              "recfromtxt", "dump", "dumps", "openfile", "fromtextfile"))  # numpy.ma.mrecords's too
+# Members that compile host code and load it, past the native rules and the symbol check (which see load_inline's
+# sources and torch's loader): Triton's own C builder, by name wherever it is re-exported (the fourth red team's
+# triton.runtime.build.compile_module_from_src ran gcc on any C and imported it, 2026-11-27).
+NATIVE_BUILDERS = frozenset(("compile_module_from_src",))
+NATIVE_BUILD_MODULES = ("triton.runtime.build",)
 # numpy/CuPy members that read or reseed the global RNG, by name anywhere under numpy.random / cupy.random.
 ARRAY_RNG_NAMES = frozenset(("seed", "get_state", "set_state", "set_bit_generator", "get_bit_generator",
                              "get_random_state", "set_random_state", "reset_states"))

@@ -154,6 +154,14 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
         if why:  # asked for and not in force: the candidate's code is not loaded unconfined
             raise h.StageError("infra_error", f"the runner could not confine itself (Landlock): {why}")
         confined = "landlock"
+    if job.role == "candidate":  # sockets, clone3, SysV IPC, kernel modules, clocks … (isolate/seccomp.py)
+        from kevolve.sandbox.isolate import seccomp
+
+        if seccomp.supported():
+            why = seccomp.install()
+            if why:
+                raise h.StageError("infra_error", f"the runner could not install its seccomp filter: {why}")
+            confined = f"{confined}+seccomp" if confined else "seccomp"
     model = _load(job, scratch, device)
     if job.role != "candidate" and slots:
         # The reference is trusted code that may start threads on its first call (torch.compile's

@@ -25,8 +25,11 @@ from kevolve.sandbox.common.timing import (_L2_FLUSH_BYTES, _CPU_FLUSH_BYTES, _c
 CUDA_ERRORS = ("CUDA error", "illegal memory access", "device-side assert", "CUDA_ERROR", "cudaError",
                "unspecified launch failure", "misaligned address")
 # CuPy's CompileException (NVRTC) and Triton's CompilationError are raised at the first launch,
-# inside forward: they are compile errors, with the compiler's log, not runtime errors.
+# inside forward: they are compile errors, with the compiler's log, not runtime errors. Known by name and by the
+# package that defines them: a candidate's own class of the same name is a runtime error (the fourth red team's
+# `class CompileException` read "compile_error: internal compiler error … (build host)", 2026-11-27).
 _LAZY_COMPILE_ERRORS = {"CompileException", "CompilationError", "NVRTCError"}
+_COMPILER_PACKAGES = ("cupy", "cupy_backends", "triton")
 _SETTLE_S = 0.5
 
 
@@ -46,7 +49,8 @@ def call(model: Any, x: Sequence[Any]) -> list[Any]:
     except Exception as e:  # noqa: BLE001
         raise_if_refused()
         msg = h.one_line(e)
-        if type(e).__name__ in _LAZY_COMPILE_ERRORS:
+        kind = type(e)
+        if kind.__name__ in _LAZY_COMPILE_ERRORS and kind.__module__.split(".")[0] in _COMPILER_PACKAGES:
             log = e.get_message() if callable(getattr(e, "get_message", None)) else str(e)
             raise h.StageError("compile_error", f"{msg} (first launch)", log[-6000:]) from None
         if any(s in str(e) for s in CUDA_ERRORS):

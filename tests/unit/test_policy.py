@@ -168,6 +168,13 @@ def test_what_those_allowances_still_refuse(source: str, category: str, what: st
     (HEAD + "import os\nn = input()\nv = os.environ[n]\n", "environment", "named at run time"),
     (HEAD + "x = torch._C._get_tracing_state()\n", "import", "private"),
     (HEAD + "import einopsx\n", "import", "allowlist"),
+    # the fourth red team: Triton's host-code builder (gcc on any C, then imported) and numpy.ma.mrecords's file reader
+    (HEAD + "from triton.runtime.build import compile_module_from_src\n", "native", "triton.runtime.build"),
+    (HEAD + "import triton\nm = triton.runtime.build.compile_module_from_src('int x;', 'm')\n", "native", "builds"),
+    (HEAD + "from triton.backends.nvidia import driver\nm = driver.compile_module_from_src('int x;', 'm')\n",
+     "native", "compile_module_from_src"),
+    (HEAD + "import numpy.ma.mrecords as mr\nf = mr.openfile('/etc/passwd')\n", "files", "openfile"),
+    (HEAD + "import numpy.ma.mrecords as mr\nf = mr.fromtextfile('/etc/passwd')\n", "files", "fromtextfile"),
     # einops by its members only: its tests package holds pytest (importorskip imports anything) and pickle
     (HEAD + "import einops.tests.test_einsum as t\nt.pytest.importorskip('ctypes')\n", "import", "allowlist"),
     (HEAD + "import einops\neinops.tests.test_einsum.pytest.importorskip('ctypes')\n", "import", "allowed members"),

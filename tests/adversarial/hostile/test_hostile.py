@@ -209,6 +209,73 @@ def test_the_process_group_alone_lets_the_daemon_outlive_its_evaluation(plain_ev
         kill_daemons(mark)
 
 
+def _escape_listeners(tmp_path: Path):  # noqa: ANN202
+    """A unix socket and a loopback TCP port on the host, recording whoever connects."""
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path = f"/tmp/kevolve-escape-{uuid.uuid4().hex[:8]}.sock"  # where a daemon's socket would be, not under scratch
+    unix.bind(path)
+    unix.listen(4)
+    tcp = socket.create_server(("127.0.0.1", 0))
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def accept(server: socket.socket, name: str) -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+                seen.append(name)
+                conn.close()
+            except OSError:
+                pass
+
+    threads = [threading.Thread(target=accept, args=(unix, "unix")), threading.Thread(target=accept, args=(tcp, "tcp"))]
+    for t in threads:
+        t.start()
+
+    def close() -> None:
+        stop.set()
+        for t in threads:
+            t.join()
+        unix.close()
+        tcp.close()
+        os.unlink(path)
+
+    return path, tcp.getsockname()[1], seen, close
+
+
+@pytest.mark.parametrize("isolation", ["none", "bwrap"])
+def test_sockets_shared_memory_and_clone3_are_refused_to_a_candidate(isolation, plain_evaluate, bwrap_box,  # noqa: ANN001
+                                                                      hostile_config, tmp_path) -> None:
+    """The runner's seccomp filter (isolate/seccomp.py): without it, under isolation none, the candidate reached the
+    host's unix sockets and loopback, made a System V segment that outlived it and could leave its cgroup."""
+    import ctypes
+
+    from kevolve.contract import load_problem
+    from kevolve.records import Candidate
+    from kevolve.sandbox.config import Isolation
+
+    path, port, seen, close = _escape_listeners(tmp_path)
+    key = int(uuid.uuid4().hex[:7], 16)
+    src = source("escapes_by_syscall", unix_path=path, port=port, shm_key=key)
+    try:
+        if isolation == "none":
+            ev = plain_evaluate(ContainmentKind.PROCESS_GROUP)(src)
+        else:
+            prob = load_problem(REPO / "tests" / "fixtures" / "problems" / "relu.py")
+            bwrap_box.reference(prob, hostile_config)
+            ev = bwrap_box.evaluate(prob, Candidate.from_source(src, prob.id), hostile_config)
+    finally:
+        close()
+    libc = ctypes.CDLL(None, use_errno=True)
+    left = libc.shmget(ctypes.c_int(key), ctypes.c_size_t(0), ctypes.c_int(0))
+    if left >= 0:
+        libc.shmctl(ctypes.c_int(left), 0, None)  # IPC_RMID
+    assert ev.ok, ev.reason
+    assert not seen and left < 0, (seen, left)
+    assert hostile_config.isolation is Isolation.BWRAP  # the bwrap case ran under bubblewrap
+
+
 def test_every_hostile_file_is_documented_and_tested() -> None:
     names = {p.stem for p in HERE.glob("*.py") if not p.name.startswith(("test_", "conftest"))}
     text = Path(__file__).read_text()
