@@ -59,10 +59,17 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def device_problem(dev: str) -> str | None:
-    """Why `--device dev` cannot be used here (not cuda, cuda:N or cpu; or CUDA without a GPU); None if it can."""
+def device_syntax_problem(dev: str) -> str | None:
+    """Why `--device dev` is not a device name (cuda, cuda:N or cpu); None if it is. Imports nothing."""
     if not (dev == "cpu" or dev == "cuda" or (dev.startswith("cuda:") and dev[5:].isdigit())):
         return f"--device must be cuda, cuda:N or cpu, not {dev!r}"
+    return None
+
+
+def device_problem(dev: str) -> str | None:
+    """Why `--device dev` cannot be used here (not cuda, cuda:N or cpu; or CUDA without a GPU); None if it can."""
+    if why := device_syntax_problem(dev):
+        return why
     if dev.startswith("cuda"):
         import torch
 
