@@ -142,7 +142,6 @@ class Service:
         finally:
             conn.close()
             self.active -= 1
-            self.last = time.monotonic()
 
     def status(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "served": self.served, "device": self.device or self.key.device,
@@ -166,6 +165,7 @@ class Service:
                     after()  # the next evaluation's problem, while the client prints this one
         finally:
             done.set()
+            self.last = time.monotonic()  # idle from here (a status request is no use)
 
     def _judge_one(self, req: dict[str, Any], peer: _Peer) -> tuple[dict[str, Any], Callable[[], None] | None]:
         from kevolve.contract import ProblemError
