@@ -1,0 +1,142 @@
+"""`kevolve eval` through the warm judge service (sandbox/parent/warm_service.py), real processes throughout: the
+real CLI, a real service, its real judge and runners. One service is shared by the file's tests in order (each
+cold start is ~10 s on 2 cores); the last ones end it (a hang, then a service of another key that idles out)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from testpaths import BUILD_CACHE, FIXTURES
+
+RELU = str(FIXTURES / "problems" / "relu.py")
+HONEST = str(FIXTURES / "solutions" / "relu_reused_buffer.py")
+WRONG = ("import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+         "        return torch.relu(x) * 0.5\n")
+ADVERSARY = Path(__file__).parent.parent / "adversarial" / "drives_warm_service.py"
+KEYS: list[str] = []  # the shared service's key, as the first test found it
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """One $HOME and one private service folder for the file; every service in it stopped at the end."""
+    home = tmp_path_factory.mktemp("home")
+    warm = home / "warm"
+    warm.mkdir(mode=0o700)
+    e = {**os.environ, "HOME": str(home), "KEVOLVE_CACHE_DIR": str(BUILD_CACHE), "KEVOLVE_WARM_DIR": str(warm),
+         "KEVOLVE_WARM_IDLE_S": "300"}
+    e.pop("KEVOLVE_WARM", None)
+    yield e
+    subprocess.run([sys.executable, "-m", "kevolve.cli", "sandbox", "warm-stop"], env=e, capture_output=True,
+                   timeout=60)
+
+
+def kevolve(env: dict[str, str], *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kevolve.cli", *args], capture_output=True, text=True, timeout=300,
+                          env={**env, **extra})
+
+
+def evaluate(env: dict[str, str], solution: str, *flags: str, **extra: str) -> dict:
+    r = kevolve(env, "eval", RELU, solution, "--device", "cpu", "--trials", "3", "--allow-torch-only",
+                "--isolation", "none", "--json", *flags, **extra)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    out = json.loads(r.stdout)
+    out["stderr"] = r.stderr
+    return out
+
+
+def services(env: dict[str, str]) -> list[dict]:
+    r = kevolve(env, "sandbox", "warm-status", "--json")
+    assert r.returncode == 0, r.stderr
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def gone(pid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            os.kill(pid, 0)
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except (ProcessLookupError, OSError):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+
+
+def test_warm_verdicts_and_the_second_evaluation_reuses_the_service(env: dict[str, str], tmp_path: Path) -> None:
+    first = evaluate(env, HONEST)
+    assert first["status"] == "ok", first["reason"]
+    assert first["warm"]["served"] == 1 and first["stderr"] == ""
+    KEYS.extend(s["key"] for s in services(env))
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(WRONG)
+    second = evaluate(env, str(wrong))
+    assert second["status"] == "incorrect" and second["reason"].startswith("incorrect: "), second["reason"]
+    assert second["warm"]["pid"] == first["warm"]["pid"] and second["warm"]["served"] == 2
+    assert second["speedup"] is None
+    assert {"status", "reason", "speedup", "runtime_ms", "ref_runtime_ms", "checks", "device"} <= set(second)
+
+
+def test_a_candidate_in_a_runner_cannot_reach_or_drive_the_service(env: dict[str, str], tmp_path: Path) -> None:
+    from kevolve.sandbox.isolate import landlock
+
+    if landlock.abi() <= 0:
+        pytest.skip("no Landlock here: with isolation none a candidate can read what the user can")
+    (before,) = services(env)
+    warm = Path(env["KEVOLVE_WARM_DIR"])
+    known = [str(warm / f"{before['key']}.sock"), str(warm / f"{before['key']}.token")]
+    hack = tmp_path / "hack.py"
+    hack.write_text(ADVERSARY.read_text().replace("KNOWN: list[str] = []", f"KNOWN: list[str] = {known!r}"))
+    out = evaluate(env, str(hack), "--allow", "all")
+    assert out["status"] == "ok", out["reason"]  # it learned nothing (it fails to construct if it does)
+    assert out["warm"]["pid"] == before["pid"] and out["warm"]["served"] == before["served"] + 1
+    log = (warm / f"{before['key']}.log").read_text()
+    assert "refused a connection" in log and "descends from this service" in log  # it tried, and was refused
+
+
+def test_concurrent_evaluations_share_the_service(env: dict[str, str]) -> None:
+    (before,) = services(env)
+    cmd = [sys.executable, "-m", "kevolve.cli", "eval", RELU, HONEST, "--device", "cpu", "--trials", "3",
+           "--allow-torch-only", "--isolation", "none", "--json"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    outs = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+    assert [o["status"] for o in outs] == ["ok", "ok"]
+    assert {o["warm"]["pid"] for o in outs} == {before["pid"]}
+    assert sorted(o["warm"]["served"] for o in outs) == [before["served"] + 1, before["served"] + 2]
+
+
+def test_a_hung_service_is_left_for_a_cold_verdict(env: dict[str, str], tmp_path: Path) -> None:
+    (svc,) = services(env)
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(WRONG)
+    os.kill(svc["pid"], signal.SIGSTOP)
+    try:
+        out = evaluate(env, str(wrong), KEVOLVE_WARM_HANG_S="2")
+    finally:
+        if not gone(svc["pid"], 0):
+            os.kill(svc["pid"], signal.SIGCONT)
+    assert out["status"] == "incorrect", out["reason"]  # the cold verdict, the same as the warm one above
+    assert out["warm"] is None
+    note = out["stderr"].strip()
+    assert note.count("\n") == 0 and note.startswith("kevolve: warm judge unavailable (no word") \
+        and note.endswith("evaluating cold"), note
+    assert gone(svc["pid"], 10)  # the client killed it: the next evaluation starts a fresh one
+    assert services(env) == []
+
+
+def test_another_key_is_another_service_and_an_idle_one_exits(env: dict[str, str]) -> None:
+    out = evaluate(env, HONEST, "--warm-idle", "2", KEVOLVE_CONFINE_WRITES="on")  # configures the judge
+    assert out["status"] == "ok" and out["warm"]["served"] == 1
+    (svc,) = services(env)
+    assert svc["pid"] == out["warm"]["pid"] and KEYS and svc["key"] not in KEYS
+    assert gone(svc["pid"], 40)  # idle for 2 s after preparing the next problem: it exits by itself
+    assert not list(Path(env["KEVOLVE_WARM_DIR"]).glob("*.sock"))
