@@ -53,10 +53,10 @@ def or_fail(parse: Callable[..., T], *args: object) -> T:
 
 
 def default_device() -> str:
-    """cuda if PyTorch sees a GPU, else cpu."""
-    import torch
+    """cuda if PyTorch sees a GPU, else cpu (sandbox/config.py: without importing a CPU-only PyTorch)."""
+    from kevolve.sandbox.config import default_device as device
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return device()
 
 
 def device_syntax_problem(dev: str) -> str | None:

@@ -203,9 +203,9 @@ class Service:
         if given.get("device") not in (None, self.key.device):
             return "the request's device is not this service's"
         if self.device is None:
-            import torch
+            from kevolve.sandbox.config import default_device
 
-            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+            self.device = default_device()
         elif self.device.startswith("cuda"):
             import torch
 
