@@ -148,7 +148,7 @@ def warm_status(
         if json_out:
             typer.echo(json.dumps({"key": files.digest, **s}))
         else:
-            busy = "evaluating" if s["busy"] else f"idle {s['idle_for_s']:.0f} s of {s['idle_s']:.0f}"
+            busy = s.get("doing", "evaluating") if s["busy"] else f"idle {s['idle_for_s']:.0f} s of {s['idle_s']:.0f}"
             typer.echo(f"{files.digest}: pid {s['pid']}, {s['device']} ({s['backend']}, isolation {s['isolation']}), "
                        f"{s['served']} evaluation(s), {busy}")
     if not running and not json_out:

@@ -111,6 +111,8 @@ class Service:
         self.box: Any = None
         self.device: str | None = None if key.device == "default" else key.device
         self.served, self.active, self.last = 0, 0, time.monotonic()
+        self.count_lock = threading.Lock()  # `active` is counted by every connection's thread
+        self.doing = "idle"  # or "evaluating", "preparing the next problem"
         self.started = time.time()
         self.stopping = threading.Event()
         self.ahead: tuple[str, int] | None = None  # (what it was prepared for, its seed)
@@ -118,7 +120,8 @@ class Service:
     # ------------------------------------------------------------------ requests
 
     def handle(self, conn: socket.socket) -> None:
-        self.active += 1
+        with self.count_lock:
+            self.active += 1
         try:
             why = peer_refusal(conn)
             if why:
@@ -141,12 +144,13 @@ class Service:
             log.exception("request failed: %s", e)
         finally:
             conn.close()
-            self.active -= 1
+            with self.count_lock:
+                self.active -= 1
 
     def status(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "served": self.served, "device": self.device or self.key.device,
                 "isolation": self.key.fields["isolation"], "backend": self.key.fields["backend"],
-                "idle_s": self.idle_s, "started": self.started, "busy": self.work.locked(),
+                "idle_s": self.idle_s, "started": self.started, "busy": self.work.locked(), "doing": self.doing,
                 "idle_for_s": round(time.monotonic() - self.last, 1), "prepared_ahead": self.ahead is not None}
 
     def _evaluate(self, peer: _Peer, req: dict[str, Any]) -> None:
@@ -154,7 +158,7 @@ class Service:
         threading.Thread(target=peer.heartbeat, args=(done,), daemon=True).start()
         try:
             with self.work:
-                peer.state = "working"
+                peer.state = self.doing = "evaluating"
                 if req.get("idle_s"):
                     self.idle_s = float(req["idle_s"])
                 reply, after = self._judge_one(req, peer)
@@ -162,8 +166,10 @@ class Service:
                 done.set()
                 peer.send(reply)
                 if after is not None:
+                    self.doing = "preparing the next problem"
                     after()  # the next evaluation's problem, while the client prints this one
         finally:
+            self.doing = "idle"
             done.set()
             self.last = time.monotonic()  # idle from here (a status request is no use)
 
