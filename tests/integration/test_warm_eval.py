@@ -1,6 +1,7 @@
 """`kevolve eval` through the warm judge service (sandbox/parent/warm_service.py), real processes throughout: the
 real CLI, a real service, its real judge and runners. One service is shared by the file's tests in order (each
-cold start is ~10 s on 2 cores); the last ones end it (a hang, then a service of another key that idles out)."""
+cold start is ~10 s on 2 cores); the last ones end it (a hang and a kill, then a service of another key that idles
+out)."""
 
 from __future__ import annotations
 
@@ -42,9 +43,13 @@ def kevolve(env: dict[str, str], *args: str, **extra: str) -> subprocess.Complet
                           env={**env, **extra})
 
 
+def eval_cmd(solution: str, *flags: str) -> list[str]:
+    return [sys.executable, "-m", "kevolve.cli", "eval", RELU, solution, "--device", "cpu", "--trials", "3",
+            "--allow-torch-only", "--isolation", "none", "--json", *flags]
+
+
 def evaluate(env: dict[str, str], solution: str, *flags: str, **extra: str) -> dict:
-    r = kevolve(env, "eval", RELU, solution, "--device", "cpu", "--trials", "3", "--allow-torch-only",
-                "--isolation", "none", "--json", *flags, **extra)
+    r = subprocess.run(eval_cmd(solution, *flags), capture_output=True, text=True, timeout=300, env={**env, **extra})
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     out = json.loads(r.stdout)
@@ -72,18 +77,23 @@ def gone(pid: int, within_s: float) -> bool:
         time.sleep(0.2)
 
 
-def test_warm_verdicts_and_the_second_evaluation_reuses_the_service(env: dict[str, str], tmp_path: Path) -> None:
-    first = evaluate(env, HONEST)
-    assert first["status"] == "ok", first["reason"]
-    assert first["warm"]["served"] == 1 and first["stderr"] == ""
-    KEYS.extend(s["key"] for s in services(env))
+def test_two_evaluations_at_once_start_one_service_and_get_cold_verdicts(env: dict[str, str], tmp_path: Path) -> None:
+    """Two `kevolve eval`s started together: one starts the service, the other waits for it (or queues behind the
+    first evaluation); an honest candidate is ok and a wrong one incorrect, as cold (test_cli_eval.py)."""
     wrong = tmp_path / "wrong.py"
     wrong.write_text(WRONG)
-    second = evaluate(env, str(wrong))
-    assert second["status"] == "incorrect" and second["reason"].startswith("incorrect: "), second["reason"]
-    assert second["warm"]["pid"] == first["warm"]["pid"] and second["warm"]["served"] == 2
-    assert second["speedup"] is None
-    assert {"status", "reason", "speedup", "runtime_ms", "ref_runtime_ms", "checks", "device"} <= set(second)
+    procs = [subprocess.Popen(eval_cmd(sol), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for sol in (HONEST, str(wrong))]
+    runs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _out, err in runs]
+    honest, bad = (json.loads(out) for out, _err in runs)
+    assert [err for _out, err in runs] == ["", ""]
+    assert honest["status"] == "ok", honest["reason"]
+    assert bad["status"] == "incorrect" and bad["reason"].startswith("incorrect: ") and bad["speedup"] is None
+    assert honest["warm"]["pid"] == bad["warm"]["pid"]  # one service, both served
+    assert sorted((honest["warm"]["served"], bad["warm"]["served"])) == [1, 2]
+    assert {"status", "reason", "speedup", "runtime_ms", "ref_runtime_ms", "checks", "device"} <= set(bad)
+    KEYS.extend(s["key"] for s in services(env))
 
 
 def test_a_candidate_in_a_runner_cannot_reach_or_drive_the_service(env: dict[str, str], tmp_path: Path) -> None:
@@ -103,34 +113,31 @@ def test_a_candidate_in_a_runner_cannot_reach_or_drive_the_service(env: dict[str
     assert "refused a connection" in log and "descends from this service" in log  # it tried, and was refused
 
 
-def test_concurrent_evaluations_share_the_service(env: dict[str, str]) -> None:
-    (before,) = services(env)
-    cmd = [sys.executable, "-m", "kevolve.cli", "eval", RELU, HONEST, "--device", "cpu", "--trials", "3",
-           "--allow-torch-only", "--isolation", "none", "--json"]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
-    outs = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
-    assert [o["status"] for o in outs] == ["ok", "ok"]
-    assert {o["warm"]["pid"] for o in outs} == {before["pid"]}
-    assert sorted(o["warm"]["served"] for o in outs) == [before["served"] + 1, before["served"] + 2]
-
-
-def test_a_hung_service_is_left_for_a_cold_verdict(env: dict[str, str], tmp_path: Path) -> None:
+def test_a_hung_or_killed_service_is_left_for_a_cold_verdict(env: dict[str, str], tmp_path: Path) -> None:
+    """The service stopped (SIGSTOP) under two clients: the one that allows 2 s of silence calls it hung and kills
+    it, which ends the other's connection mid-request. Both verdicts come cold, each with one line on stderr."""
     (svc,) = services(env)
     wrong = tmp_path / "wrong.py"
     wrong.write_text(WRONG)
     os.kill(svc["pid"], signal.SIGSTOP)
     try:
-        out = evaluate(env, str(wrong), KEVOLVE_WARM_HANG_S="2")
+        waiting = subprocess.Popen(eval_cmd(str(wrong)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env={**env, "KEVOLVE_WARM_HANG_S": "120"})
+        time.sleep(1.0)
+        hasty = evaluate(env, str(wrong), KEVOLVE_WARM_HANG_S="2")
+        out, err = waiting.communicate(timeout=300)
     finally:
         if not gone(svc["pid"], 0):
-            os.kill(svc["pid"], signal.SIGCONT)
-    assert out["status"] == "incorrect", out["reason"]  # the cold verdict, the same as the warm one above
-    assert out["warm"] is None
-    note = out["stderr"].strip()
-    assert note.count("\n") == 0 and note.startswith("kevolve: warm judge unavailable (no word") \
-        and note.endswith("evaluating cold"), note
-    assert gone(svc["pid"], 10)  # the client killed it: the next evaluation starts a fresh one
-    assert services(env) == []
+            os.kill(svc["pid"], signal.SIGKILL)
+    assert waiting.returncode == 0 and "Traceback" not in err, err
+    killed = {**json.loads(out), "stderr": err}
+    for run, why in ((hasty, "(no word from the warm judge"), (killed, "(the warm judge closed the connection")):
+        assert run["status"] == "incorrect", run["reason"]  # the cold verdict, the same as the warm one above
+        assert run["warm"] is None
+        note = run["stderr"].strip()
+        assert note.count("\n") == 0 and note.startswith("kevolve: warm judge unavailable " + why) \
+            and note.endswith("evaluating cold"), note
+    assert gone(svc["pid"], 10) and services(env) == []  # the next evaluation starts a fresh one
 
 
 def test_another_key_is_another_service_and_an_idle_one_exits(env: dict[str, str]) -> None:
