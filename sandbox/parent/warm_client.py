@@ -133,10 +133,11 @@ def _log_tail(files: ServiceFiles) -> str:
 
 def _stop_others(files: ServiceFiles, key: WarmKey) -> None:
     """Services of another key for the same device (kevolve edited, another environment) are asked to stop: two
-    judges of one device would share its memory and cores. One evaluating finishes first."""
+    judges of one device would share its memory and cores. One evaluating finishes first. A service keyed by no
+    --device ("default") may hold any device: it goes too."""
     for other in all_services(files.dir):
-        info = read_info(other)
-        if other.digest != files.digest and (info.get("key") or {}).get("device") == key.device:  # type: ignore[union-attr]
+        device = (read_info(other).get("key") or {}).get("device")  # type: ignore[union-attr]
+        if other.digest != files.digest and (device == key.device or "default" in (device, key.device)):
             stop(other, wait_s=0.0)
 
 
