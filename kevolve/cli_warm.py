@@ -26,14 +26,17 @@ class WarmResult:
     served: int  # evaluations this service has made, this one included
     prepared_ahead: bool  # its problem data was ready before the request came
     wait_s: float  # the client's wall time from connecting to the answer
+    phases: tuple[tuple[str, float, str], ...] = ()  # (name, seconds, where) around the judge's own phases
 
     def json_field(self) -> dict[str, Any]:
         return {"pid": self.pid, "served": self.served, "prepared_ahead": self.prepared_ahead}
 
     def timing_rows(self) -> list[tuple[str, str, str, str]]:
-        how = "its problem data prepared ahead" if self.prepared_ahead else "its problem data prepared now"
-        return [("warm service", f"{self.wait_s:.3f}", "",
-                 f"pid {self.pid}, evaluation {self.served} since it started; {how}")]
+        how = ("its problem data (the ref. rows) prepared ahead, while the service was idle" if self.prepared_ahead
+               else "its problem data prepared now")
+        return [(name, f"{s:.3f}", "", where) for name, s, where in self.phases] + [
+            ("warm service", f"{self.wait_s:.3f}", "", f"pid {self.pid}, evaluation {self.served} since it started; "
+             f"{how}; the client's wait, connecting to answer")]
 
 
 def cold_reason(flag: bool, keep_scratch: bool, ncu: bool, sandbox: str) -> str | None:
@@ -94,8 +97,23 @@ def evaluate_warm(prob: Problem, cand: Candidate, config: dict[str, Any], device
         return str(reply["problem_error"])
     if "evaluation" not in reply:  # not the service's to make (a usage error the cold path words)
         return None
-    return WarmResult(Evaluation.model_validate(reply["evaluation"]), int(reply["pid"]), int(reply["served"]),
-                      bool(reply.get("prepared_ahead")), time.monotonic() - t0)
+    ev = Evaluation.model_validate(reply["evaluation"])
+    return WarmResult(ev, int(reply["pid"]), int(reply["served"]), bool(reply.get("prepared_ahead")),
+                      time.monotonic() - t0, _phases(reply, ev))
+
+
+def _phases(reply: dict[str, Any], ev: Evaluation) -> tuple[tuple[str, float, str], ...]:
+    """The service's own steps: connecting (its start when this evaluation started it), waiting behind another
+    evaluation or the previous one's preparation, and what the judge's phases do not count (its process's start on
+    a new service, the parent's checks, the answer's way back)."""
+    rows = [("warm.connect", float(reply.get("connect_s", 0.0)), "client: the service's start (python, kevolve), "
+             "then connected" if reply.get("started") else "client: connected to the running service"),
+            ("warm.queued", float(reply.get("queued_s", 0.0)), "service: behind another evaluation or the "
+             "previous one's next problem")]
+    if "evaluate_s" in reply:
+        rows.append(("warm.outside_judge", max(0.0, float(reply["evaluate_s"]) - ev.wall_s),
+                     "service: the judge's start (a new service: python, torch), source checks, the answer's way"))
+    return tuple(rows)
 
 
 __all__ = ["IDLE_HELP", "WarmResult", "cold_reason", "evaluate_warm", "idle_seconds"]

@@ -30,9 +30,12 @@ def evaluate(key: WarmKey, request: dict[str, Any], idle_s: float, hang_s: float
     {"problem_error"} or {"cold": why} (this evaluation is not the service's to make)."""
     files = ServiceFiles(service_dir(), key.digest)
     files.check_socket_path()
-    conn = _connect_or_start(files, key, idle_s)
+    t0 = time.monotonic()
+    conn, started = _connect_or_start(files, key, idle_s)
+    connect_s = time.monotonic() - t0
     try:
-        return _exchange(files, conn, {"op": "evaluate", "idle_s": idle_s, **request}, hang_s, progress)
+        reply = _exchange(files, conn, {"op": "evaluate", "idle_s": idle_s, **request}, hang_s, progress)
+        return {**reply, "connect_s": connect_s, "started": started}
     except _Hung:
         _kill(files)  # the next evaluation starts a fresh service
         raise
@@ -80,21 +83,22 @@ def _connect(files: ServiceFiles) -> socket.socket | None:
         return None
 
 
-def _connect_or_start(files: ServiceFiles, key: WarmKey, idle_s: float) -> socket.socket:
+def _connect_or_start(files: ServiceFiles, key: WarmKey, idle_s: float) -> tuple[socket.socket, bool]:
+    """A connection to the service, and whether this call started it."""
     conn = _connect(files)
     if conn is not None:
-        return conn
+        return conn, False
     with _flock(files.spawn_lock):  # another `kevolve eval` starting the same service: wait for it, then use it
         conn = _connect(files)
         if conn is not None:
-            return conn
+            return conn, False
         _stop_others(files, key)
         proc = _spawn(files, key, idle_s)
         deadline = time.monotonic() + _START_S
         while time.monotonic() < deadline:
             conn = _connect(files)
             if conn is not None:
-                return conn
+                return conn, True
             if proc.poll() is not None:
                 raise WarmUnavailable(f"the warm judge did not start: {_log_tail(files) or f'exit {proc.returncode}'}")
             time.sleep(0.05)

@@ -156,12 +156,15 @@ class Service:
     def _evaluate(self, peer: _Peer, req: dict[str, Any]) -> None:
         done = threading.Event()
         threading.Thread(target=peer.heartbeat, args=(done,), daemon=True).start()
+        t0 = time.monotonic()
         try:
             with self.work:
                 peer.state = self.doing = "evaluating"
                 if req.get("idle_s"):
                     self.idle_s = float(req["idle_s"])
+                queued = time.monotonic() - t0
                 reply, after = self._judge_one(req, peer)
+                reply["queued_s"] = queued
                 self.last = time.monotonic()
                 done.set()
                 peer.send(reply)
@@ -189,6 +192,7 @@ class Service:
             return {"cold": box}, None
         match, seed, ahead = self._seed_for(problem, config)
         box.progress = lambda phase: peer.send({"progress": phase})
+        t0 = time.monotonic()
         try:
             ev = box.evaluate(problem, cand, config.model_copy(update={"seed": seed}))
         except ProblemError as e:
@@ -198,7 +202,7 @@ class Service:
             box.progress = None
         self.served += 1
         reply = {"evaluation": ev.model_dump(mode="json"), "pid": os.getpid(), "served": self.served,
-                 "prepared_ahead": ahead}
+                 "prepared_ahead": ahead, "evaluate_s": time.monotonic() - t0}
         return reply, lambda: self._prepare_next(problem, config, match)
 
     def _check(self, given: dict[str, Any]) -> str | None:
