@@ -37,6 +37,8 @@ _VOLATILE = {"PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM", "COLORTE
              "HISTFILE", "HISTSIZE", "HISTCONTROL", "LESS", "LESSOPEN", "LESSCLOSE", "PAGER", "EDITOR", "VISUAL",
              "OLDPWD", "INSIDE_EMACS", "VTE_VERSION", "GPG_TTY", DIR_ENV, SWITCH_ENV, IDLE_ENV, HANG_ENV}
 _VOLATILE_PREFIXES = ("TERM_", "TMUX", "XDG_SESSION_", "XDG_VTNR", "PYTEST_", "SSH_", "LC_TERMINAL")
+# kevolve's own variables that no judge reads (the archive's, the LLM's, the terminal width): not the service's
+_NOT_THE_JUDGES = ("KEVOLVE_DB", "KEVOLVE_HOME", "KEVOLVE_LLM_", "KEVOLVE_API_", "KEVOLVE_COLUMNS")
 
 
 class WarmUnavailable(Exception):
@@ -48,7 +50,7 @@ def service_env() -> dict[str, str]:
     drops them again for itself and its runners), kevolve's own variables kept (they configure the sandbox)."""
     from kevolve.sandbox.isolate.launch import _CLOUD_PREFIXES, _SECRET_RE
 
-    drop = tuple(p for p in _CLOUD_PREFIXES if p != "KEVOLVE_")
+    drop = tuple(p for p in _CLOUD_PREFIXES if p != "KEVOLVE_") + _NOT_THE_JUDGES
     return {k: v for k, v in os.environ.items()
             if not _SECRET_RE.search(k) and not k.upper().startswith(drop)}
 

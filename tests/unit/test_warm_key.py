@@ -58,3 +58,15 @@ def test_a_folder_inside_what_runners_may_read_is_refused(tmp_path: Path) -> Non
     assert readable_by_runners(cache / "warm", cache) == str(cache.resolve())
     assert readable_by_runners(tmp_path / "elsewhere", cache) is None
     assert readable_by_runners(Path("/usr/share/kevolve-warm"), cache) == "/usr"
+
+
+def test_the_service_gets_no_secret_and_no_archive_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kevolve.sandbox.parent.warm_key import service_env
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
+    monkeypatch.setenv("KEVOLVE_DB", "postgresql://user:pw@db/kevolve")
+    monkeypatch.setenv("KEVOLVE_LLM_API_KEY", "sk-other")
+    monkeypatch.setenv("KEVOLVE_CACHE_DIR", "/some/cache")
+    env = service_env()
+    assert not {"ANTHROPIC_API_KEY", "KEVOLVE_DB", "KEVOLVE_LLM_API_KEY"} & set(env)
+    assert env["KEVOLVE_CACHE_DIR"] == "/some/cache"  # the sandbox reads it
