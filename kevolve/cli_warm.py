@@ -4,6 +4,7 @@ when it cannot (one line on stderr; the evaluation then runs cold). Light at imp
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,8 @@ def cold_reason(flag: bool, keep_scratch: bool, ncu: bool, sandbox: str) -> str 
         return ""
     if keep_scratch or ncu or sandbox != "local":
         return ""  # the service keeps no scratch, runs no ncu, and drives local runners only
+    if not sys.platform.startswith("linux"):
+        return ""  # it asks the kernel who its peer is (SO_PEERCRED, /proc): Linux only
     return None
 
 

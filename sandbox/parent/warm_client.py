@@ -93,6 +93,7 @@ def _connect_or_start(files: ServiceFiles, key: WarmKey, idle_s: float) -> tuple
         if conn is not None:
             return conn, False
         _stop_others(files, key)
+        _sweep(files)
         proc = _spawn(files, key, idle_s)
         deadline = time.monotonic() + _START_S
         while time.monotonic() < deadline:
@@ -143,6 +144,22 @@ def _stop_others(files: ServiceFiles, key: WarmKey) -> None:
         device = (read_info(other).get("key") or {}).get("device")  # type: ignore[union-attr]
         if other.digest != files.digest and (device == key.device or "default" in (device, key.device)):
             stop(other, wait_s=0.0)
+
+
+def _sweep(files: ServiceFiles, older_s: float = 3600.0) -> None:
+    """Remove what services of other keys left (each edit of kevolve is another key) once they are gone and their
+    files are an hour old."""
+    now = time.time()
+    for digest in {p.name.split(".", 1)[0] for p in files.dir.iterdir()} - {files.digest}:
+        other = ServiceFiles(files.dir, digest)
+        mine = [p for p in files.dir.iterdir() if p.name.startswith(digest + ".")]
+        try:
+            old = all(now - p.lstat().st_mtime > older_s for p in mine)
+        except OSError:
+            continue
+        if old and not _is_service(read_info(other).get("pid"), other):
+            for p in mine:
+                p.unlink(missing_ok=True)
 
 
 def stop(files: ServiceFiles, wait_s: float = 10.0) -> bool:

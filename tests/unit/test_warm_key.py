@@ -70,3 +70,20 @@ def test_the_service_gets_no_secret_and_no_archive_url(monkeypatch: pytest.Monke
     env = service_env()
     assert not {"ANTHROPIC_API_KEY", "KEVOLVE_DB", "KEVOLVE_LLM_API_KEY"} & set(env)
     assert env["KEVOLVE_CACHE_DIR"] == "/some/cache"  # the sandbox reads it
+
+
+def test_files_of_gone_services_of_other_keys_are_swept_after_an_hour(tmp_path: Path) -> None:
+    import time
+
+    from kevolve.sandbox.parent import warm_client
+    from kevolve.sandbox.parent.warm_key import ServiceFiles
+
+    hour_ago = time.time() - 3700
+    for suffix in (".lock", ".log", ".spawn", ".json"):
+        p = tmp_path / f"oldkey{suffix}"
+        p.write_text('{"pid": 999999999}' if suffix == ".json" else "")
+        os.utime(p, (hour_ago, hour_ago))
+    (tmp_path / "fresh.lock").write_text("")  # another key's, recent: perhaps starting now
+    (tmp_path / "mine.lock").write_text("")
+    warm_client._sweep(ServiceFiles(tmp_path, "mine"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.lock", "mine.lock"]
