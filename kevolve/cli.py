@@ -6,15 +6,18 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kevolve import cli_archive, cli_bench, cli_sandbox, defaults
 from kevolve.cli_common import (ALLOW_HELP, SLOWDOWN_HELP, check_compile_baseline, default_device, device_problem,
                                 device_syntax_problem, env_cache_dir, fail, or_fail, parse_allow)
-from kevolve.cli_warm import IDLE_HELP, WarmResult, cold_reason, idle_seconds
+from kevolve.cli_warm import IDLE_HELP, WarmResult, idle_seconds, warm_allowed
 from kevolve.cli_optimize import optimize_cmd
+
+if TYPE_CHECKING:
+    from kevolve.records import Evaluation
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Make PyTorch faster with LLM-written CUDA kernels that are verified and timed.")
@@ -89,7 +92,7 @@ def eval_cmd(
                   isolation=Isolation(isolation), audit=audit, policy_allow=policy_allow,
                   bwrap=os.environ.get(BWRAP_ENV) or None)
     cand = Candidate.from_source(source, prob.id)
-    if cold_reason(warm, keep_scratch, ncu, sandbox) is None:
+    if warm_allowed(warm, keep_scratch, ncu, sandbox):
         from kevolve.cli_warm import evaluate_warm
 
         request = SandboxConfig(device=device or "cpu", **fields).model_dump(  # type: ignore[arg-type]
@@ -123,17 +126,17 @@ def eval_cmd(
     _print_verdict(ev, json_out, timings, None)
 
 
-def _print_verdict(ev: object, json_out: bool, timings: bool, warm: WarmResult | None) -> None:
+def _print_verdict(ev: Evaluation, json_out: bool, timings: bool, warm: WarmResult | None) -> None:
     """The verdict as --json's one object or the report (and --timings' table); `warm`: the service that made it
-    (its pid and count in the JSON's `warm` field, null when cold, and a row of the table)."""
+    (its pid and count in the JSON's `warm` field, null when cold, and rows of the table)."""
     if json_out:
-        sys.stdout.write(json.dumps({**ev.to_json_dict(), "warm": warm.json_field() if warm else None}) + "\n")  # type: ignore[attr-defined]
+        sys.stdout.write(json.dumps({**ev.to_json_dict(), "warm": warm.json_field() if warm else None}) + "\n")
     else:
         from kevolve.report import print_evaluation, print_timings
 
-        print_evaluation(ev)  # type: ignore[arg-type]
+        print_evaluation(ev)
         if timings:
-            print_timings(ev, warm.timing_rows() if warm else [])  # type: ignore[arg-type]
+            print_timings(ev, warm.timing_rows() if warm else [])
 
 
 app.command("optimize")(optimize_cmd)

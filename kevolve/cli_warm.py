@@ -40,15 +40,12 @@ class WarmResult:
              f"{how}; the client's wait, connecting to answer")]
 
 
-def cold_reason(flag: bool, keep_scratch: bool, ncu: bool, sandbox: str) -> str | None:
-    """Why this evaluation runs cold (no service), or None. The quiet reasons (asked for) print nothing."""
-    if not flag or os.environ.get("KEVOLVE_WARM", "").strip().lower() in ("0", "off", "no", "false"):
-        return ""
-    if keep_scratch or ncu or sandbox != "local":
-        return ""  # the service keeps no scratch, runs no ncu, and drives local runners only
-    if not sys.platform.startswith("linux"):
-        return ""  # it asks the kernel who its peer is (SO_PEERCRED, /proc): Linux only
-    return None
+def warm_allowed(flag: bool, keep_scratch: bool, ncu: bool, sandbox: str) -> bool:
+    """Whether this evaluation may go through the service: not turned off (--no-warm, KEVOLVE_WARM=0), nothing the
+    service does not do (it keeps no scratch, runs no ncu, drives local runners only), on Linux (it asks the kernel
+    who its peer is: SO_PEERCRED, /proc)."""
+    off = os.environ.get("KEVOLVE_WARM", "").strip().lower() in ("0", "off", "no", "false")
+    return flag and not off and not keep_scratch and not ncu and sandbox == "local" and sys.platform.startswith("linux")
 
 
 def idle_seconds(flag: float | None) -> float:
@@ -119,4 +116,4 @@ def _phases(reply: dict[str, Any], ev: Evaluation) -> tuple[tuple[str, float, st
     return tuple(rows)
 
 
-__all__ = ["IDLE_HELP", "WarmResult", "cold_reason", "evaluate_warm", "idle_seconds"]
+__all__ = ["IDLE_HELP", "WarmResult", "evaluate_warm", "idle_seconds", "warm_allowed"]
