@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inputs: Sequence[Any] | None = None,
              init: Sequence[Any] | str | None = None, device: str | None = None, max_candidates: int | None = None,
              budget_usd: float | None = None, time_limit_s: float | None = None, target_speedup: float | None = None,
+             budget_tokens: int | None = None, budget_device_s: float | None = None,
              runs_dir: str | Path = "runs", resume: str | None = None, base_url: str | None = None,
              archive: bool = True, archive_ingest: str | None = None, llm_cache: bool = True,
              sandbox: Sandbox | None = None,
@@ -38,7 +39,8 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
     `prompts` is a folder of prompt files replacing the built-in ones, as `--prompts`; `offline` proposes with
     the offline generator instead of an LLM (CUDA only), as `--offline`. `language` is the kernel language
     the LLM is asked for: 'cuda' (load_inline), 'cupy' or 'triton' (GPU only), as `--language`; None lets
-    the target choose. A bad value raises SettingsError (a ValueError) with the CLI's one-line message.
+    the target choose. `budget_tokens` and `budget_device_s` are hard limits on the LLM's tokens and on the
+    evaluations' device time, as `--budget-tokens` and `--budget-device`. A bad value raises SettingsError (a ValueError) with the CLI's one-line message.
     """
     from kevolve.agent.inputs import load_target, problem_from_module
     from kevolve.agent.run import run_optimize
@@ -54,7 +56,8 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
                           runs_dir=Path(runs_dir),
                           llm_cache=llm_cache, archive=archive, archive_ingest=archive_ingest, sandbox=sandbox_options,
                           stop=dict(max_candidates=max_candidates, budget_usd=budget_usd, time_limit_s=time_limit_s,
-                                    target_speedup=target_speedup), evolution=evolution,
+                                    target_speedup=target_speedup, budget_tokens=budget_tokens,
+                                    budget_device_s=budget_device_s), evolution=evolution,
                           prompts_dir=None if prompts is None else Path(prompts))
     problem = None
     if resume is None:

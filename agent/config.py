@@ -89,6 +89,13 @@ class StopConfig(Record):
     budget_usd: float | None = Field(default=None, description=(
         "LLM spend limit: a generation gets no more calls than the dollars left pay for at the dearest a call may "
         "cost (agent/budget.py)"))
+    budget_tokens: int | None = Field(default=None, ge=1, description=(
+        "LLM token limit (prompt + completion, every call): a generation gets no more calls than the tokens left pay "
+        "for at the most a call may take (the longest prompt so far plus a full reply of max_tokens)"))
+    budget_device_s: float | None = Field(default=None, gt=0, description=(
+        "device-seconds limit: the evaluations' wall time summed (the GPU, or the CPU cores a CPU run times on), the "
+        "final audit included; a generation gets no more evaluations than the seconds left pay for at the longest "
+        "evaluation so far (FIRST_EVAL_S before any), and one evaluation's worth is kept for the audit"))
     time_limit_s: float | None = Field(default=None, description="wall-clock limit of the search")
     target_speedup: float | None = Field(default=None, description="stop once a candidate is this fast vs eager")
     patience: int = Field(default=4, ge=1, description="generations without improvement before stopping")

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from kevolve.agent.budget import budget_reason
+from kevolve.agent.budget import NextCost, budget_reason
 from kevolve.agent.config import EvolutionConfig, StopConfig
 from kevolve.agent.state import Job, Trial
 from kevolve.records import Origin, Outcome
@@ -201,9 +201,9 @@ def best_candidate(trials: Iterable[Trial]) -> Trial | None:
 
 
 def stop_reason(trials: Sequence[Trial], best_history: Sequence[float], elapsed_s: float,
-                generation: int, cfg: StopConfig, call_cost: float = 0.0) -> str | None:
-    """The first stop rule that fires, as a one-line reason; None to go on. `call_cost`: what the next LLM call
-    may cost at most (budget.dearest_call)."""
+                generation: int, cfg: StopConfig, call_cost: float | NextCost = 0.0) -> str | None:
+    """The first stop rule that fires, as a one-line reason; None to go on. `call_cost`: what the next proposal
+    may cost at most (budget.next_cost; a number is its LLM call's dollars)."""
     best = best_history[-1] if best_history else 0.0
     last = [t for t in trials if t.job.generation == generation - 1]
     if last and all(t.status == "llm_error" for t in last):  # the model is down: more generations cannot help

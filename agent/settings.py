@@ -69,20 +69,30 @@ def parse_duration(text: str) -> float:
     return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[unit]
 
 
+_TOKENS = re.compile(r"^(\d+(?:\.\d+)?)\s*([km]?)\s*(?:tokens?|tok)$")
+_DEVICE = re.compile(r"^(.+?)\s*(?:gpu|device)$")
+
+
 def parse_budget(text: str) -> dict[str, float]:
-    """--budget: '40' (candidates), '$5' or '5usd' (dollars), '30m' / '2h' (time); comma-separated."""
+    """--budget: '40' (candidates), '$5' or '5usd' (dollars), '30m' / '2h' (time), '200k tokens' (LLM tokens),
+    '20m gpu' / '600 device' (the evaluations' device time); comma-separated."""
     out: dict[str, float] = {}
     for part in (p.strip() for p in text.split(",") if p.strip()):
         low = part.lower()
         try:
-            if low.startswith("$") or low.endswith("usd"):
+            if m := _TOKENS.match(low):
+                out["budget_tokens"] = int(float(m.group(1)) * {"": 1, "k": 1_000, "m": 1_000_000}[m.group(2)])
+            elif m := _DEVICE.match(low):
+                out["budget_device_s"] = parse_duration(m.group(1))
+            elif low.startswith("$") or low.endswith("usd"):
                 out["budget_usd"] = float(low.strip("$").removesuffix("usd"))
             elif low.isdigit():
                 out["max_candidates"] = int(low)
             else:
                 out["time_limit_s"] = parse_duration(low)
         except (ValueError, SettingsError):
-            raise SettingsError(f"--budget {part!r}: expected N (candidates), $X (dollars) or a duration (30m)") from None
+            raise SettingsError(f"--budget {part!r}: expected N (candidates), $X (dollars), a duration (30m), Nk tokens "
+                                "or a device time (20m gpu)") from None
     return out
 
 

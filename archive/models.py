@@ -63,6 +63,8 @@ class CandidateRow(Base):
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    generation: Mapped[int | None] = mapped_column(Integer, nullable=True,
+                                                   comment="the optimize generation that proposed it; NULL elsewhere")
     techniques: Mapped[str] = mapped_column(Text, default="", comment="comma-separated technique tags")
     best_outcome: Mapped[str] = mapped_column(String(32), index=True)
     best_speedup: Mapped[float | None] = mapped_column(Float, index=True)

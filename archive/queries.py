@@ -45,7 +45,7 @@ def to_kernel(c: CandidateRow, p: ProblemRow, with_source: bool = False, score: 
         speedup_compile=c.best_speedup_compile, runtime_ms=c.best_runtime_ms, ref_runtime_ms=c.ref_runtime_ms,
         compile_ref_runtime_ms=c.compile_ref_runtime_ms, device=c.device,
         techniques=tuple(t for t in c.techniques.split(",") if t), origin=c.origin, proposer=c.proposer,
-        created_at=_utc(c.created_at), source=c.source if with_source else None, score=score)
+        generation=c.generation, created_at=_utc(c.created_at), source=c.source if with_source else None, score=score)
 
 
 def _filtered(f: KernelFilter) -> Select:

@@ -52,6 +52,8 @@ class ArchivedKernel(Record):
     techniques: tuple[str, ...]
     origin: str
     proposer: str
+    generation: int | None = Field(default=None, description="the optimize generation that proposed it (None: "
+                                   "imported, bench, or stored before generations were kept)")
     created_at: datetime
     source: str | None = Field(default=None, description="the ModelNew source (left out of listings)")
     score: float | None = Field(default=None, description="search relevance (reciprocal-rank fusion)")

@@ -30,7 +30,7 @@ SAKANA_COLUMNS = ("Op_Name", "Level_ID", "Task_ID", "Kernel_Name", "CUDA_Runtime
                   "Torch_Profile", "Clang_Tidy")
 KEVOLVE_COLUMNS = ("kevolve_kernel_id", "kevolve_problem_id", "kevolve_problem_name", "kevolve_outcome",
                    "kevolve_reason", "kevolve_device", "kevolve_techniques", "kevolve_parent_ids",
-                   "kevolve_origin", "kevolve_proposer", "kevolve_evaluation")
+                   "kevolve_origin", "kevolve_proposer", "kevolve_evaluation", "kevolve_generation")
 REQUIRED = ("CUDA_Code", "PyTorch_Code_Module")
 
 
@@ -58,7 +58,7 @@ def to_row(kernel: ArchivedKernel, problem_source: str, ev: Evaluation | None, p
         "kevolve_reason": ev.reason if ev else "", "kevolve_device": kernel.device,
         "kevolve_techniques": ",".join(kernel.techniques), "kevolve_parent_ids": ",".join(parents),
         "kevolve_origin": kernel.origin, "kevolve_proposer": kernel.proposer,
-        "kevolve_evaluation": ev.model_dump_json() if ev else None,
+        "kevolve_evaluation": ev.model_dump_json() if ev else None, "kevolve_generation": kernel.generation,
     }
 
 
@@ -86,8 +86,9 @@ def write_rows(rows: Iterable[dict], path: Path, fmt: str) -> int:
 
         schema = pa.schema([(c, pa.string()) for c in ("Op_Name", "Kernel_Name", "CUDA_Code", "PyTorch_Code_Module",
                                                        "PyTorch_Code_Functional", "Error", "NCU_Profile",
-                                                       "Torch_Profile", "Clang_Tidy", *KEVOLVE_COLUMNS)]
-                           + [(c, pa.int64()) for c in ("Level_ID", "Task_ID")]
+                                                       "Torch_Profile", "Clang_Tidy",
+                                                       *(c for c in KEVOLVE_COLUMNS if c != "kevolve_generation"))]
+                           + [(c, pa.int64()) for c in ("Level_ID", "Task_ID", "kevolve_generation")]
                            + [(c, pa.float64()) for c in ("CUDA_Runtime", "PyTorch_Native_Runtime",
                                                           "PyTorch_Compile_Runtime", "CUDA_Speedup_Native",
                                                           "CUDA_Speedup_Compile", "Max_Diff")]
@@ -147,6 +148,12 @@ def _num(v: object) -> float | None:
     return x if math.isfinite(x) and x > 0 else None
 
 
+def _generation(v: object) -> int | None:
+    """A row's generation: a whole number from 0, else none (a hand-edited or foreign file)."""
+    g = _int(v)
+    return g if g is not None and g >= 0 else None
+
+
 def _int(v: object) -> int | None:
     """An integer column (Sakana stores some as floats); None when missing or not finite."""
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
@@ -195,7 +202,8 @@ def to_entry(row: dict, run_id: str | None = None) -> Entry:
     origin = str(row.get("kevolve_origin") or "")
     cand = Candidate(id=content_hash(row["CUDA_Code"]), problem_id=problem.id, source=row["CUDA_Code"],
                      parent_ids=parents, origin=Origin(origin) if origin in {o.value for o in Origin} else Origin.IMPORTED,
-                     proposer=str(row.get("kevolve_proposer") or ("kevolve" if row.get("kevolve_kernel_id") else "sakana")))
+                     proposer=str(row.get("kevolve_proposer") or ("kevolve" if row.get("kevolve_kernel_id") else "sakana")),
+                     generation=_generation(row.get("kevolve_generation")))
     ids = {"candidate_id": cand.id, "problem_id": problem.id}
     if row.get("kevolve_evaluation"):
         ev = Evaluation.model_validate_json(row["kevolve_evaluation"]).model_copy(update=ids)

@@ -177,7 +177,8 @@ class Archive:
         cand_pk = conn.scalar(self._insert(CandidateRow).values(
             id=c.id, problem_pk=problem_pk, kernel_name=e.kernel_name or p.name, source=c.source,
             origin=c.origin.value, proposer=c.proposer, prompt_tokens=c.prompt_tokens,
-            completion_tokens=c.completion_tokens, cost_usd=c.cost_usd, techniques=",".join(tg),
+            completion_tokens=c.completion_tokens, cost_usd=c.cost_usd, generation=c.generation,
+            techniques=",".join(tg),
             created_at=utcnow(), **best).on_conflict_do_nothing(index_elements=["id"]).returning(CandidateRow.pk))
         added = cand_pk is not None
         if added:

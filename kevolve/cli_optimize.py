@@ -27,8 +27,13 @@ def optimize_cmd(
     base_url: Annotated[Optional[str], typer.Option(help="server URL for OpenAI-compatible servers")] = None,
     offline: Annotated[bool, typer.Option("--offline", help="no LLM: generated fused CUDA kernels, tuned by "
                                                             "the same loop (needs --device cuda)")] = False,
-    budget: Annotated[Optional[str], typer.Option(help="N candidates, $X dollars and/or a duration (30m), comma-separated")] = None,
+    budget: Annotated[Optional[str], typer.Option(help="N candidates, $X dollars, a duration (30m), Nk tokens and/or a "
+                                                       "device time (20m gpu), comma-separated")] = None,
     budget_usd: Annotated[Optional[float], typer.Option(min=0, help="stop once the LLM spend reaches this")] = None,
+    budget_tokens: Annotated[Optional[int], typer.Option(min=1, help="LLM tokens (prompts + replies, every call) the run "
+                                                                     "may use at most")] = None,
+    budget_device: Annotated[Optional[str], typer.Option(help="device time the evaluations may hold at most, the final "
+                                                               "audit included, e.g. 600, 20m, 1h")] = None,
     max_candidates: Annotated[Optional[int], typer.Option(min=1, help="stop after this many proposals, each one LLM call (a reply "
                                                                          "without code or a duplicate counts)")] = None,
     time_limit: Annotated[Optional[str], typer.Option(help="stop after this long, e.g. 3600, 30m, 2h")] = None,
@@ -84,10 +89,12 @@ def optimize_cmd(
         fail("give a MODULE to optimize (or --resume RUN_ID)")
     try:
         stop: dict[str, object] = parse_budget(budget) if budget else {}
-        stop.update({k: v for k, v in dict(budget_usd=budget_usd, max_candidates=max_candidates,
+        stop.update({k: v for k, v in dict(budget_usd=budget_usd, max_candidates=max_candidates, budget_tokens=budget_tokens,
                                            target_speedup=target_speedup, patience=patience).items() if v is not None})
         if time_limit is not None:
             stop["time_limit_s"] = parse_duration(time_limit)
+        if budget_device is not None:
+            stop["budget_device_s"] = parse_duration(budget_device)
         prior = saved_config(runs_dir, resume) if resume else None
         if resume and prior is None:
             raise SettingsError(f"--resume {resume}: no such run (looked in {runs_dir}/ and at that path)")

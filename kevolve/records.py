@@ -121,6 +121,8 @@ class Candidate(Record):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    generation: int | None = Field(default=None, ge=0, description="the optimize generation that proposed it (0: "
+                                   "the translations); None outside a search (imported, bench)")
     offline: OfflineChoice | None = Field(default=None, description="what the offline generator chose; None "
                                           "from any other proposer")
 

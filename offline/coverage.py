@@ -1,7 +1,7 @@
 """CPU coverage of the offline proposer: for a problem, does it get a candidate that can be right?
 
 Without a GPU, "covered" means: the problem traces, partitions and renders into a candidate (at its
-real shapes); the IR computes what the module computes (`interpret.py` against the module's eager
+real shapes) that the judge's candidate policy accepts (every variant, default allowances); the IR computes what the module computes (`interpret.py` against the module's eager
 output on the CPU, on sizes shrunk by `shrink.py` so this takes seconds); and every generated kernel
 compiles with NVRTC for compute_90, under the default parameters and under every strategy a row
 kernel can take. It says nothing about speed, and a GPU run can still find a kernel wrong.
@@ -31,6 +31,8 @@ class Verdict(StrEnum):
     """the IR run with torch twins differs from the module's output"""
     COMPILE_ERROR = "compile_error"
     """a generated kernel does not compile with NVRTC"""
+    POLICY = "policy"
+    """the judge's candidate policy refuses a generated source (the evaluation would end before it ran)"""
     CHECK_FAILED = "check_failed"
     """the check itself could not run (shrinking, the reference on the CPU, a bug of the generator)"""
 
@@ -78,6 +80,17 @@ def variants(p: object) -> list[str]:
         ps = [replace(x, block=128, ilp=2, unroll=4) if d else x for x, d in zip(p.defaults(), direct, strict=True)]
         out.append(p.source(ps))
     return list(dict.fromkeys(out))
+
+
+def policy_refusal(sources: list[str]) -> str:
+    """'' when the candidate policy (sandbox/policy, default allowances) accepts every source, else its reason: the
+    judge refuses such a candidate before it runs (L3 48/49's `import einops.einops` was found so on the H100)."""
+    from kevolve.sandbox.policy.candidate import check_policy
+
+    for src in sources:
+        if (v := check_policy(src)) is not None:
+            return v.reason
+    return ""
 
 
 def together(sources: list[str]) -> str:
@@ -170,6 +183,9 @@ def check(problem: object, shrunk: object | None = None) -> Coverage:
         sources = variants(p)
     except Exception as e:  # noqa: BLE001 — a generator bug is a verdict here, reported with its type
         return Coverage(Verdict.CHECK_FAILED, f"render: {type(e).__name__}: {e}"[:300], groups)
+    why = policy_refusal(sources)
+    if why:
+        return Coverage(Verdict.POLICY, why, groups, sources=len(sources), seconds=time.monotonic() - t0)
     why = compile_all(sources)
     if why:
         return Coverage(Verdict.COMPILE_ERROR, why, groups, sources=len(sources), seconds=time.monotonic() - t0)

@@ -25,14 +25,14 @@ log = logging.getLogger("offline_coverage")
 
 def summary(rows: list[dict], levels: list[int]) -> str:
     """Per-level totals and the not-covered reasons, as Markdown."""
-    lines = ["| level | problems | covered | share | no candidate | IR mismatch | compile error | check failed |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| level | problems | covered | share | no candidate | IR mismatch | compile error | policy | check failed |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for lv in levels:
         rs = [r for r in rows if r["level"] == lv]
         c = Counter(r["verdict"] for r in rs)
         share = f"{100 * c['covered'] / len(rs):.0f}%" if rs else "n/a"
         lines.append(f"| {lv} | {len(rs)} | {c['covered']} | {share} | {c['no_candidate']} | {c['ir_mismatch']} | "
-                     f"{c['compile_error']} | {c['check_failed']} |")
+                     f"{c['compile_error']} | {c['policy']} | {c['check_failed']} |")
     lines += ["", "Not covered:", ""]
     lines += [f"- {r['key']}: {r['verdict']}: {r['reason']}" for r in rows if r["verdict"] != "covered"]
     return "\n".join(lines) + "\n"

@@ -90,6 +90,7 @@ def propose(task: dict[str, Any], runtime: Runtime[Context]) -> Command:
     cand = Candidate.from_source(source, problem.id, parent_ids=job.parent_ids, origin=job.operator,
                                  proposer=ctx.proposer.name, prompt_tokens=reply.prompt_tokens,
                                  completion_tokens=reply.completion_tokens, cost_usd=reply.cost_usd,
+                                 generation=job.generation,
                                  offline=proposal.offline)
     depth = parents[0].repair_depth + 1 if job.operator is Origin.REPAIR and parents else 0
     dup = ctx.novelty.claim(cand.id, cand.source)

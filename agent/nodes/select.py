@@ -7,7 +7,7 @@ import time
 
 from langgraph.runtime import Runtime
 
-from kevolve.agent.budget import budget_line, next_call_cost
+from kevolve.agent.budget import budget_line, next_cost
 from kevolve.agent.context import Context
 from kevolve.agent.evolution import best_candidate, by_id, migrate, stop_reason, update_islands
 from kevolve.agent.state import RunState
@@ -30,7 +30,7 @@ def select(state: RunState, runtime: Runtime[Context]) -> dict[str, object]:
     now = time.time()
     since = max(state.get("generation_started", now), runtime.context.session_started)  # not the time stopped
     elapsed = state.get("elapsed_s", 0.0) + max(0.0, now - since)
-    reason = stop_reason(trials, history, elapsed, gen + 1, cfg.stop, next_call_cost(cfg, trials))
+    reason = stop_reason(trials, history, elapsed, gen + 1, cfg.stop, next_cost(cfg, trials))
     log.info("generation %d done: best %s (%.2fx), islands %s; used %s%s", gen, best.candidate_id if best else "-",
              history[-1], [len(m) for m in islands], budget_line(trials, cfg.stop, elapsed),
              f"; stop: {reason}" if reason else "")

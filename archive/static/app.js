@@ -167,24 +167,31 @@ async function kernel(id) {
   await parentDiff(k, d.parent_ids);
 }
 
-// The problem's kernels over time: each verified kernel's speedup (log scale) in the order they were made, a line at
-// 1x (eager), and the best so far as a step line (issue 37: no plot of speedups)
+// The problem's kernels over time: each verified kernel's speedup (log scale), a line at 1x (eager), and the best so
+// far as a step line (issue 37). Placed by the generation that made them when every kernel has one (kernels of optimize
+// runs), else in the order they were made.
 function speedupPlot(items) {
-  const pts = items.filter((k) => k.speedup != null && k.speedup > 0)
-    .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+  const byTime = (a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0);
+  const pts = items.filter((k) => k.speedup != null && k.speedup > 0).sort(byTime);
   if (pts.length < 2) return "";
+  const gens = pts.every((k) => k.generation != null);
+  if (gens) pts.sort((a, b) => a.generation - b.generation || byTime(a, b));
   const W = 560, H = 180, pad = 34, ys = pts.map((k) => Math.log10(k.speedup));
   const lo = Math.min(0, ...ys) - 0.05, hi = Math.max(0, ...ys) + 0.05;
-  const X = (i) => pad + (i * (W - 2 * pad)) / (pts.length - 1), Y = (v) => H - pad - ((v - lo) * (H - 2 * pad)) / (hi - lo);
+  const last = gens ? Math.max(1, pts[pts.length - 1].generation) : pts.length - 1;
+  const X = (v) => pad + (v * (W - 2 * pad)) / last, Y = (v) => H - pad - ((v - lo) * (H - 2 * pad)) / (hi - lo);
+  const at = (k, i) => X(gens ? k.generation : i);
   let best = -Infinity;
-  const step = pts.map((k, i) => { best = Math.max(best, Math.log10(k.speedup)); return `${X(i)},${Y(best)}`; }).join(" ");
-  const dots = pts.map((k, i) => `<a href="#/kernel/${esc(k.id)}"><circle class="${k.speedup < 1 ? "slower" : "faster"}" cx="${X(i)}"
-      cy="${Y(Math.log10(k.speedup))}" r="4" data-speedup="${k.speedup}"><title>${esc(k.id.slice(0, 12))} ${x(k.speedup)}</title></circle></a>`).join("");
-  return `<svg id="speedup-plot" width="${W}" height="${H}" role="img" aria-label="speedups over time">
+  const step = pts.map((k, i) => { best = Math.max(best, Math.log10(k.speedup)); return `${at(k, i)},${Y(best)}`; }).join(" ");
+  const dots = pts.map((k, i) => `<a href="#/kernel/${esc(k.id)}"><circle class="${k.speedup < 1 ? "slower" : "faster"}" cx="${at(k, i)}"
+      cy="${Y(Math.log10(k.speedup))}" r="4" data-speedup="${k.speedup}" data-generation="${k.generation ?? ""}"><title>${esc(k.id.slice(0, 12))} ${x(k.speedup)}${gens ? ` (generation ${k.generation})` : ""}</title></circle></a>`).join("");
+  const axis = gens ? `by the generation that made them (0 = translations, last ${pts[pts.length - 1].generation})`
+    : `in the order they were made`;
+  return `<svg id="speedup-plot" class="${gens ? "by-generation" : "by-time"}" width="${W}" height="${H}" role="img" aria-label="speedups over ${gens ? "generations" : "time"}">
     <line id="eager-line" x1="${pad}" x2="${W - pad}" y1="${Y(0)}" y2="${Y(0)}" stroke="#999" stroke-dasharray="4 3"/>
     <text x="${W - pad + 4}" y="${Y(0) + 4}" font-size="11">1×</text>
     <polyline id="best-line" points="${step}" fill="none" stroke="#1e7b34"/>${dots}
-    <text x="${pad}" y="${H - 8}" font-size="11">kernels in the order they were made (${pts.length}); speedup vs eager, log scale</text></svg>`;
+    <text x="${pad}" y="${H - 8}" font-size="11">${pts.length} kernels ${axis}; speedup vs eager, log scale</text></svg>`;
 }
 
 async function problem(id) {

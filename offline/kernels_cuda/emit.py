@@ -209,6 +209,21 @@ def _public_nn(m: re.Match[str]) -> str:
     return f"torch.nn.functional.{name}" if public is not None and public is getattr(torch._C._nn, name, None) else m.group(0)
 
 
+def _public_module(module: str, head: str) -> str:
+    """The shortest already-imported package prefix of `module` that holds the same `head`: `einops` for
+    `einops.einops.rearrange` (what the problem itself imports, and what the candidate policy allows), else
+    `module` itself."""
+    import sys
+
+    held = getattr(sys.modules.get(module), head, None)
+    parts = module.split(".")
+    for i in range(1, len(parts)):
+        prefix = ".".join(parts[:i])
+        if held is not None and getattr(sys.modules.get(prefix), head, None) is held:
+            return prefix
+    return module
+
+
 def _globals_block(glb: dict[str, Any], launchers: dict[str, str]) -> list[str]:
     lines = []
     for name, obj in glb.items():
@@ -226,7 +241,7 @@ def _globals_block(glb: dict[str, Any], launchers: dict[str, str]) -> list[str]:
             # a plain import (not __import__): candidates must pass the candidate policy
             head, _, rest = obj.__qualname__.partition(".")
             owner = name if not rest else f"_kv_{name}_owner"
-            lines.append(f"from {obj.__module__} import {head} as {owner}")
+            lines.append(f"from {_public_module(obj.__module__, head)} import {head} as {owner}")
             if rest:
                 lines.append(f"{name} = {owner}.{rest}")
         else:

@@ -30,7 +30,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -125,8 +124,9 @@ class IsolatedRunner:
         full = [*bwrap_argv(cwd, (self.cache_dir,), self.pids_limit, "cpu", binary=self.binary), *argv] \
             if self.bwrap else argv
         if self.landlock:
-            full = [sys.executable, "-P", "-m", "kevolve.sandbox.isolate.landlock", "--write", str(cwd),
-                    "--read", str(self.cache_dir), "--", *argv]
+            from kevolve.sandbox.isolate.landlock import launcher
+
+            full = [*launcher(cwd, (self.cache_dir,)), *argv]
         t0 = time.monotonic()
         with tempfile.TemporaryFile() as out:
             proc = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,

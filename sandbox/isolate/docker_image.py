@@ -180,16 +180,31 @@ def source_hash() -> str:
 
 
 def ensure_local(tag: str, client: Any) -> str:
-    """The image for this checkout: reused if its source hash matches, else rebuilt (about 1-2 min)."""
+    """The image for this checkout: reused if its source hash matches, else rebuilt (about 1-2 min).
+
+    One builder at a time per tag on this machine (a file lock): two kevolve processes, or two test
+    workers, that want the image at once build it once; the second finds it built and reuses it."""
+    import fcntl
+
     want = source_hash()
+    if found := _current(tag, client, want):
+        return found
+    lock_path = Path(tempfile.gettempdir()) / f"kevolve-image-{re.sub(r'[^A-Za-z0-9_.-]', '_', tag)}.lock"
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if found := _current(tag, client, want):
+            return found
+        log.info("building %s from this machine's Python (source %s)", tag, want)
+        return build_local(tag, client)
+
+
+def _current(tag: str, client: Any, want: str) -> str | None:
+    """The id of image `tag` if it was built from source hash `want`."""
     try:
         image = client.images.get(tag)
-        if image.labels.get("org.kevolve.source_hash") == want:
-            return image.id
     except Exception:  # noqa: BLE001 - ImageNotFound
-        pass
-    log.info("building %s from this machine's Python (source %s)", tag, want)
-    return build_local(tag, client)
+        return None
+    return image.id if image.labels.get("org.kevolve.source_hash") == want else None
 
 
 def build_local(tag: str, client: Any = None) -> str:

@@ -17,7 +17,7 @@ from typing import Callable
 
 from kevolve.languages import array_modules
 from kevolve.sandbox.policy.tables import (ALLOW, ARRAY_FILE_NAMES, ARRAY_RNG_NAMES, BACKENDS, BACKENDS_QUERIES,
-                                           FILE_METHODS, GLOBAL_HOOK_PREFIX,
+                                           FILE_METHODS, GLOBAL_HOOK_PREFIX, LIBRARIES,
                                            HEAVY, KNOWN_MODULES, MEMBERS, MODULES, NN_LAYERS, OWN_SUBMODULES, PARTIAL,
                                            PRIVATE_OK, REROOT, RNG_NAMES, RNG_ROOTS, SETTER_PREFIXES, STDLIB,
                                            STDLIB_DENIED, TOGGLE_NAMES)
@@ -80,6 +80,8 @@ def module_category(name: str) -> Verdict:
     top = name.split(".")[0]
     if top.startswith("kevolve"):
         return "import", f"import of {name} (the evaluator's own modules)"
+    if top in LIBRARIES:
+        return None if name in LIBRARIES else ("import", f"import of {name} (not on the import allowlist)")
     parts = name.split(".")
     for i in range(len(parts), 0, -1):
         cat = MODULES.get(".".join(parts[:i]))
@@ -136,6 +138,8 @@ def _classify_one(chain: Chain, ctx: str) -> Verdict:
         return None  # the module itself: its import statement is judged on its own
     if root.startswith("kevolve"):
         return "import", f"uses {name} (the evaluator's own modules)"
+    if root in LIBRARIES:
+        return _library(chain)
     if len(chain) > 1 and (name in KNOWN_MODULES or name in MODULES):
         verdict = module_category(name)
         if verdict is not None:
@@ -159,6 +163,18 @@ def _classify_one(chain: Chain, ctx: str) -> Verdict:
         return _heavy(chain, ctx)
     if root in _STDLIB_NAMES and root not in STDLIB and root not in PARTIAL:
         return "import", f"uses {name} (a module off the allowlist, reached through another)"
+    return None
+
+
+def _library(chain: Chain) -> Verdict:
+    """A chain into an allowed small library (tables.LIBRARIES): each step a listed member of the module before it;
+    past a member that is not itself a listed module (a function, a class) the general rules judge what follows."""
+    for i in range(1, len(chain)):
+        members = LIBRARIES.get(dotted(chain[:i]))
+        if members is None:
+            return None
+        if chain[i] not in members:
+            return "import", f"uses {dotted(chain)} (not among {dotted(chain[:i])}'s allowed members)"
     return None
 
 

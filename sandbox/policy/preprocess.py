@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
 _INCLUDE_LINE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(?:include|include_next|import|embed)\b[^\n]*$", re.M)
@@ -47,7 +46,7 @@ def _confine_prefix(work: str) -> list[str]:
 
     if landlock.abi() <= 0:
         return []
-    return [sys.executable, "-P", "-m", "kevolve.sandbox.isolate.landlock", "--write", work, "--"]
+    return landlock.launcher(work)
 
 
 @functools.lru_cache(maxsize=512)

@@ -21,6 +21,14 @@ STDLIB = ("math", "cmath", "functools", "itertools", "operator", "typing", "data
           "textwrap", "contextlib", "time", "__future__")
 # `os` is allowed for os.path, reading named environment variables and a few constants (MEMBERS).
 PARTIAL = ("os", "sys")
+# Small tensor libraries that problems themselves import (KernelBench L3 48/49: einops), allowed by name: each module
+# here lists the members a candidate may use; nothing else under the package (einops.tests holds pytest and pickle).
+LIBRARIES: dict[str, frozenset[str]] = {
+    "einops": frozenset(("rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "parse_shape", "asnumpy",
+                         "EinopsError", "layers")),
+    "einops.layers": frozenset(("torch",)),
+    "einops.layers.torch": frozenset(("Rearrange", "Reduce", "EinMix")),
+}
 
 # Denied modules (and submodules of allowed packages) by category. Importing one is a violation.
 MODULES: dict[str, str] = {

@@ -124,7 +124,14 @@ def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:
         assert fold.find_element(By.TAG_NAME, "pre").text == log
         driver.back()
         driver.back()
-        _wait(driver, "body[data-ready='1'] #code")
+        # the search result's kernel again: wait for its own page, not the one still on screen (which also has #code
+        # and was ready: clicking its problem link raced the re-render, a stale element about one run in five)
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+            "return location.hash === arguments[0] && document.body.dataset.ready === '1' && "
+            "(document.getElementById('kernel-title') || {textContent: ''}).textContent.includes(arguments[1])",
+            f"#/kernel/{kid}", kid))
 
         driver.find_element(By.CSS_SELECTOR, "main p a").click()  # the problem link → its leaderboard
         _wait(driver, "body[data-ready='1'] #leaderboard")
@@ -140,3 +147,33 @@ def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:
         assert "slower" in {m.get_attribute("class") for m in marks}, speeds  # seed 21: this problem has some
         assert all(m.get_attribute("title") == "slower than PyTorch eager"
                    for m in marks if m.get_attribute("class") == "slower")
+
+
+def test_a_problems_speedups_are_plotted_over_the_generations_that_made_them(driver, tmp_path: Path) -> None:  # noqa: ANN001
+    """Kernels of optimize runs carry their generation (issue 37): the problem's plot places each at its generation
+    and the best-so-far line steps up generation by generation; kernels without one keep the order they were made."""
+    from selenium.webdriver.common.by import By
+
+    from kevolve.archive.records import Entry
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    arch = Archive(url, embedder=HashingEmbedder())
+    made = [e for e in entries(40, n_problems=1, seed=5) if e.evaluation.outcome.value == "ok"][:6]
+    gens = [0, 0, 1, 2, 2, 3][: len(made)]
+    arch.put_many([Entry(**{**dict(e), "candidate": e.candidate.model_copy(update={"generation": g})})
+                   for e, g in zip(made, gens)])
+    arch.close()
+    assert len(made) == 6
+    with serve(url) as base:
+        driver.get(base + f"/#/problem/{made[0].problem.id}")
+        _wait(driver, "body[data-ready='1'] #leaderboard")
+        plot = driver.find_element(By.ID, "speedup-plot")
+        assert "by-generation" in plot.get_attribute("class")
+        dots = driver.find_elements(By.CSS_SELECTOR, "#speedup-plot circle")
+        at = sorted((int(d.get_attribute("data-generation")), float(d.get_attribute("cx"))) for d in dots)
+        assert [g for g, _ in at] == sorted(gens)
+        xs = {g: {x for gg, x in at if gg == g} for g in set(gens)}
+        assert all(len(v) == 1 for v in xs.values()), xs  # one column per generation
+        cols = [xs[g].pop() for g in sorted(xs)]
+        assert cols == sorted(cols) and len(set(cols)) == len(cols)
+        assert "generation" in plot.text and "0 = translations" in plot.text

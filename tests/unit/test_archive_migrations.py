@@ -34,6 +34,42 @@ def test_upgrade_twice_is_a_no_op(tmp_path: Path) -> None:
     upgrade(engine)
     upgrade(engine)
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0003"
         tables = {r[0] for r in conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))}
     assert {"problems", "candidates", "evaluations", "lineage", "kernel_tags", "runs", "kernel_fts"} <= tables
+
+
+def test_an_archive_from_before_generations_were_kept_opens_with_none(tmp_path: Path) -> None:
+    """0003 adds candidates.generation: kernels stored before it read back with no generation, and new ones keep
+    theirs. The kernel is written by the archive itself, the schema then taken back to 0002 (the column dropped) and
+    forward again, as an older kevolve's archive is opened by this one."""
+    from alembic import command
+    from alembic.config import Config
+
+    from kevolve.archive.db import MIGRATIONS
+    from kevolve.archive.embed import HashingEmbedder
+    from kevolve.archive.records import Entry, KernelFilter
+    from kevolve.archive.store import Archive
+    from kevolve.archive.synthetic import entries
+
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    first, second = list(entries(2, n_problems=1, seed=3))
+    arch = Archive(url, embedder=HashingEmbedder())
+    arch.put_many([Entry(**{**dict(first), "candidate": first.candidate.model_copy(update={"generation": 4})})])
+    arch.close()
+    engine = make_engine(url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.connect() as conn, conn.begin():
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0002")
+        cols = {r[1] for r in conn.execute(text("PRAGMA table_info(candidates)"))}
+    assert "generation" not in cols
+    engine.dispose()
+    arch = Archive(url, embedder=HashingEmbedder())  # opening upgrades to the head
+    try:
+        arch.put_many([Entry(**{**dict(second), "candidate": second.candidate.model_copy(update={"generation": 2})})])
+        got = {k.id: k.generation for k in arch.kernels(KernelFilter(outcome=None), limit=10)[0]}
+    finally:
+        arch.close()
+    assert got == {first.candidate.id: None, second.candidate.id: 2}

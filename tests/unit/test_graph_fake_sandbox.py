@@ -346,3 +346,39 @@ def test_the_archive_holds_the_winners_audited_speed(tmp_path) -> None:
         assert best["faster"][0] == "rejected"
     finally:
         arch.close()
+
+
+def test_the_archive_keeps_the_generation_that_made_each_kernel(tmp_path) -> None:  # noqa: ANN001
+    """A real run over several generations into a real SQLite archive: each stored kernel carries the generation of the
+    job that proposed it (the run's own journal says which), and an export read back keeps it (issue 37: the
+    archive page's speedups over generations)."""
+    import json
+
+    from kevolve.archive.embed import HashingEmbedder
+    from kevolve.archive.ingest import IngestMode, Ingestor
+    from kevolve.archive.records import KernelFilter
+    from kevolve.archive.store import Archive
+    from kevolve.archive.transfer import export, import_file
+
+    arch = Archive(f"sqlite:///{tmp_path / 'a.db'}", embedder=HashingEmbedder())
+    try:
+        llm = ScriptedLLM([("Task:", [reply("slow", "v0"), reply("fast", "v1"), reply("slow", "v2")])])
+        cfg = config(tmp_path / "runs").model_copy(update={"stop": StopConfig(max_candidates=3), "archive": True,
+                                                           "archive_ingest": IngestMode.ALL})
+        r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=FakeSandbox(), retriever=None,
+                         storer=Ingestor(arch, IngestMode.ALL, "optimize"))
+        lines = [json.loads(line) for line in (r.run_dir / "trials.jsonl").read_text().splitlines()]
+        made = {t["candidate"]: t["generation"] for t in lines if t["status"] == "evaluated"}
+        assert r.generations >= 2 and len(set(made.values())) >= 2, made
+        kernels, _ = arch.kernels(KernelFilter(outcome=None, problem_id=PROBLEM.id), sort="speedup", limit=50)
+        assert {k.id: k.generation for k in kernels} == made
+        export(arch, tmp_path / "k.jsonl", filters=KernelFilter(outcome=None))
+    finally:
+        arch.close()
+    again = Archive(f"sqlite:///{tmp_path / 'b.db'}", embedder=HashingEmbedder())
+    try:
+        import_file(again, tmp_path / "k.jsonl")
+        back, _ = again.kernels(KernelFilter(outcome=None), sort="speedup", limit=50)
+        assert {k.id: k.generation for k in back} == made
+    finally:
+        again.close()

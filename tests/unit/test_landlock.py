@@ -98,3 +98,22 @@ def test_a_runner_may_open_only_the_harmless_device_nodes_and_never_a_disk() -> 
     assert {p.name for p in nodes} <= {"null", "zero", "full", "random", "urandom"} | {
         p.name for p in nodes if p.name.startswith("nvidia")}
     assert Path("/dev/null") in nodes and not any(stat.S_ISBLK(p.stat().st_mode) for p in nodes)
+
+
+def test_the_launcher_confines_the_command_it_runs_without_importing_kevolve(tmp_path: Path) -> None:
+    """launcher(): the policy's preprocessor and the build service run their tools through it. The command may read
+    and write under its folder and read what it is given; a file beside them stays unreadable and unwritable."""
+    import subprocess
+
+    work, given, outside = tmp_path / "work", tmp_path / "given", tmp_path / "outside"
+    for d in (work, given, outside):
+        d.mkdir()
+    (given / "in.txt").write_text("given")
+    (outside / "secret.txt").write_text("secret")
+    script = (f"cat {given / 'in.txt'} > {work / 'copy.txt'}; cat {outside / 'secret.txt'} > {work / 'leak.txt'}; "
+              f"echo x > {outside / 'planted.txt'}; true")
+    argv = [*landlock.launcher(work, (given,)), "/bin/sh", "-c", script]
+    assert "-I" in argv and "-S" in argv and "-m" not in argv  # a plain script: no site, no package import
+    subprocess.run(argv, cwd=work, check=True, capture_output=True, timeout=60)
+    assert (work / "copy.txt").read_text() == "given"
+    assert (work / "leak.txt").read_text() == "" and not (outside / "planted.txt").exists()

@@ -91,3 +91,28 @@ def test_script_prints_a_line_per_problem_and_totals_per_level(tmp_path, capsys)
     assert "| 1 | 2 | 1 | 50% | 1 | 0 | 0 | 0 |" in out and "| 2 | 1 | 1 | 100% |" in out
     rows = [json.loads(x) for x in (tmp_path / "out" / "coverage.jsonl").read_text().splitlines()]
     assert [r["verdict"] for r in rows] == ["no_candidate", "covered", "covered"]
+
+
+def test_a_generated_candidate_the_policy_refuses_is_not_covered():
+    """Covered includes the judge's candidate policy: the offline proposer's L3 48/49 candidates imported
+    `einops.einops` (refused on the H100, 2026-11-27) while the CPU coverage called them covered."""
+    from kevolve.offline.coverage import policy_refusal
+    from kevolve.offline.generate import plan
+
+    src = plan(load_problem(FIXTURES / "conv_relu_bias.py")).source()
+    assert policy_refusal([src]) == ""
+    why = policy_refusal([src, src.replace("import torch\n", "import torch\nimport einops.tests\n", 1)])
+    assert why.startswith("policy_import: import of einops.tests"), why
+
+
+def test_the_emitter_imports_a_function_from_the_package_that_re_exports_it():
+    """fx names a function by its defining module (`einops.einops.rearrange`); the candidate imports it where the
+    problem did and the policy allows (`einops`), where the package holds the very same object."""
+    import json
+
+    from kevolve.offline.kernels_cuda.emit import _public_module
+
+    assert json.decoder.JSONDecoder is json.JSONDecoder
+    assert _public_module("json.decoder", "JSONDecoder") == "json"
+    assert _public_module("json.decoder", "scanstring") == "json.decoder"  # json does not hold it
+    assert _public_module("no.such.module", "f") == "no.such.module"

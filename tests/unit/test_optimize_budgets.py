@@ -5,6 +5,8 @@ The whole graph with a scripted LLM and the fake sandbox of test_graph_fake_sand
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from test_graph_fake_sandbox import PROBLEM, FakeSandbox, config, reply
 
@@ -131,3 +133,84 @@ def test_the_report_shows_the_speedup_over_the_generations(tmp_path) -> None:
     so_far = [float(row.split("|")[5].strip().rstrip("x")) for row in rows]
     assert so_far == sorted(so_far) and so_far[-1] == pytest.approx(r.speedup), section  # never goes down
     assert rows[-1].rstrip(" |").endswith("█" * 20)  # the run's best: the full bar
+
+
+class Wordy(ScriptedLLM):
+    """A scripted LLM whose every call takes `prompt` + `reply` tokens, as a real API reports them."""
+
+    def __init__(self, rules, prompt: int, reply: int, **kw) -> None:  # noqa: ANN001, ANN003
+        super().__init__(rules, **kw)
+        self.sizes = (prompt, reply)
+
+    def complete(self, messages, **opts):  # noqa: ANN001, ANN003, ANN201
+        p, r = self.sizes
+        return super().complete(messages, **opts).model_copy(update={"prompt_tokens": p, "completion_tokens": r})
+
+
+def test_the_token_budget_is_never_passed(tmp_path) -> None:
+    """--budget-tokens: each generation gets no more calls than the tokens left pay for at the longest prompt plus a
+    full reply; the run ends with its reason, every token counted within the limit."""
+    from kevolve.agent.budget import tokens_used
+
+    llm = Wordy([], prompt=1_000, reply=400, default=reply("slow", "same"))
+    cfg = config(tmp_path, budget_tokens=40_000).model_copy(update={
+        "stop": StopConfig(max_candidates=30, budget_tokens=40_000, patience=20),
+        "llm": LLMConfig(provider="scripted", model="fake", max_tokens=2_000)})
+    r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=FakeSandbox())
+    used = len(llm.calls) * 1_400
+    assert used <= 40_000 and len(llm.calls) >= 20, len(llm.calls)  # 3,000 a call at most: it stops near 40k
+    assert r.stop_reason.startswith("budget_tokens: "), r.stop_reason
+    trials = [json.loads(line) for line in (r.run_dir / "trials.jsonl").read_text().splitlines()]
+    assert len(trials) == len(llm.calls)
+    unlimited = Wordy([], prompt=1_000, reply=400, default=reply("slow", "same"))
+    run_optimize(PROBLEM, cfg.model_copy(update={"stop": StopConfig(max_candidates=30, patience=20)}),
+                 llm=unlimited, sandbox=FakeSandbox())
+    assert len(unlimited.calls) == 30 > len(llm.calls)  # the token limit is what stopped it
+    assert tokens_used([]) == 0
+
+
+class Slow(FakeSandbox):
+    """The fake sandbox's verdicts, each holding the device `wall_s` seconds; its audit as long again."""
+
+    def __init__(self, wall_s: float) -> None:
+        super().__init__()
+        self.wall_s, self.audits = wall_s, []
+
+    def evaluate(self, problem, candidate, config):  # noqa: ANN001, ANN201
+        return super().evaluate(problem, candidate, config).model_copy(update={"wall_s": self.wall_s})
+
+    def audit(self, problem, candidate, config, ev):  # noqa: ANN001, ANN201
+        from kevolve.sandbox.judge.audit import decide
+
+        self.audits.append(self.wall_s)
+        return decide(ev, ev, None, (1,), self.wall_s)
+
+
+def test_the_device_budget_keeps_the_evaluations_and_the_audit_within_it(tmp_path) -> None:
+    """--budget-device: no more evaluations than the device-seconds left pay for at the longest so far (60 s before
+    any), one kept back for the final audit; evaluations and audit together stay within the limit."""
+    sandbox = Slow(wall_s=20.0)
+    replies = [reply("slow", f"v{i}") for i in range(40)]
+    llm = ScriptedLLM([("Task:", replies)])
+    cfg = config(tmp_path).model_copy(update={"stop": StopConfig(max_candidates=40, budget_device_s=200.0,
+                                                                  patience=30)})
+    r = run_optimize(PROBLEM, cfg, llm=llm, sandbox=sandbox)
+    evaluated = len(sandbox.seen)
+    assert r.stop_reason.startswith("budget_device_s: "), r.stop_reason
+    assert evaluated * 20.0 + sum(sandbox.audits) <= 200.0, (evaluated, sandbox.audits)
+    assert evaluated >= 7 and sandbox.audits == [20.0]  # it used the budget, not just the first guess's share
+    # below two first-guess evaluations (one to run, one for the audit) nothing is proposed at all
+    none = ScriptedLLM([("Task:", replies)])
+    r = run_optimize(PROBLEM, cfg.model_copy(update={"stop": StopConfig(max_candidates=40, budget_device_s=100.0)}),
+                     llm=none, sandbox=Slow(wall_s=20.0))
+    assert not none.calls and r.stop_reason.startswith("budget_device_s: "), r.stop_reason
+
+
+def test_budget_strings_name_tokens_and_device_time() -> None:
+    from kevolve.agent.settings import SettingsError, parse_budget
+
+    assert parse_budget("200k tokens, 20m gpu, $5, 40") == {
+        "budget_tokens": 200_000, "budget_device_s": 1200.0, "budget_usd": 5.0, "max_candidates": 40}
+    assert parse_budget("1.5m tok,600 device") == {"budget_tokens": 1_500_000, "budget_device_s": 600.0}
+    with pytest.raises(SettingsError, match="device time"):
+        parse_budget("many gpu")

@@ -130,6 +130,10 @@ SWIN = HEAD + ("class Merge(nn.Module):\n    def __init__(self, dim, norm_layer=
     HEAD + "import collections.abc\nok = isinstance([], collections.abc.Iterable)\n",
     HEAD + "from collections.abc import Iterable, Mapping\nok = isinstance([], (Iterable, Mapping))\n",
     HEAD + "def f():\n    t = torch.arange(4.0)\n    t *= 8\n    t[0] = 1.0\n    return t\n",
+    # KernelBench L3 48/49 (Mamba2) import einops themselves; a candidate may use its public functions and layers
+    HEAD + "from einops import rearrange, repeat\ny = repeat(rearrange(torch.ones(2, 3), 'a b -> b a'), 'b a -> b a c', c=2)\n",
+    HEAD + "import einops\nfrom einops.layers.torch import Rearrange\nm = nn.Sequential(Rearrange('a b -> b a'))\n"
+           "y = einops.einsum(torch.ones(2, 3), torch.ones(3, 4), 'i j, j k -> i k')\n",
 ])
 def test_what_real_models_write_passes(source: str) -> None:
     assert reason(source) is None
@@ -163,7 +167,14 @@ def test_what_those_allowances_still_refuse(source: str, category: str, what: st
     (HEAD + "import os\nv = os.getenv('HF_TOKEN')\n", "environment", "HF_TOKEN"),
     (HEAD + "import os\nn = input()\nv = os.environ[n]\n", "environment", "named at run time"),
     (HEAD + "x = torch._C._get_tracing_state()\n", "import", "private"),
-    (HEAD + "import einops\n", "import", "allowlist"),
+    (HEAD + "import einopsx\n", "import", "allowlist"),
+    # einops by its members only: its tests package holds pytest (importorskip imports anything) and pickle
+    (HEAD + "import einops.tests.test_einsum as t\nt.pytest.importorskip('ctypes')\n", "import", "allowlist"),
+    (HEAD + "import einops\neinops.tests.test_einsum.pytest.importorskip('ctypes')\n", "import", "allowed members"),
+    (HEAD + "from einops import tests\n", "import", "einops.tests"),
+    (HEAD + "import einops\nf = einops.einops.functools\n", "import", "allowed members"),
+    (HEAD + "from einops import rearrange\nx = rearrange.__globals__\n", "introspection", "__globals__"),
+    (HEAD + "import einops\neinops.rearrange = None\n", "monkeypatch", "einops.rearrange"),
     (HEAD + "class M(nn.Module):\n    def f(self, x):\n        return x.__class__\n", "introspection", "__class__"),
     (HEAD + "def f(cls, fn):\n    cls.forward = fn\n", "monkeypatch", "did not create"),
     (HEAD + "import warnings\nwarnings.filters.clear()\n", "monkeypatch", "warnings.filters"),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from testpaths import ISOLATION, unavailable
+from kevolve.sandbox.config import Isolation
 
 FIXTURES = Path(__file__).parent.parent.parent / "fixtures"
 BACKENDS = ("bwrap", "docker")
@@ -52,7 +53,7 @@ def hostile_config(cpu_config):  # noqa: ANN001, ANN201
     """Python-only candidates (allow_torch_only): the hostility here is not about kernels. The candidate
     policy is off: these test the isolation behind it (test_policy_layer.py tests the policy)."""
     return cpu_config.model_copy(update=dict(allow_torch_only=True, image="kevolve-eval:test",
-                                             isolation="bwrap", memory_limit_gb=4.0, scratch_limit_gb=1.0,
+                                             isolation=Isolation.BWRAP, memory_limit_gb=4.0, scratch_limit_gb=1.0,
                                              policy_allow=("all",)))
 
 
