@@ -48,38 +48,6 @@ def _confine_default() -> str:
     return v
 
 
-def default_device() -> str:
-    """cuda if PyTorch sees a GPU, else cpu: the device of every command given no --device. A PyTorch built
-    without CUDA or ROCm is told from its version file, without importing it (1.5 s on 2 CPU cores, paid by
-    `kevolve eval` before its judge imported it again)."""
-    if _torch_build_without_gpu():
-        return "cpu"
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _torch_build_without_gpu() -> bool:
-    import importlib.util
-
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
-        return False
-    try:
-        text = (Path(list(spec.submodule_search_locations)[0]) / "version.py").read_text()
-    except OSError:
-        return False
-    return version_file_without_gpu(text)
-
-
-def version_file_without_gpu(text: str) -> bool:
-    """Whether torch/version.py's text says a build without CUDA and without ROCm (`cuda = None`, `hip = None`)."""
-    import re
-
-    none = lambda name: re.search(rf"^{name}\s*(?::[^=\n]*)?=\s*None\s*$", text, re.M) is not None  # noqa: E731
-    return none("cuda") and none("hip")
-
-
 class SandboxConfig(Record):
     """How one candidate is evaluated."""
 

@@ -212,15 +212,16 @@ class Service:
                 return f"the request's {field} is not this service's"
         if given.get("device") not in (None, self.key.device):
             return "the request's device is not this service's"
-        if self.device is None:
-            from kevolve.sandbox.config import default_device
+        from kevolve.sandbox.common import device_probe
 
-            self.device = default_device()
-        elif self.device.startswith("cuda"):
+        if self.device is None:
+            self.device = device_probe.default_device()
+        elif self.device.startswith("cuda") and not device_probe.cuda_surely_visible(self.device):
             import torch
 
             if not torch.cuda.is_available():
-                return "no CUDA GPU here"
+                self.stopping.set()  # nothing to keep warm: the service goes
+                return "no CUDA GPU here"  # the cold path says it in its words
         return None
 
     def _box(self, config: Any) -> Any:

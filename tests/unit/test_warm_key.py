@@ -13,13 +13,23 @@ CUDA_BUILD = "__version__ = '2.13.0+cu130'\ncuda: Optional[str] = '13.0'\nhip: O
 ROCM_BUILD = "__version__ = '2.13.0+rocm6.4'\ncuda: Optional[str] = None\nhip: Optional[str] = '6.4.1'\n"
 
 
-def test_only_a_build_without_cuda_and_rocm_is_cpu_without_importing_torch() -> None:
-    from kevolve.sandbox.config import version_file_without_gpu
+def test_the_device_is_read_from_torchs_version_file_without_importing_it() -> None:
+    from kevolve.sandbox.common.device_probe import version_file_with_cuda, version_file_without_gpu
 
     assert version_file_without_gpu(CPU_BUILD)
     assert not version_file_without_gpu(CUDA_BUILD)
     assert not version_file_without_gpu(ROCM_BUILD)
     assert not version_file_without_gpu("")  # unknown: torch decides
+    assert version_file_with_cuda(CUDA_BUILD)
+    assert not version_file_with_cuda(CPU_BUILD) and not version_file_with_cuda(ROCM_BUILD)
+
+
+def test_no_gpu_is_taken_for_granted_without_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kevolve.sandbox.common.device_probe import cuda_surely_visible
+
+    if Path("/proc/driver/nvidia/gpus").is_dir():
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # none left visible: torch must be asked
+    assert not cuda_surely_visible("cuda") and not cuda_surely_visible("cuda:7")
 
 
 def test_the_key_changes_with_what_the_judge_inherits_and_not_with_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
