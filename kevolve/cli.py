@@ -6,14 +6,18 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kevolve import cli_archive, cli_bench, cli_sandbox, defaults
 from kevolve.cli_common import (ALLOW_HELP, SLOWDOWN_HELP, check_compile_baseline, default_device, device_problem,
-                                env_cache_dir, fail, or_fail, parse_allow)
+                                device_syntax_problem, env_cache_dir, fail, or_fail, parse_allow)
+from kevolve.cli_warm import IDLE_HELP, WarmResult, idle_seconds, warm_allowed
 from kevolve.cli_optimize import optimize_cmd
+
+if TYPE_CHECKING:
+    from kevolve.records import Evaluation
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Make PyTorch faster with LLM-written CUDA kernels that are verified and timed.")
@@ -62,6 +66,9 @@ def eval_cmd(
     audit: Annotated[bool, typer.Option("--audit", help="if ok, measure again: fresh runner, fresh inputs, the "
                                         "judge's own clock (audit_mismatch overturns the verdict)")] = False,
     allow: Annotated[Optional[list[str]], typer.Option("--allow", metavar="CATEGORY", help=ALLOW_HELP)] = None,
+    warm: Annotated[bool, typer.Option(help="through this user's warm judge service (started on demand, shut when "
+                                       "idle; cold when it cannot answer; KEVOLVE_WARM=0 turns it off)")] = True,
+    warm_idle: Annotated[Optional[float], typer.Option(min=1.0, help=IDLE_HELP)] = None,
 ) -> None:
     """Evaluate one candidate: correctness, integrity, timing against eager and torch.compile."""
     from kevolve.contract import ProblemError, load_problem, read_source
@@ -76,17 +83,30 @@ def eval_cmd(
         source = read_source(solution)
     except ProblemError as e:
         fail(str(e))
-    dev = device or default_device()
-    if why := device_problem(dev):
+    if device is not None and (why := device_syntax_problem(device)):
         fail(why)
     given = {"timeout_s": timeout, "trials": trials, "tolerance_factor": tolerance_factor,
              "max_slowdown": max_slowdown, "memory_limit_gb": memory_limit_gb, "cache_dir": env_cache_dir()}
-    config = SandboxConfig(device=dev, allow_torch_only=allow_torch_only,
-                           seed=seed, compile_baseline=CompileBaseline(compile_baseline), ncu=ncu,
-                           **{k: v for k, v in given.items() if v is not None},
-                           backend=Backend(sandbox), isolation=Isolation(isolation), audit=audit,
-                           policy_allow=policy_allow, bwrap=os.environ.get(BWRAP_ENV) or None)
+    fields = dict(allow_torch_only=allow_torch_only, seed=seed, compile_baseline=CompileBaseline(compile_baseline),
+                  ncu=ncu, **{k: v for k, v in given.items() if v is not None}, backend=Backend(sandbox),
+                  isolation=Isolation(isolation), audit=audit, policy_allow=policy_allow,
+                  bwrap=os.environ.get(BWRAP_ENV) or None)
     cand = Candidate.from_source(source, prob.id)
+    if warm_allowed(warm, keep_scratch, ncu, sandbox):
+        from kevolve.cli_warm import evaluate_warm
+
+        request = SandboxConfig(device=device or "cpu", **fields).model_dump(  # type: ignore[arg-type]
+            mode="json", exclude_unset=True, exclude=set() if device else {"device"})
+        got = evaluate_warm(prob, cand, request, device, sandbox, isolation, idle_seconds(warm_idle), json_out)
+        if isinstance(got, str):
+            fail(got)
+        if got is not None:
+            _print_verdict(got.evaluation, json_out, timings, got)
+            return
+    dev = device or default_device()
+    if why := device_problem(dev):
+        fail(why)
+    config = SandboxConfig(device=dev, **fields)  # type: ignore[arg-type]
     box = None
     try:
         from kevolve.sandbox.isolate.bwrap import IsolationUnavailable
@@ -103,14 +123,20 @@ def eval_cmd(
     finally:
         if box is not None:
             box.close()
+    _print_verdict(ev, json_out, timings, None)
+
+
+def _print_verdict(ev: Evaluation, json_out: bool, timings: bool, warm: WarmResult | None) -> None:
+    """The verdict as --json's one object or the report (and --timings' table); `warm`: the service that made it
+    (its pid and count in the JSON's `warm` field, null when cold, and rows of the table)."""
     if json_out:
-        sys.stdout.write(json.dumps(ev.to_json_dict()) + "\n")
+        sys.stdout.write(json.dumps({**ev.to_json_dict(), "warm": warm.json_field() if warm else None}) + "\n")
     else:
         from kevolve.report import print_evaluation, print_timings
 
         print_evaluation(ev)
         if timings:
-            print_timings(ev)
+            print_timings(ev, warm.timing_rows() if warm else [])
 
 
 app.command("optimize")(optimize_cmd)

@@ -53,17 +53,28 @@ def or_fail(parse: Callable[..., T], *args: object) -> T:
 
 
 def default_device() -> str:
-    """cuda if PyTorch sees a GPU, else cpu."""
-    import torch
+    """cuda if PyTorch sees a GPU, else cpu (sandbox/config.py: without importing a CPU-only PyTorch)."""
+    from kevolve.sandbox.common.device_probe import default_device as device
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return device()
+
+
+def device_syntax_problem(dev: str) -> str | None:
+    """Why `--device dev` is not a device name (cuda, cuda:N or cpu); None if it is. Imports nothing."""
+    if not (dev == "cpu" or dev == "cuda" or (dev.startswith("cuda:") and dev[5:].isdigit())):
+        return f"--device must be cuda, cuda:N or cpu, not {dev!r}"
+    return None
 
 
 def device_problem(dev: str) -> str | None:
     """Why `--device dev` cannot be used here (not cuda, cuda:N or cpu; or CUDA without a GPU); None if it can."""
-    if not (dev == "cpu" or dev == "cuda" or (dev.startswith("cuda:") and dev[5:].isdigit())):
-        return f"--device must be cuda, cuda:N or cpu, not {dev!r}"
+    if why := device_syntax_problem(dev):
+        return why
     if dev.startswith("cuda"):
+        from kevolve.sandbox.common.device_probe import cuda_surely_visible
+
+        if cuda_surely_visible(dev):  # the driver lists the GPU: no need to import torch here to ask
+            return None
         import torch
 
         if not torch.cuda.is_available():

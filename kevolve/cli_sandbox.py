@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, help="The evaluation sandbox: container image and isolation.")
+app = typer.Typer(no_args_is_help=True, help="The evaluation sandbox: container image, isolation, and the warm judge service.")
 
 
 @app.command("build-image")
@@ -126,3 +126,45 @@ def status() -> None:
 
     for what, how in isolation_rows(os.environ.get(BWRAP_ENV) or None, _gpu_visible()):
         typer.echo(f"{what}: {how}")
+
+
+@app.command("warm-status")
+def warm_status(
+    json_out: Annotated[bool, typer.Option("--json", help="one JSON object per service, one a line")] = False,
+) -> None:
+    """The warm judge services `kevolve eval` keeps for this user: pid, device, evaluations served, idle time."""
+    import json
+
+    from kevolve.sandbox.parent.warm_client import status_all
+    from kevolve.sandbox.parent.warm_key import WarmUnavailable
+
+    try:
+        services = status_all()
+    except WarmUnavailable as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    running = [(f, s) for f, s in services if s is not None]
+    for files, s in running:
+        if json_out:
+            typer.echo(json.dumps({"key": files.digest, **s}))
+        else:
+            busy = s.get("doing", "evaluating") if s["busy"] else f"idle {s['idle_for_s']:.0f} s of {s['idle_s']:.0f}"
+            typer.echo(f"{files.digest}: pid {s['pid']}, {s['device']} ({s['backend']}, isolation {s['isolation']}), "
+                       f"{s['served']} evaluation(s), {busy}")
+    if not running and not json_out:
+        typer.echo("no warm judge service running")
+
+
+@app.command("warm-stop")
+def warm_stop() -> None:
+    """Stop this user's warm judge services (each finishes an evaluation under way); the next `kevolve eval` starts
+    one again unless --no-warm or KEVOLVE_WARM=0."""
+    from kevolve.sandbox.parent.warm_client import stop_all
+    from kevolve.sandbox.parent.warm_key import WarmUnavailable
+
+    try:
+        n = stop_all()
+    except WarmUnavailable as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"stopped {n} warm judge service(s)")

@@ -137,9 +137,10 @@ def timings_rows(ev: Evaluation) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def print_timings(ev: Evaluation) -> None:
+def print_timings(ev: Evaluation, extra: list[tuple[str, str, str, str]] | None = None) -> None:
+    """--timings' table: every phase of `ev`, then `extra` rows (the warm service's, sandbox/parent/warm_service.py)."""
     table = Table("phase", "wall s", "CPU s", "where", title="where the time went")
-    for row in timings_rows(ev):
+    for row in timings_rows(ev) + list(extra or ()):
         table.add_row(*row)
     Console().print(table)
 

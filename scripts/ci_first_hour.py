@@ -104,6 +104,10 @@ def checks(work: Path) -> list[Check]:
         Check("sandbox status", ("sandbox", "status"), True),
         Check("sandbox build-image", ("sandbox", "build-image"), False),
         Check("sandbox prune", ("sandbox", "prune"), False),
+        # the warm judge service the two evals above started (and left to idle): shown, then stopped before the
+        # work folder (its cache) goes
+        Check("sandbox warm-status", ("sandbox", "warm-status"), True),
+        Check("sandbox warm-stop", ("sandbox", "warm-stop"), True),
     ]
 
 

@@ -35,6 +35,13 @@ def shared_pch() -> None:
 
 
 @pytest.fixture(autouse=True)
+def _cold_eval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every `kevolve eval` a test starts runs cold (each test has its own $HOME, and a warm judge service left
+    per test would idle for minutes beside the suite); tests/integration/test_warm_eval.py turns it back on."""
+    monkeypatch.setenv("KEVOLVE_WARM", "0")
+
+
+@pytest.fixture(autouse=True)
 def _shared_pch_where_extensions_are_built(request: pytest.FixtureRequest) -> None:
     """Integration and adversarial tests build C++ extensions in the shared cache (the evaluator's, bench's,
     optimize's): they get the precompiled header first. Unit tests never wait for it."""

@@ -72,7 +72,8 @@ CAUGHT = {
 # Hacks that need their own limits or set-up have their own tests below.
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times",
            "forges_times_slightly", "spins_in_setsid_daemon", "writes_runner_bytecode", "forges_reference_answers",
-           "plants_build_cache", "signals_other_runners", "spins_between_calls"}
+           "plants_build_cache", "signals_other_runners", "spins_between_calls",
+           "drives_warm_service"}  # tests/integration/test_warm_eval.py (it needs a running service)
 
 
 def hack_files() -> list[Path]:
