@@ -48,6 +48,7 @@ HACKS = {
     "forges_reference_answers": "files",
     "plants_build_cache": "introspection",
     "signals_other_runners": "processes",
+    "drives_warm_service": "network",
     "turns_off_thread_check": "introspection",
 }
 # hostile candidate -> (category, template fill)
@@ -60,6 +61,7 @@ HOSTILE = {
     "fills_disk": ("files", {}),
     "allocates_all_memory": (None, {}),
     "starts_daemon": ("introspection", {"MARK": "kevolve-daemon-x"}),  # sys.executable, then fork/setsid
+    "escapes_by_syscall": ("introspection", {"UNIX_PATH": "/tmp/x.sock", "PORT": 9, "SHM_KEY": 1}),  # ctypes first
     "honest": (None, {}),
 }
 

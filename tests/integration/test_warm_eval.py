@@ -109,8 +109,42 @@ def test_a_candidate_in_a_runner_cannot_reach_or_drive_the_service(env: dict[str
     out = evaluate(env, str(hack), "--allow", "all")
     assert out["status"] == "ok", out["reason"]  # it learned nothing (it fails to construct if it does)
     assert out["warm"]["pid"] == before["pid"] and out["warm"]["served"] == before["served"] + 1
-    log = (warm / f"{before['key']}.log").read_text()
-    assert "refused a connection" in log and "descends from this service" in log  # it tried, and was refused
+    # its socket() was refused by the runner's seccomp filter: no connection reached the service at all
+    assert "refused a connection" not in (warm / f"{before['key']}.log").read_text()
+
+
+def test_the_service_refuses_a_peer_that_descends_from_a_kevolve_runner() -> None:
+    """The layer behind Landlock and seccomp (sandbox/parent/warm_service.py `peer_refusal`): a connection's peer,
+    known by the kernel (SO_PEERCRED), is refused when any ancestor is a kevolve judge or runner; a user's process
+    is served. The listening side runs in its own process (as the service does), a sibling of the clients."""
+    import subprocess
+    import sys
+    import time
+
+    server = ("import socket, sys\nfrom kevolve.sandbox.parent.warm_service import peer_refusal\n"
+              "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind(sys.argv[1]); s.listen(1)\n"
+              "print('listening', flush=True); s.settimeout(60); c, _ = s.accept(); print(repr(peer_refusal(c)))\n")
+
+    def peer_of(argv: list[str]) -> str:
+        path = f"/tmp/kevolve-peer-{time.monotonic_ns()}.sock"
+        srv = subprocess.Popen([sys.executable, "-c", server, path], stdout=subprocess.PIPE, text=True)
+        client = None
+        try:
+            assert srv.stdout is not None and srv.stdout.readline().strip() == "listening"
+            code = f"import socket, time; s = socket.socket(socket.AF_UNIX); s.connect({path!r}); time.sleep(5)"
+            client = subprocess.Popen([*argv, sys.executable, "-c", code])
+            return srv.communicate(timeout=60)[0].strip()
+        finally:
+            for proc in (client, srv):
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            Path(path).unlink(missing_ok=True)
+
+    assert peer_of([]) == "None"  # the user's own process (this test's child)
+    # the same client under a process whose command line is a kevolve runner's (bash -c stays its parent)
+    why = peer_of(["bash", "-c", '"$@"; true', "python -m kevolve.sandbox.runner.serve cpu"])
+    assert "descends from a kevolve judge or runner" in why, why
 
 
 def test_a_hung_or_killed_service_is_left_for_a_cold_verdict(env: dict[str, str], tmp_path: Path) -> None:
