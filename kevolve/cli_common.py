@@ -54,7 +54,7 @@ def or_fail(parse: Callable[..., T], *args: object) -> T:
 
 def default_device() -> str:
     """cuda if PyTorch sees a GPU, else cpu (sandbox/config.py: without importing a CPU-only PyTorch)."""
-    from kevolve.sandbox.common.device_probe import default_device as device
+    from kevolve.sandbox.parent.device_probe import default_device as device
 
     return device()
 
@@ -71,7 +71,7 @@ def device_problem(dev: str) -> str | None:
     if why := device_syntax_problem(dev):
         return why
     if dev.startswith("cuda"):
-        from kevolve.sandbox.common.device_probe import cuda_surely_visible
+        from kevolve.sandbox.parent.device_probe import cuda_surely_visible
 
         if cuda_surely_visible(dev):  # the driver lists the GPU: no need to import torch here to ask
             return None

@@ -212,7 +212,7 @@ class Service:
                 return f"the request's {field} is not this service's"
         if given.get("device") not in (None, self.key.device):
             return "the request's device is not this service's"
-        from kevolve.sandbox.common import device_probe
+        from kevolve.sandbox.parent import device_probe
 
         if self.device is None:
             self.device = device_probe.default_device()

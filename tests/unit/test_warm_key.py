@@ -14,7 +14,7 @@ ROCM_BUILD = "__version__ = '2.13.0+rocm6.4'\ncuda: Optional[str] = None\nhip: O
 
 
 def test_the_device_is_read_from_torchs_version_file_without_importing_it() -> None:
-    from kevolve.sandbox.common.device_probe import version_file_with_cuda, version_file_without_gpu
+    from kevolve.sandbox.parent.device_probe import version_file_with_cuda, version_file_without_gpu
 
     assert version_file_without_gpu(CPU_BUILD)
     assert not version_file_without_gpu(CUDA_BUILD)
@@ -25,7 +25,7 @@ def test_the_device_is_read_from_torchs_version_file_without_importing_it() -> N
 
 
 def test_no_gpu_is_taken_for_granted_without_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kevolve.sandbox.common.device_probe import cuda_surely_visible
+    from kevolve.sandbox.parent.device_probe import cuda_surely_visible
 
     if Path("/proc/driver/nvidia/gpus").is_dir():
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # none left visible: torch must be asked
