@@ -12,7 +12,9 @@ under isolation `none`, where the runner shares the host's namespaces and runs a
 - **System V IPC**: segments outlive the evaluation and are a channel to the next one;
 - and what root may do to the whole machine or to the clocks the judge reads: kernel modules, kexec, mounts,
   namespaces, keys, BPF, perf events, io_uring (its own socket and file operations), adjtimex / clock_settime
-  (a slewed clock times everything wrong), other processes' memory.
+  (a slewed clock times everything wrong), other processes' memory and descriptors, and a raised or real-time
+  priority (root may renice itself to -20 or take SCHED_FIFO and starve a neighbouring evaluation's timed calls:
+  found by a probe of this filter, 2026-11-27).
 
 Each is refused with EPERM (clone3 with ENOSYS, so the C library falls back to clone(), which cannot name a
 cgroup). socketpair() stays: an unnamed connected pair reaches no one. The filter is installed once, before the
@@ -46,7 +48,8 @@ _ARCH = {
         "unshare": 272, "setns": 308, "keyctl": 250, "add_key": 248, "request_key": 249, "bpf": 321,
         "perf_event_open": 298, "adjtimex": 159, "clock_adjtime": 305, "clock_settime": 227, "settimeofday": 164,
         "process_vm_readv": 310, "process_vm_writev": 311, "open_by_handle_at": 304, "iopl": 172, "ioperm": 173,
-        "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163, "userfaultfd": 323}),
+        "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163, "userfaultfd": 323, "pidfd_getfd": 438,
+        "setpriority": 141, "sched_setscheduler": 144, "sched_setattr": 314}),
     "aarch64": (0xC00000B7, {
         "socket": 198, "shmget": 194, "shmat": 196, "shmctl": 195, "semget": 190, "semop": 193, "semctl": 191,
         "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "semtimedop": 192, "clone3": 435,
@@ -56,7 +59,8 @@ _ARCH = {
         "unshare": 97, "setns": 268, "keyctl": 219, "add_key": 217, "request_key": 218, "bpf": 280,
         "perf_event_open": 241, "adjtimex": 171, "clock_adjtime": 266, "clock_settime": 112, "settimeofday": 170,
         "process_vm_readv": 270, "process_vm_writev": 271, "open_by_handle_at": 265, "reboot": 142,
-        "swapon": 224, "swapoff": 225, "acct": 89, "userfaultfd": 282}),
+        "swapon": 224, "swapoff": 225, "acct": 89, "userfaultfd": 282, "pidfd_getfd": 438, "setpriority": 140,
+        "sched_setscheduler": 119, "sched_setattr": 274}),
 }
 DENIED = tuple(sorted(_ARCH["x86_64"][1]))
 """The refused system calls (by name; each machine's numbers in _ARCH)."""

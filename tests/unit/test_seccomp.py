@@ -1,0 +1,46 @@
+"""The candidate runner's seccomp filter (sandbox/isolate/seccomp.py) in a real child process: what it refuses,
+and that threads, children and socketpairs still work under it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from kevolve.sandbox.isolate import seccomp
+
+pytestmark = pytest.mark.skipif(not seccomp.supported(), reason="no filter written for this machine")
+
+PROBE = r"""
+import ctypes, socket, subprocess, threading
+from kevolve.sandbox.isolate import seccomp
+assert seccomp.install() == ""
+libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long
+def sc(nr, *a):
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) for x in a]); return r, ctypes.get_errno()
+out = {
+  "socket": sc(41, 1, 1, 0), "x32_socket": sc(41 | 0x40000000, 1, 1, 0), "shmget": sc(29, 0, 4096, 0o1600),
+  "clone3": sc(435, 0, 88), "setpriority": sc(141, 0, 0, -5 & 0xffffffff), "sched_setscheduler": sc(144, 0, 1, 0),
+  "pidfd_getfd": sc(438, 0, 0, 0),
+}
+print({k: v[1] for k, v in out.items() if v[0] == -1})
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+print(len(socket.socketpair()), subprocess.run(["/bin/echo", "child"], capture_output=True, text=True).stdout.strip())
+"""
+
+
+@pytest.mark.skipif(seccomp.platform.machine() != "x86_64", reason="the probe's numbers are x86-64's")
+def test_the_filter_refuses_what_it_names_and_leaves_threads_children_and_socketpairs() -> None:
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    refused, rest = done.stdout.splitlines()
+    assert eval(refused) == {"socket": 1, "x32_socket": 1, "shmget": 1, "clone3": 38, "setpriority": 1,  # noqa: S307
+                             "sched_setscheduler": 1, "pidfd_getfd": 1}
+    assert rest == "2 child"
+
+
+def test_every_machines_table_names_the_same_calls() -> None:
+    x86, arm = (set(seccomp._ARCH[m][1]) for m in ("x86_64", "aarch64"))
+    assert x86 == set(seccomp.DENIED) and x86 - arm == {"iopl", "ioperm"} and arm <= x86  # port I/O: x86 only
+    assert len(seccomp.program("aarch64")) % 8 == 0 and len(seccomp.program("x86_64")) % 8 == 0
