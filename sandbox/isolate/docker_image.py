@@ -20,6 +20,8 @@ import sys
 import sysconfig
 import tarfile
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +89,18 @@ def _copy(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     if src.is_symlink() and not src.resolve().exists():
         return
-    shutil.copy2(src, dst, follow_symlinks=True)
+    _link_or_copy(src, dst)
+
+
+def _link_or_copy(src: str | Path, dst: str | Path) -> None:
+    """A hard link where the file system allows one, else a copy (with its mtime: bytecode caches stay valid).
+
+    The image's tree is only read (tarred into `docker import`): linking it costs no disk. Copying it cost
+    the image's size a second time (1.15 GB with CPU torch), and CI's disk ran out there (stop 43)."""
+    try:
+        os.link(Path(src).resolve(), dst)
+    except OSError:  # another file system, or protected_hardlinks on a file another user owns
+        shutil.copy2(src, dst, follow_symlinks=True)
 
 
 def _libs(paths: list[Path]) -> set[str]:
@@ -115,7 +128,7 @@ def assemble_rootfs(root: Path) -> None:
     for alias in ("python", "python3"):
         (root / "usr/local/bin" / alias).symlink_to(ver)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    shutil.copytree(stdlib, root / "usr/local/lib" / ver, symlinks=True,
+    shutil.copytree(stdlib, root / "usr/local/lib" / ver, symlinks=True, copy_function=_link_or_copy,
                     ignore=lambda d, names: [n for n in names if n in _STDLIB_SKIP])
     libdir = sysconfig.get_config_var("LIBDIR")
     for so in Path(libdir).glob(f"lib{ver}*.so*") if libdir else ():
@@ -132,7 +145,8 @@ def assemble_rootfs(root: Path) -> None:
             _copy(f, site / dest / f.relative_to(src))
     cuda = cuda_home() if worker_dists() != WORKER_DISTS else None
     if cuda is not None:  # CuPy compiles RawKernels against the toolkit's headers (CUDA_PATH), not its own
-        shutil.copytree(cuda / "include", root / "usr/local/cuda/include", dirs_exist_ok=True)
+        shutil.copytree(cuda / "include", root / "usr/local/cuda/include", dirs_exist_ok=True,
+                        copy_function=_link_or_copy)
     elfs = [root / "usr/local/bin" / ver] + [p for p in root.rglob("*.so*") if p.is_file()]
     for lib in _libs(elfs):
         target = root / lib.lstrip("/")
@@ -216,10 +230,6 @@ def build_local(tag: str, client: Any = None) -> str:
         root = Path(tmp) / "root"
         root.mkdir()
         assemble_rootfs(root)
-        tar_path = Path(tmp) / "rootfs.tar"
-        with tarfile.open(tar_path, "w") as tar:
-            for entry in sorted(os.listdir(root)):
-                tar.add(root / entry, arcname=entry)
         repo, _, version = tag.partition(":")
         # Some distributions' site.py (Ubuntu's 3.12, seen on the H100 machine) does not add
         # lib/pythonX.Y/site-packages under /usr/local: the worker then found no kevolve in the image.
@@ -228,9 +238,37 @@ def build_local(tag: str, client: Any = None) -> str:
                    "ENV HOME=/scratch", "USER 1000:1000",
                    "WORKDIR /scratch", 'ENTRYPOINT ["python", "-m", "kevolve.sandbox.runner.container_entry"]',
                    f"LABEL org.kevolve.python={sys.version.split()[0]} org.kevolve.source_hash={source_hash()}"]
-        client.api.import_image_from_file(str(tar_path), repository=repo, tag=version or "latest",
-                                          changes=changes)
+        # The tar is streamed into the daemon as it is written, never a file on disk (docker-py's own
+        # import_image streams a generator but keeps its 60 s read timeout; the import takes longer on CI).
+        api = client.api
+        params = {"repo": repo, "tag": version or "latest", "fromSrc": "-", "changes": changes}
+        api._result(api._post(api._url("/images/create"), data=_tar_stream(root), params=params, timeout=None,
+                              headers={"Content-Type": "application/tar", "Transfer-Encoding": "chunked"}))
     return client.images.get(tag).id
+
+
+def _tar_stream(root: Path, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """The tar of `root`'s entries, in pieces, written by a thread into a pipe. A failure to write it is
+    raised at the end (the daemon then sees a body cut short, not a smaller image)."""
+    r, w = os.pipe()
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            with os.fdopen(w, "wb") as f, tarfile.open(fileobj=f, mode="w|") as tar:
+                for entry in sorted(os.listdir(root)):
+                    tar.add(root / entry, arcname=entry)
+        except BaseException as e:  # noqa: BLE001 - handed to the reader, raised there
+            failed.append(e)
+
+    writer = threading.Thread(target=write, name="kevolve-image-tar", daemon=True)
+    writer.start()
+    with os.fdopen(r, "rb") as f:  # closed early (the request failed): the writer meets a broken pipe and ends
+        while piece := f.read(chunk):
+            yield piece
+    writer.join()
+    if failed:
+        raise RuntimeError(f"writing the image's tar failed: {failed[0]}") from failed[0]
 
 
 def build_dockerfile(tag: str, client: Any = None) -> str:
