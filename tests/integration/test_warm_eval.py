@@ -147,6 +147,19 @@ def test_the_service_refuses_a_peer_that_descends_from_a_kevolve_runner() -> Non
     assert "descends from a kevolve judge or runner" in why, why
 
 
+def test_a_problems_torch_compile_baseline_is_measured_once_in_the_services_life(env: dict[str, str]) -> None:
+    """The compile baseline (10.7 s of a cold H100 evaluation) is measured at the first evaluation of a problem that
+    asks for it, then reused, labelled as the cached baseline, as bench and optimize do (KeptBaselines)."""
+    first = evaluate(env, HONEST, "--compile-baseline", "on")
+    second = evaluate(env, HONEST, "--compile-baseline", "on")
+    assert first["status"] == second["status"] == "ok", (first["reason"], second["reason"])
+    assert first["warm"]["pid"] == second["warm"]["pid"] and second["warm"]["prepared_ahead"]
+    assert first["compile_ms"] and "(cached baseline)" not in first["compile_ref_timing"]["method"]
+    assert second["compile_ref_timing"]["method"] == first["compile_ref_timing"]["method"] + " (cached baseline)"
+    assert second["compile_ms"] == first["compile_ms"]
+    assert second["eager_ms"] != first["eager_ms"]  # eager is timed in every evaluation, beside the candidate
+
+
 def test_a_hung_or_killed_service_is_left_for_a_cold_verdict(env: dict[str, str], tmp_path: Path) -> None:
     """The service stopped (SIGSTOP) under two clients: the one that allows 2 s of silence calls it hung and kills
     it, which ends the other's connection mid-request. Both verdicts come cold, each with one line on stderr."""
