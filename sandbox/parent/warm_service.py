@@ -194,13 +194,14 @@ class Service:
         match, seed, ahead = self._seed_for(problem, config)
         box.progress = lambda phase: peer.send({"progress": phase})
         t0 = time.monotonic()
+        seeded = config.model_copy(update={"seed": seed})
         try:
             if not ahead:  # prepared here as the judge would, but through the box: it keeps the baselines
                 try:
-                    box.reference(problem, config.model_copy(update={"seed": seed}))
+                    box.reference(problem, seeded)
                 except JudgeLost:
                     pass  # the evaluation below meets the same fault and gives it as its verdict
-            ev = box.evaluate(problem, cand, config.model_copy(update={"seed": seed}))
+            ev = box.evaluate(problem, cand, seeded)
         except ProblemError as e:
             box.forget()
             return {"problem_error": str(e)}, None
