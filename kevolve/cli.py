@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from kevolve import cli_archive, cli_bench, cli_sandbox, defaults
-from kevolve.cli_common import (ALLOW_HELP, SLOWDOWN_HELP, check_compile_baseline, default_device, device_problem,
+from kevolve.cli_common import (ALLOW_HELP, BASELINES_HELP, SLOWDOWN_HELP, check_compile_baseline, default_device, device_problem,
                                 device_syntax_problem, env_cache_dir, fail, or_fail, parse_allow)
 from kevolve.cli_warm import IDLE_HELP, WarmResult, idle_seconds, warm_allowed
 from kevolve.cli_optimize import optimize_cmd
@@ -53,6 +53,7 @@ def eval_cmd(
     allow_torch_only: Annotated[bool, typer.Option(help="accept a ModelNew that launches no custom kernel")] = False,
     seed: Annotated[Optional[int], typer.Option(help="base seed of the input draws (default: fresh)")] = None,
     compile_baseline: Annotated[str, typer.Option(help="time torch.compile too: auto|on|off")] = "auto",
+    baselines: Annotated[str, typer.Option(help=BASELINES_HELP)] = "reuse",
     tolerance_factor: Annotated[Optional[float], typer.Option(
         min=1.0, help=f"allowed error = factor x eager's + floor (default {defaults.TOLERANCE_FACTOR:g})")] = None,
     max_slowdown: Annotated[Optional[float], typer.Option(min=0.0, help=SLOWDOWN_HELP)] = None,
@@ -75,6 +76,8 @@ def eval_cmd(
     from kevolve.records import Candidate
     from kevolve.sandbox.config import BWRAP_ENV, Backend, CompileBaseline, Isolation, SandboxConfig
     check_compile_baseline(compile_baseline)
+    if baselines not in ("reuse", "live"):
+        fail(f"--baselines must be reuse or live, not {baselines!r}")
     if sandbox not in {b.value for b in Backend} or isolation not in {i.value for i in Isolation}:
         fail(f"--sandbox must be local or docker and --isolation auto, bwrap or none, not {sandbox!r}/{isolation!r}")
     policy_allow = or_fail(parse_allow, allow)
@@ -92,7 +95,7 @@ def eval_cmd(
                   isolation=Isolation(isolation), audit=audit, policy_allow=policy_allow,
                   bwrap=os.environ.get(BWRAP_ENV) or None)
     cand = Candidate.from_source(source, prob.id)
-    if warm_allowed(warm, keep_scratch, ncu, sandbox):
+    if warm_allowed(warm, keep_scratch, ncu, sandbox) and baselines == "reuse":
         from kevolve.cli_warm import evaluate_warm
 
         request = SandboxConfig(device=device or "cpu", **fields).model_dump(  # type: ignore[arg-type]
@@ -111,9 +114,11 @@ def eval_cmd(
     try:
         from kevolve.sandbox.isolate.bwrap import IsolationUnavailable
         from kevolve.sandbox.isolate.container import DockerUnavailable
+        from kevolve.sandbox.parent.baselines import BaselineCache
         from kevolve.sandbox.parent.make import make_sandbox
 
-        box = make_sandbox(config, keep_scratch=keep_scratch)
+        box = make_sandbox(config, keep_scratch=keep_scratch, baselines=BaselineCache(config.cache_dir / "baselines"),
+                           reuse_baselines=baselines == "reuse")
         from kevolve.report import live_phases
 
         with live_phases(box, quiet=json_out):

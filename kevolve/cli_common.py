@@ -32,6 +32,8 @@ def env_cache_dir() -> Path | None:
 
 SLOWDOWN_HELP = (f"stop a candidate whose calls take this many times the reference's (and over 0.5 s each; "
                  f"timeout: too_slow); 0 = never; default {defaults.MAX_SLOWDOWN:g}")
+BASELINES_HELP = ("reuse this problem's torch.compile timing cached on this device and torch version (as bench does), or "
+                  "live: measure it again")
 ALLOW_HELP = ("permit a candidate-policy category (repeatable): introspection, monkeypatch, process_setting, "
               "environment, network, processes, threads, files, exit, native, import, or all")
 

@@ -1,7 +1,7 @@
 """Evaluate candidates in isolated worker processes: compile, verify, time, profile.
 
 `Sandbox.evaluate(problem, candidate, config) -> Evaluation` never raises for a bad candidate.
-Modules here are imported lazily by the CLI; the judge runs `kevolve.sandbox.judge.serve`, candidates
+Modules here are imported lazily by the CLI; the judge runs `kevolve.sandbox.judge.boot` (then judge/serve.py), candidates
 run in `kevolve.sandbox.runner.serve` processes (see sandbox/judge/serve.py).
 """
 

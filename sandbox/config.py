@@ -48,6 +48,12 @@ def _confine_default() -> str:
     return v
 
 
+# What decides how a runner process is started (the judge's spares serve a configuration only if these agree; the
+# judge's entry starts its first runners from them alone, judge/boot.py).
+RUNNER_FIELDS = frozenset({"backend", "isolation", "bwrap", "scratch_limit_gb", "cache_dir", "pids_limit", "image",
+                           "memory_limit_gb", "cpus", "containment"})
+
+
 class SandboxConfig(Record):
     """How one candidate is evaluated."""
 

@@ -51,11 +51,18 @@ runner.preimport()
 
 
 def _stamp() -> str:
-    import torch
+    """Without importing torch (the judge primes before it imports torch: judge/boot.py)."""
+    import importlib.util
+    from importlib import metadata
 
     import kevolve
 
-    parts = (sys.version, sys.executable, torch.__version__, str(Path(torch.__file__).parent),
+    spec = importlib.util.find_spec("torch")
+    try:
+        version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        version = ""
+    parts = (sys.version, sys.executable, version, str(Path(spec.origin).parent) if spec and spec.origin else "",
              getattr(kevolve, "__version__", ""), str(Path(__file__).parent), PRIME)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 

@@ -16,11 +16,15 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kevolve.sandbox.common.channel import Channel, ChannelClosed, Garbled
 from kevolve.sandbox.isolate.launch import WorkerProcess, _dir_bytes, _group_stats, _over_memory, _rss_bytes, _tail
 from kevolve.sandbox.isolate.memory import gib, oom_killed, oom_kills, oom_reason
+
+if TYPE_CHECKING:
+    from kevolve.sandbox.config import SandboxConfig
 
 log = logging.getLogger(__name__)
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -229,3 +233,34 @@ class RunnerProcess(WorkerProcess):
 
 
 __all__ = ["Gone", "RunnerProcess"]
+
+
+_primed = False
+
+
+def runner_key(config: SandboxConfig) -> str:
+    """Spares started for one configuration serve another only if these agree (config.RUNNER_FIELDS)."""
+    from kevolve.sandbox.config import RUNNER_FIELDS
+
+    return config.model_dump_json(include=set(RUNNER_FIELDS))
+
+
+def start_local(device: str, scratch_root: Path | None, spare_cores: set[int] | None,
+                config: SandboxConfig) -> RunnerProcess:
+    """A local runner (bubblewrap, or none) for `config`, starting now. Imports no torch: the judge's entry
+    (judge/boot.py) starts its first runners with this before it imports torch itself."""
+    global _primed
+    from kevolve.sandbox.isolate import pycache
+    from kevolve.sandbox.isolate.bwrap import local_launcher
+    from kevolve.sandbox.isolate.containment import ContainmentKind
+    from kevolve.sandbox.isolate.cores import pin_group
+
+    if not _primed:  # once, before the first local runner: bytecode they read (pycache.py)
+        _primed = True
+        pycache.prime(Path(os.environ.get(pycache.ROOT_VAR) or config.cache_dir))
+    kind = ContainmentKind(config.containment) if config.containment else None
+    r = RunnerProcess(device, scratch_root, launcher=local_launcher(config), scratch_limit_gb=config.scratch_limit_gb,
+                      containment=kind).start()
+    if spare_cores and r.proc is not None:
+        pin_group(r.proc.pid, spare_cores)  # warm up where nothing is being timed
+    return r

@@ -26,7 +26,7 @@ from kevolve.sandbox.isolate.cores import pin_group
 from kevolve.sandbox.judge.oracle import ProblemState, prepare, release_pinned
 from kevolve.sandbox.judge.reference_runner import STARTUP_S, ReferenceRunner, encode_args
 from kevolve.sandbox.common.protocol import JudgeReply, ReferenceSummary, RunnerJob
-from kevolve.sandbox.judge.runner_proc import RunnerProcess
+from kevolve.sandbox.judge.runner_proc import RunnerProcess, runner_key, start_local
 from kevolve.sandbox.judge import progress
 from kevolve.sandbox.judge.facts import Facts
 from kevolve.sandbox.judge.flush import Flusher
@@ -50,7 +50,6 @@ class Judge:
         self.spare_cores = spare_cores or set()
         self.threads = 1 if self.device.type == "cpu" else len(self.lane_cores)
         self.spares_wanted = spares
-        self._primed = False
         self.spares: list[tuple[str, RunnerProcess]] = []
         self.problems: OrderedDict[tuple[str, int, int], tuple[ProblemState, ReferenceRunner, ReferenceSummary]] = \
             OrderedDict()
@@ -61,8 +60,7 @@ class Judge:
 
     @staticmethod
     def _runner_key(config: SandboxConfig) -> str:
-        return config.model_dump_json(include={"backend", "isolation", "bwrap", "scratch_limit_gb", "cache_dir", "pids_limit",
-                                               "image", "memory_limit_gb", "cpus", "containment"})
+        return runner_key(config)
 
     def _start(self, config: SandboxConfig) -> RunnerProcess:
         from kevolve.sandbox.config import Backend
@@ -74,22 +72,7 @@ class Judge:
                 self._docker = docker_client()
                 sweep_orphans(self._docker)  # what judges killed earlier left behind
             return ContainerRunner(self._docker, config, self.scratch_root).start()
-        from kevolve.sandbox.isolate.bwrap import local_launcher
-
-        from kevolve.sandbox.isolate.containment import ContainmentKind
-
-        if not self._primed:  # once, before the first local runner: bytecode they read (pycache.py)
-            self._primed = True
-            from kevolve.sandbox.isolate import pycache
-
-            pycache.prime(Path(os.environ.get(pycache.ROOT_VAR) or config.cache_dir))
-
-        kind = ContainmentKind(config.containment) if config.containment else None
-        r = RunnerProcess(self.device_str, self.scratch_root, launcher=local_launcher(config),
-                          scratch_limit_gb=config.scratch_limit_gb, containment=kind).start()
-        if self.spare_cores and r.proc is not None:
-            pin_group(r.proc.pid, self.spare_cores)  # warm up where nothing is being timed
-        return r
+        return start_local(self.device_str, self.scratch_root, self.spare_cores, config)
 
     @staticmethod
     def _confine(runner: RunnerProcess, config: SandboxConfig) -> bool:
@@ -403,7 +386,8 @@ def _answer(judge: Judge, op: str | None, req: dict[str, Any]) -> JudgeReply:
         return JudgeReply(infra_error=f"infra_error: judge failed{h.where(e)}: {h.one_line(e)}")
 
 
-def main() -> None:
+def main(early: list[tuple[str, RunnerProcess]] | None = None) -> None:
+    """The judge's process (judge/boot.py calls this once it has started `early`: spare runners, keyed)."""
     from kevolve.sandbox.common.channel import Channel
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="judge %(levelname)s %(message)s")
@@ -424,6 +408,7 @@ def main() -> None:
     if dev.type == "cuda":
         torch.empty(1, device=dev)
     judge = Judge(device, lane, spare, spares, keep, root)
+    judge.spares = list(early or [])
     import threading
 
     from kevolve.sandbox.judge.reference import warm_flop_counter

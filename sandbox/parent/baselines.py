@@ -5,12 +5,14 @@ candidates are (same Timer, flushes, trials). Only the timings are cached: refer
 never touch the disk, because candidates run as the same user and could read them back.
 
 `BenchSandbox` is a `LocalSandbox` that stores each problem's baselines and reuses a cached
-torch.compile timing instead of building the compiled reference again.
+torch.compile timing instead of building the compiled reference again: `kevolve bench` and `optimize`, `kevolve eval`
+cold (`--baselines reuse`, the default) and its warm service (10.7 s of a cold H100 evaluation was that build).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import os
 import platform
@@ -38,6 +40,7 @@ def torch_version() -> str:
         return "unknown"
 
 
+@functools.cache
 def device_fingerprint(device: str) -> str:
     """The device model (not its index): 'NVIDIA H100 80GB HBM3', 'cpu (AMD EPYC 7B13 x2)'."""
     if device == "cpu":
@@ -124,23 +127,6 @@ class BaselineCache:
         os.replace(tmp, p)
 
 
-@dataclass
-class KeptBaselines(BaselineCache):
-    """Baselines kept by one process for its life, never written: the warm judge service measures a problem's
-    torch.compile once (10.7 s of a cold evaluation on the H100) and labels the later evaluations' figure as
-    that cached baseline, as bench and optimize do."""
-
-    root: Path = Path()
-    harness: str = ""
-    _kept: dict[tuple[str, str, str], Baseline] = field(default_factory=dict)
-
-    def get(self, device: str, torch: str, problem_id: str) -> Baseline | None:
-        return self._kept.get((device, torch, problem_id))
-
-    def put(self, b: Baseline) -> None:
-        self._kept[(b.device, b.torch, b.problem_id)] = b
-
-
 def fits(b: Baseline | None, config: SandboxConfig) -> bool:
     """A cached baseline serves this config if it has every timing the config wants."""
     return b is not None and (b.compiled is not None or bool(b.compile_note) or not config.want_compile_baseline)
@@ -178,16 +164,15 @@ class BenchSandbox(LocalSandbox):
         summary = super().reference(problem, config)
         self.baseline_source[problem.id] = "measured"
         if summary.eager is not None:
-            note = "" if summary.compiled is not None or not config.want_compile_baseline \
-                else (summary.compile_note or "torch.compile failed")[:300]
-            self.cache.put(Baseline(
-                problem_id=problem.id, problem_name=problem.name, level=problem.level, device=fp,
-                device_name=summary.device_name, torch=self.torch, eager=summary.eager,
-                compiled=summary.compiled, compile_note=note, trials=config.trials,
-                max_timing_s=config.max_timing_s, measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")))
+            self._keep(problem, config, summary.device_name, summary.eager, summary.compiled, summary.compile_note)
         return summary
 
     def evaluate(self, problem: Problem, candidate: Candidate, config: SandboxConfig) -> Evaluation:
+        """A candidate's evaluation. A problem not prepared through `reference` (`kevolve eval` asks for one evaluation)
+        whose torch.compile baseline is wanted: the cached one is used, else the one measured in the evaluation kept."""
+        unseen = self.cache is not None and config.want_compile_baseline and problem.id not in self.baseline_source
+        if unseen:
+            self._lookup(problem, config)
         cached = self._cached.get(problem.id)
         if cached is not None and cached.compiled is not None:
             config = config.model_copy(update={"compile_baseline": CompileBaseline.OFF})
@@ -195,7 +180,31 @@ class BenchSandbox(LocalSandbox):
         if cached is not None and ev.compile_ref_timing is None:
             ev = ev.model_copy(update={"compile_ref_timing": _marked(cached.compiled),
                                        "compile_note": "" if cached.compiled is not None else cached.compile_note})
+        elif unseen and cached is None and ev.ref_timing is not None:
+            self._keep(problem, config, ev.device, ev.ref_timing, ev.compile_ref_timing, ev.compile_note)
         return ev
+
+    def _lookup(self, problem: Problem, config: SandboxConfig) -> None:
+        assert self.cache is not None
+        cached = self.cache.get(self.fingerprint or device_fingerprint(config.device), self.torch, problem.id) \
+            if self.reuse else None
+        if fits(cached, config):
+            assert cached is not None
+            self.baseline_source[problem.id] = "cached"
+            self._cached[problem.id] = cached
+
+    def _keep(self, problem: Problem, config: SandboxConfig, device_name: str, eager: TimingStats,
+              compiled: TimingStats | None, compile_note: str) -> None:
+        """Write the problem's baseline (its timings only) to the cache."""
+        assert self.cache is not None
+        note = "" if compiled is not None or not config.want_compile_baseline \
+            else (compile_note or "torch.compile failed")[:300]
+        self.baseline_source[problem.id] = "measured"
+        self.cache.put(Baseline(
+            problem_id=problem.id, problem_name=problem.name, level=problem.level,
+            device=self.fingerprint or device_fingerprint(config.device), device_name=device_name, torch=self.torch,
+            eager=eager, compiled=compiled, compile_note=note, trials=config.trials,
+            max_timing_s=config.max_timing_s, measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")))
 
 
 def _marked(t: TimingStats | None) -> TimingStats | None:
@@ -203,5 +212,5 @@ def _marked(t: TimingStats | None) -> TimingStats | None:
     return None if t is None else t.model_copy(update={"method": f"{t.method} (cached baseline)"})
 
 
-__all__ = ["Baseline", "BaselineCache", "BenchSandbox", "KeptBaselines", "device_fingerprint", "fits",
+__all__ = ["Baseline", "BaselineCache", "BenchSandbox", "device_fingerprint", "fits",
            "harness_version", "torch_version"]

@@ -2,7 +2,7 @@
 
 The parent (this process: the CLI, `optimize`'s graph, a `bench` lane) never imports torch for an
 evaluation and never runs candidate code. It checks the source statically, then asks the device's
-judge (`sandbox/judge/serve.py`), which prepares the problem once, runs the candidate in a fresh runner
+judge (`sandbox/judge/boot.py`, then `serve.py`), which prepares the problem once, runs the candidate in a fresh runner
 and returns the Evaluation. A judge that dies or hangs is an `infra_error`, never a traceback.
 """
 
@@ -51,7 +51,9 @@ class JudgeClient:
     """The parent's end of one judge process (one per device and lane)."""
 
     def __init__(self, device: str, lane_cores: set[int] | None = None, spare_cores: set[int] | None = None,
-                 root: Path | None = None, spares: int = 1, keep_scratch: bool = False) -> None:
+                 root: Path | None = None, spares: int = 1, keep_scratch: bool = False, runners: str = "") -> None:
+        """`runners`: the first request's runner settings (JSON, config.RUNNER_FIELDS and the device), which the
+        judge starts its first runners from before it imports torch (judge/boot.py)."""
         from kevolve.sandbox.common.channel import Channel
         from kevolve.sandbox.isolate.launch import default_scratch_root, scrubbed_env
 
@@ -69,8 +71,8 @@ class JudgeClient:
         cores = lambda c: ",".join(map(str, sorted(c))) if c else ""  # noqa: E731
         with open(self.dir / "judge.log", "wb") as logf:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kevolve.sandbox.judge.serve", device, cores(lane_cores), cores(spare_cores),
-                 f"{to_judge_r},{from_judge_w}", str(spares), "keep" if keep_scratch else "", str(root or "")],
+                [sys.executable, "-m", "kevolve.sandbox.judge.boot", device, cores(lane_cores), cores(spare_cores),
+                 f"{to_judge_r},{from_judge_w}", str(spares), "keep" if keep_scratch else "", str(root or ""), runners],
                 stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=self.dir, env=env,
                 pass_fds=(to_judge_r, from_judge_w), start_new_session=True)
         os.close(to_judge_r)
@@ -195,8 +197,11 @@ class LocalSandbox:
         if j is None or not j.alive():
             if j is not None:
                 j.close()
+            from kevolve.sandbox.config import RUNNER_FIELDS
+
+            runners = config.model_dump_json(include=set(RUNNER_FIELDS) | {"device"})
             j = self._judges[config.device] = JudgeClient(config.device, self.lane_cores, self.spare_cores,
-                                                          self.scratch_root, self.spares, self.keep_scratch)
+                                                          self.scratch_root, self.spares, self.keep_scratch, runners)
         return j
 
     def _ask(self, op: str, config: SandboxConfig, **payload: Any) -> JudgeReply:

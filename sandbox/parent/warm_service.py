@@ -75,7 +75,7 @@ def _is_kevolve_worker(pid: int) -> bool:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"kevolve.sandbox.judge.serve" in cmd or b"kevolve.sandbox.runner" in cmd
+    return b"kevolve.sandbox.judge." in cmd or b"kevolve.sandbox.runner" in cmd
 
 
 class _Peer:
@@ -234,11 +234,11 @@ class Service:
     def _box(self, config: Any) -> Any:
         if self.box is None:
             from kevolve.sandbox.isolate.bwrap import IsolationUnavailable
-            from kevolve.sandbox.parent.baselines import KeptBaselines
+            from kevolve.sandbox.parent.baselines import BaselineCache
             from kevolve.sandbox.parent.make import make_sandbox
 
-            try:  # a problem's torch.compile baseline is measured once in the service's life, then reused
-                self.box = make_sandbox(config, baselines=KeptBaselines(), fingerprint=f"warm service {config.device}")
+            try:  # a problem's torch.compile baseline: the one `eval` and `bench` cache (timings only), or measured once
+                self.box = make_sandbox(config, baselines=BaselineCache(config.cache_dir / "baselines"))
             except IsolationUnavailable as e:
                 return str(e)
         return self.box
