@@ -101,14 +101,19 @@ def search(
             sys.stdout.write(h.model_dump_json(exclude={"source"}) + "\n")
         return
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Column, Table
 
-    table = Table("id", "problem", "level", "speedup", "vs compile", "techniques", "device", "score")
+    # ids and numbers are never cut (an id is what `archive show` takes): only the words wrap; piped, the table
+    # is as wide as it needs (a console not on a terminal is 80 columns, which cut ids to '89e7e6f…')
+    whole = lambda name, values: Column(name, no_wrap=True, min_width=max(map(len, [name, *values])))  # noqa: E731
     fmt = lambda x: "-" if x is None else f"{x:.2f}x"  # noqa: E731
+    table = Table(whole("id", [h.id for h in hits]), "problem", "level", whole("speedup", [fmt(h.speedup) for h in hits]),
+                  whole("vs compile", [fmt(h.speedup_compile) for h in hits]), "techniques", "device",
+                  whole("score", [f"{h.score:.4f}" for h in hits if h.score]))
     for h in hits:
         table.add_row(h.id, h.problem_name, str(h.level or "-"), fmt(h.speedup), fmt(h.speedup_compile),
                       ", ".join(h.techniques), h.device, f"{h.score:.4f}" if h.score else "")
-    Console().print(table if hits else "no kernels match")
+    (Console() if sys.stdout.isatty() else Console(width=240)).print(table if hits else "no kernels match")
 
 
 @app.command()

@@ -179,3 +179,15 @@ def test_search_and_export_keep_to_the_run_named(tmp_path: Path) -> None:
     assert {json.loads(line)["kevolve_kernel_id"] for line in (tmp_path / "k.jsonl").read_text().splitlines()} == mine
     r = cli("search", "relu", "--db", url, "--embedder", "hashing", "--run", "no-such-run")
     assert r.exit_code == 0 and "no kernels match" in r.stdout
+
+
+def test_search_piped_prints_every_id_and_number_whole(db: str) -> None:
+    """`archive search relu > hits.txt` cut each id to '89e7e6f…' (80 columns when not on a terminal): the id is
+    what `archive show` takes."""
+    hits = [json.loads(line) for line in cli("search", "shared memory", "--db", db, "--embedder", "hashing", "-k", "8",
+                                             "--json").stdout.splitlines()]
+    r = cli("search", "shared memory", "--db", db, "--embedder", "hashing", "-k", "8")
+    assert r.exit_code == 0 and len(hits) == 8, r.output
+    rows = [line for line in r.stdout.splitlines() if line.startswith("│")]
+    assert [row.split("│")[1].strip() for row in rows] == [h["id"] for h in hits], r.stdout
+    assert all(f"{h['speedup']:.2f}x" in row and f"{h['score']:.4f}" in row for h, row in zip(hits, rows))
