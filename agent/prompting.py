@@ -117,8 +117,8 @@ def describe_failure(ev: Evaluation) -> str:
     if failed:
         lines.append("Failed checks:")
         lines += [f"- {c.name}: {c.detail}" for c in failed[:6]]
-    if ev.outcome in (Outcome.COMPILE_ERROR, Outcome.RUNTIME_ERROR, Outcome.CRASHED) and ev.log_tail.strip():
-        tail = "\n".join(ev.log_tail.strip().splitlines()[-40:])
+    if ev.outcome in (Outcome.COMPILE_ERROR, Outcome.RUNTIME_ERROR, Outcome.CRASHED) and ev.candidate_log.strip():
+        tail = "\n".join(ev.candidate_log.strip().splitlines()[-40:])
         label = "Compiler output" if ev.outcome is Outcome.COMPILE_ERROR else "Output"
         lines.append(f"{label} (last lines):\n```\n{tail}\n```")
     return "\n".join(lines)

@@ -130,9 +130,9 @@ def mask(conn: Connection, s: Snapshot, f: KernelFilter) -> np.ndarray:
         ok &= s.k_outcome == sql_f.outcome.lower()
     if sql_f.problem_id:
         ok &= s.k_problem == s.problem_pk_by_id.get(sql_f.problem_id, -1)
-    if sql_f.op or sql_f.device:
-        # LIKE stays in SQL: the same subquery the database path uses, restricted to those two filters
-        sub, params = filter_sql(KernelFilter(outcome=None, op=sql_f.op, device=sql_f.device))
+    if sql_f.op or sql_f.device or sql_f.run_id:
+        # LIKE and the run's evaluations stay in SQL: the same subquery the database path uses, restricted to them
+        sub, params = filter_sql(KernelFilter(outcome=None, op=sql_f.op, device=sql_f.device, run_id=sql_f.run_id))
         pks = np.fromiter((r[0] for r in conn.execute(text(sub), params)), dtype=np.int64)
         ok &= np.isin(s.k_pk, pks)
     return ok

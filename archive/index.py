@@ -64,6 +64,9 @@ def filter_sql(f: KernelFilter) -> tuple[str, dict[str, object]]:
     if f.problem_id:
         where.append("p.id = :f_problem")
         params["f_problem"] = f.problem_id
+    if f.run_id:
+        where.append("EXISTS (SELECT 1 FROM evaluations e WHERE e.candidate_pk = c.pk AND e.run_id = :f_run)")
+        params["f_run"] = f.run_id
     # Join problems only when a problem column is filtered: the join costs more than the filter itself.
     join = " JOIN problems p ON p.pk = c.problem_pk" if any(w.startswith(("p.", "lower(p.")) for w in where) else ""
     sql = f"SELECT c.pk FROM candidates c{join} WHERE " + " AND ".join(where)

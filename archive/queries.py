@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from kevolve.archive.index import filter_sql
 from kevolve.archive.models import CandidateRow, EvaluationRow, LineageRow, ProblemRow, RunRow, TagRow
 from kevolve.archive.records import (ArchivedKernel, ArchiveStats, EvaluationSummary, KernelDetail, KernelFilter,
-                                     LineageEdge, LineageNode, ProblemSummary)
+                                     LineageEdge, LineageNode, ProblemSummary, RunSummary)
 from kevolve.records import Evaluation
 
 SORTS = {
@@ -148,6 +148,15 @@ def stats(conn: Connection) -> ArchiveStats:
     return ArchiveStats(problems=count(ProblemRow), kernels=count(CandidateRow), ok_kernels=by_outcome.get("ok", 0),
                         evaluations=count(EvaluationRow), runs=count(RunRow), by_outcome=by_outcome,
                         by_technique=by_tech, best_speedup=conn.scalar(select(func.max(CandidateRow.best_speedup))))
+
+
+def runs(conn: Connection, limit: int) -> list[RunSummary]:
+    """The newest runs that evaluated kernels, with how many kernels each evaluated."""
+    n = func.count(func.distinct(EvaluationRow.candidate_pk))
+    q = (select(RunRow.id, RunRow.kind, RunRow.created_at, n).join(EvaluationRow, EvaluationRow.run_id == RunRow.id)
+         .group_by(RunRow.id, RunRow.kind, RunRow.created_at).order_by(RunRow.created_at.desc(), RunRow.id)
+         .limit(min(max(limit, 1), MAX_PAGE)))
+    return [RunSummary(id=i, kind=k or "", created_at=_utc(t), kernels=int(c)) for i, k, t, c in conn.execute(q)]
 
 
 def run_best_speedup(conn: Connection, run_id: str, problem_id: str) -> float | None:

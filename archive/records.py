@@ -30,6 +30,7 @@ class KernelFilter(Record):
     technique: str | None = Field(default=None, description="a technique tag, e.g. 'shared_memory'")
     outcome: str | None = Field(default="ok", description="best outcome; None for any")
     problem_id: str | None = Field(default=None, description="only kernels of this problem")
+    run_id: str | None = Field(default=None, description="only kernels that this run evaluated (any of their evaluations)")
 
 
 class ArchivedKernel(Record):
@@ -113,6 +114,15 @@ class ProblemSummary(Record):
     kernels: int
     ok_kernels: int
     best_speedup: float | None
+
+
+class RunSummary(Record):
+    """A run that stored kernels (optimize, bench, import), for choosing one to filter by."""
+
+    id: str
+    kind: str = Field(description="optimize, bench, import (or '' where the writer did not say)")
+    created_at: datetime
+    kernels: int = Field(description="distinct kernels it evaluated")
 
 
 class ArchiveStats(Record):

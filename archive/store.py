@@ -27,7 +27,7 @@ from kevolve.archive.index import index_for
 from kevolve.archive.catalog import Catalog
 from kevolve.archive.models import (ArchiveStateRow, CandidateRow, EvaluationRow, LineageRow, ProblemRow, RunRow,
                                     TagRow, utcnow)
-from kevolve.archive.records import (ArchivedKernel, ArchiveStats, Entry, KernelDetail, KernelFilter, ProblemSummary,
+from kevolve.archive.records import (ArchivedKernel, ArchiveStats, Entry, KernelDetail, KernelFilter, ProblemSummary, RunSummary,
                                      max_diff, split_problem_name)
 from kevolve.archive.search import hybrid_search, ranked_in_memory
 from kevolve.archive.techniques import techniques
@@ -256,6 +256,11 @@ class Archive:
         """A page of problems (most kernels first) and the total count."""
         with self._read() as conn:
             return queries.problems(conn, offset, limit)
+
+    def runs(self, limit: int = 200) -> list[RunSummary]:
+        """The newest runs that evaluated kernels (to filter by one)."""
+        with self._read() as conn:
+            return queries.runs(conn, limit)
 
     def stats(self) -> ArchiveStats:
         """Counts over the whole archive."""

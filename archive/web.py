@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import SQLAlchemyError
 
 from kevolve.archive.queries import SORTS
-from kevolve.archive.records import ArchivedKernel, ArchiveStats, KernelDetail, KernelFilter, ProblemSummary
+from kevolve.archive.records import (ArchivedKernel, ArchiveStats, KernelDetail, KernelFilter, ProblemSummary,
+                                     RunSummary)
 from kevolve.archive.sakana import to_entry
 from kevolve.archive.store import Archive
 
@@ -81,9 +82,11 @@ def _filters(
     technique: Annotated[str | None, Query(max_length=64, pattern=TEXT, description="technique tag")] = None,
     outcome: Annotated[str, Query(max_length=32, pattern=r"^[a-z_]*$", description="'ok' (default), another "
                                   "outcome, or '' for any")] = "ok",
+    run: Annotated[str | None, Query(max_length=128, pattern=TEXT, description="only kernels this run "
+                                     "evaluated")] = None,
 ) -> KernelFilter:
     return KernelFilter(level=level, op=op, device=device, min_speedup=min_speedup, technique=technique,
-                        outcome=outcome or None)
+                        outcome=outcome or None, run_id=run or None)
 
 
 Filters = Annotated[KernelFilter, Depends(_filters)]
@@ -136,6 +139,11 @@ def create_app(archive: Archive, token: str | None = None) -> FastAPI:
                f: Filters, k: Annotated[int, Query(ge=1, le=100)] = 10) -> list[ArchivedKernel]:
         """Hybrid (embedding + keyword) search, best first."""
         return archive.search(q, k=k, filters=f)
+
+    @app.get("/api/runs", response_model=list[RunSummary])
+    def runs(limit: Limit = 200) -> list[RunSummary]:
+        """The newest runs that evaluated kernels, with how many each evaluated."""
+        return archive.runs(limit)
 
     @app.get("/api/problems", response_model=ProblemPage)
     def problems(offset: Offset = 0, limit: Limit = 50) -> ProblemPage:

@@ -61,11 +61,11 @@ def _open(db: str | None, embedder: str = "minilm", *, reading: bool):  # noqa: 
 
 
 def _filters(level: int | None, op: str | None, device: str | None, min_speedup: float | None,
-             technique: str | None, any_outcome: bool):  # noqa: ANN202
+             technique: str | None, any_outcome: bool, run: str | None = None):  # noqa: ANN202
     from kevolve.archive.records import KernelFilter
 
     return KernelFilter(level=level, op=op, device=device, min_speedup=min_speedup, technique=technique,
-                        outcome=None if any_outcome else "ok")
+                        outcome=None if any_outcome else "ok", run_id=run)
 
 
 Level = Annotated[Optional[int], typer.Option(help="KernelBench level")]
@@ -74,6 +74,7 @@ Device = Annotated[Optional[str], typer.Option(help="substring of the device nam
 MinSpeedup = Annotated[Optional[float], typer.Option(help="best speedup over eager at least this")]
 Technique = Annotated[Optional[str], typer.Option(help="technique tag, e.g. shared_memory, tensor_cores")]
 AnyOutcome = Annotated[bool, typer.Option("--any-outcome", help="include kernels that were not ok")]
+Run = Annotated[Optional[str], typer.Option("--run", help="only kernels this run evaluated (its run id)")]
 
 
 @app.command()
@@ -81,7 +82,7 @@ def search(
     query: Annotated[str, typer.Argument(help="words, or a path to a problem file to find kernels for")],
     db: DbOpt = None, k: Annotated[int, typer.Option("-k", min=1, max=100, help="how many")] = 10,
     level: Level = None, op: Op = None, device: Device = None, min_speedup: MinSpeedup = None,
-    technique: Technique = None, any_outcome: AnyOutcome = False,
+    technique: Technique = None, any_outcome: AnyOutcome = False, run: Run = None,
     json_out: Annotated[bool, typer.Option("--json", help="one JSON object per line")] = False,
     embedder: EmbedOpt = "minilm",
 ) -> None:
@@ -94,20 +95,25 @@ def search(
             fail(f"{query}: cannot read: {e}")
     with _errors():
         hits = _open(db, embedder, reading=True).search(text, k=k, filters=_filters(level, op, device, min_speedup, technique,
-                                                                     any_outcome))
+                                                                     any_outcome, run))
     if json_out:
         for h in hits:
             sys.stdout.write(h.model_dump_json(exclude={"source"}) + "\n")
         return
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Column, Table
 
-    table = Table("id", "problem", "level", "speedup", "vs compile", "techniques", "device", "score")
+    # ids and numbers are never cut (an id is what `archive show` takes): only the words wrap; piped, the table
+    # is as wide as it needs (a console not on a terminal is 80 columns, which cut ids to '89e7e6f…')
+    whole = lambda name, values: Column(name, no_wrap=True, min_width=max(map(len, [name, *values])))  # noqa: E731
     fmt = lambda x: "-" if x is None else f"{x:.2f}x"  # noqa: E731
+    table = Table(whole("id", [h.id for h in hits]), "problem", "level", whole("speedup", [fmt(h.speedup) for h in hits]),
+                  whole("vs compile", [fmt(h.speedup_compile) for h in hits]), "techniques", "device",
+                  whole("score", [f"{h.score:.4f}" for h in hits if h.score]))
     for h in hits:
         table.add_row(h.id, h.problem_name, str(h.level or "-"), fmt(h.speedup), fmt(h.speedup_compile),
                       ", ".join(h.techniques), h.device, f"{h.score:.4f}" if h.score else "")
-    Console().print(table if hits else "no kernels match")
+    (Console() if sys.stdout.isatty() else Console(width=240)).print(table if hits else "no kernels match")
 
 
 @app.command()
@@ -148,7 +154,7 @@ def export_cmd(path: Annotated[Path, typer.Argument(help="output file: .jsonl or
                fmt: Annotated[Optional[str], typer.Option("--format", help="jsonl or parquet (default: suffix)")] = None,
                level: Level = None, op: Op = None, device: Device = None, min_speedup: MinSpeedup = None,
                technique: Technique = None, ok_only: Annotated[bool, typer.Option(help="only ok kernels")] = False,
-               embedder: EmbedOpt = "minilm") -> None:
+               run: Run = None, embedder: EmbedOpt = "minilm") -> None:
     """Export kernels with Sakana-archive-compatible columns."""
     if fmt not in (None, "jsonl", "parquet"):
         fail(f"--format must be jsonl or parquet, not {fmt!r}")
@@ -163,7 +169,7 @@ def export_cmd(path: Annotated[Path, typer.Argument(help="output file: .jsonl or
     with _errors():
         from kevolve.archive.transfer import export
 
-        f = _filters(level, op, device, min_speedup, technique, not ok_only)
+        f = _filters(level, op, device, min_speedup, technique, not ok_only, run)
         n = export(_open(db, embedder, reading=True), path, fmt, f)
     typer.echo(f"exported {n} kernels to {path}")
 

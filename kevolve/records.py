@@ -7,6 +7,7 @@ plain dict, never an exception object, never ``None`` for "failed".
 from __future__ import annotations
 
 import hashlib
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -237,6 +238,12 @@ class Audit(Record):
         return f"kept: measured again in a fresh process on fresh inputs, {again}{lower}"
 
 
+# The harness's own lines in a runner's output, not the candidate's: libkineto logs every profiler start and stop, and
+# each runner warms the profiler up as it starts, so a timeout's or a crash's log ended in two such lines (issue 37:
+# `eval --timeout 0.5` showed "… SyncActivityProfilerHandler.cpp:59] profiler_stop" as the last thing the user read).
+_HARNESS_LINE = re.compile(r"^USDT:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \w+\.cpp:\d+\] ")
+
+
 class Evaluation(Record):
     """The sandbox's verdict on one candidate. Always returned, never raised."""
 
@@ -279,6 +286,11 @@ class Evaluation(Record):
     @property
     def reason_code(self) -> str:
         return self.reason.split(":", 1)[0].strip()
+
+    @property
+    def candidate_log(self) -> str:
+        """`log_tail` without the harness's own lines (the profiler's): what the user and the repair prompt read."""
+        return "\n".join(line for line in self.log_tail.splitlines() if not _HARNESS_LINE.match(line))
 
     # One name per quantity: every projection (the --json object, archive rows, bench rows, run results)
     # reads these, whatever its own field is called on disk.

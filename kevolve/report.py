@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from kevolve.records import Evaluation, TimingStats
 
@@ -71,7 +73,7 @@ def live_phases(box: object, quiet: bool = False) -> Iterator[None]:
 def print_evaluation(ev: Evaluation) -> None:
     con = Console()
     style = "green" if ev.ok else "red"
-    con.print(f"[bold {style}]{ev.outcome.value}[/]  {ev.reason}")
+    con.print(f"[bold {style}]{ev.outcome.value}[/]  {escape(ev.reason)}")  # a reason quotes the candidate
     table = Table(show_header=False, box=None)
     table.add_row("candidate", _ms(ev.timing))
     how = dict(part.split(" ", 1) for part in ev.baseline.split(", ") if part)  # {'eager': 'interleaved', …}
@@ -96,8 +98,9 @@ def print_evaluation(ev: Evaluation) -> None:
         for k in ev.profile.kernels[:12]:
             kt.add_row(k.name[:70], str(k.count), f"{k.device_time_us:.1f}", "yes" if k.custom else "")
         con.print(kt)
-    if not ev.ok and ev.log_tail:
-        con.print("[dim]" + "\n".join(ev.log_tail.splitlines()[-15:]) + "[/]", highlight=False)
+    if not ev.ok and ev.candidate_log.strip():
+        # as text, not markup: a compiler's "[-Wsign-compare]" or a candidate's own brackets are printed as they are
+        con.print(Text("\n".join(ev.candidate_log.strip().splitlines()[-15:]), style="dim"), highlight=False)
 
 
 # Where the phases run: the parent only checks the source; the judge prepares the problem and drives

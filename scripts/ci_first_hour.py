@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ class Check:
     """One command line, and whether it must give a result (exit 0) or may end in a one-line error."""
 
     name: str
-    args: tuple[str, ...]
+    args: tuple[str | Callable[[], str], ...]  # a callable: a value an earlier check makes (a run's folder)
     result: bool  # True: must give a result (ANSWERS); False: exit 1/2 with exactly one `error:` line is fine too
     timeout_s: float = 600.0
 
@@ -59,7 +60,8 @@ def verdict(c: Check, rc: int, out: str, err: str) -> str | None:
 def run(c: Check, env: dict[str, str], cwd: Path) -> str | None:
     t0 = time.monotonic()
     try:
-        p = subprocess.run(["kevolve", *c.args], env=env, cwd=cwd, capture_output=True, text=True,
+        args = [a() if callable(a) else a for a in c.args]
+        p = subprocess.run(["kevolve", *args], env=env, cwd=cwd, capture_output=True, text=True,
                            timeout=c.timeout_s, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         print(f"FAIL {c.name}: no end within {c.timeout_s:.0f} s", flush=True)
@@ -88,8 +90,12 @@ def checks(work: Path) -> list[Check]:
         Check("optimize --device cpu --llm", ("optimize", relu, "--device", "cpu", "--llm", "openai:gpt-4o",
                                               "--max-candidates", "2", "--patience", "1", "--runs-dir",
                                               str(work / "runs")), True),
-        Check("optimize --llm demo", ("optimize", relu, "--llm", "demo", "--device", "cpu", "--max-candidates", "3",
-                                       "--runs-dir", str(work / "runs")), True),
+        # the loop with recorded replies and every hard budget a user may set (issue 37)
+        Check("optimize --llm demo, budgets", ("optimize", relu, "--llm", "demo", "--device", "cpu", "--max-candidates",
+                                               "3", "--budget-tokens", "200000", "--budget-device", "20m",
+                                               "--runs-dir", str(work / "demo-runs")), True),
+        # resuming the run just made, by its folder (a finished run ends again: its winners audited anew)
+        Check("optimize --resume", ("optimize", "--resume", lambda: str(only_run(work / "demo-runs"))), True),
         Check("optimize, no such file", ("optimize", str(work / "nope.py"), "--device", "cpu"), False),
         Check("optimize --graph", ("optimize", "--graph"), True),
         Check("eval", ("eval", relu, sol, "--device", "cpu", "--trials", "5"), True),
@@ -112,6 +118,12 @@ def checks(work: Path) -> list[Check]:
         Check("sandbox warm-status", ("sandbox", "warm-status"), True),
         Check("sandbox warm-stop", ("sandbox", "warm-stop"), True),
     ]
+
+
+def only_run(runs: Path) -> Path:
+    """The one run folder under `runs` (an earlier check made it), or a path that is not there if none is."""
+    found = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+    return found[0] if len(found) == 1 else runs / "no-single-run-here"
 
 
 def lanes_of(all_checks: list[Check]) -> tuple[list[Check], list[Check]]:

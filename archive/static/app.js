@@ -23,6 +23,7 @@ function filterParams() {
   if ($("#technique").value.trim()) p.set("technique", $("#technique").value.trim());
   if ($("#min-speedup").value.trim()) p.set("min_speedup", $("#min-speedup").value.trim());
   p.set("outcome", $("#outcome").value);  // "" = any outcome (the API's default is ok only)
+  if ($("#run").value) p.set("run", $("#run").value);
   return p;
 }
 
@@ -48,10 +49,11 @@ async function home() {
   const [stats, page] = await Promise.all([api("/api/stats"), api(`/api/kernels?limit=50&sort=${sort}&` + filterParams())]);
   const what = $("#outcome").value === "ok" ? "verified kernels" : $("#outcome").value ? `${$("#outcome").value} kernels` : "kernels, any outcome";
   const order = { speedup: "Fastest", runtime: "Shortest-running", created: "Newest" }[sort];
+  const run = $("#run").value ? ` in run ${esc($("#run").value)}` : "";
   view().innerHTML = `<div class="cards" id="stats">
       <div class="card"><b>${stats.kernels}</b>kernels</div><div class="card"><b>${stats.ok_kernels}</b>verified ok</div>
       <div class="card"><b>${stats.problems}</b>problems</div><div class="card"><b>${x(stats.best_speedup)}</b>best speedup</div></div>
-    <h2>${order} ${esc(what)} <span class="muted">(${page.total})</span></h2>${kernelTable(page.items, "kernels")}`;
+    <h2>${order} ${esc(what)}${run} <span class="muted">(${page.total})</span></h2>${kernelTable(page.items, "kernels")}`;
   wireRows();
 }
 
@@ -209,10 +211,16 @@ async function problems() {
     <th>level</th><th>kernels</th><th>ok</th><th>best</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
+// the runs that evaluated kernels, newest first, to filter by one (issue 37: no filter by run)
+const runsLoaded = api("/api/runs").then((runs) => $("#run").insertAdjacentHTML("beforeend", runs.map((r) =>
+  `<option value="${esc(r.id)}">${esc(r.id)} (${esc(r.kind || "run")}, ${r.kernels} kernels)</option>`).join("")))
+  .catch(() => {});  // an archive that cannot list them still lists kernels
+
 async function route() {
   const h = location.hash.slice(1) || "/";
   const [path, query] = h.split("?");
   try {
+    await runsLoaded;
     if (path.startsWith("/kernel/")) await kernel(decodeURIComponent(path.slice(8)));
     else if (path.startsWith("/problem/")) await problem(decodeURIComponent(path.slice(9)));
     else if (path === "/problems") await problems();

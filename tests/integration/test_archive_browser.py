@@ -177,3 +177,40 @@ def test_a_problems_speedups_are_plotted_over_the_generations_that_made_them(dri
         cols = [xs[g].pop() for g in sorted(xs)]
         assert cols == sorted(cols) and len(set(cols)) == len(cols)
         assert "generation" in plot.text and "0 = translations" in plot.text
+
+
+def test_the_list_filters_by_the_run_that_evaluated_the_kernels(driver, tmp_path: Path) -> None:  # noqa: ANN001
+    """Filter by run (issue 37: 'no filter or sort by outcome, run or speedup'): the run menu lists the archive's
+    runs with their kernel counts, and choosing one lists exactly the kernels that run evaluated."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    arch = Archive(url, embedder=HashingEmbedder())
+    first, second = list(entries(80, n_problems=8, seed=21)), list(entries(30, n_problems=8, seed=22))
+    arch.put_many(first, run_kind="optimize")
+    arch.put_many(second, run_kind="bench")
+    arch.close()
+    mine = {e.candidate.id for e in second}
+    assert mine - {e.candidate.id for e in first} and len(mine) < 50  # the second run is not a subset, and fits a page
+    with serve(url) as base:
+        driver.get(base + "/")
+        _wait(driver, "body[data-ready='1'] #kernels")
+        menu = Select(driver.find_element(By.ID, "run"))
+        assert [o.text for o in menu.options] == [
+            "any run", f"synthetic-22 (bench, {len(mine)} kernels)",
+            f"synthetic-21 (optimize, {len({e.candidate.id for e in first})} kernels)"]
+        menu.select_by_value("synthetic-22")
+        Select(driver.find_element(By.ID, "outcome")).select_by_value("")
+        driver.find_element(By.ID, "search-btn").click()
+        _wait(driver, "body[data-ready='1'] #kernels")
+        WebDriverWait(driver, 30).until(lambda d: "in run synthetic-22" in d.find_element(By.CSS_SELECTOR, "h2").text)
+        assert f"kernels, any outcome in run synthetic-22 ({len(mine)})" in driver.find_element(By.CSS_SELECTOR, "h2").text
+        shown = {r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "#kernels tbody tr")}
+        assert shown == mine
+        # search keeps the run filter: every hit is one the run evaluated
+        driver.find_element(By.ID, "q").send_keys("shared memory")
+        driver.find_element(By.ID, "search-btn").click()
+        _wait(driver, "body[data-ready='1'] #results, body[data-ready='1'] #results-empty")
+        hits = {r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "#results tbody tr")}
+        assert hits and hits <= mine

@@ -5,7 +5,6 @@ hashing embedder, as the archive tests use; the sentence embedder read "GEMM" as
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

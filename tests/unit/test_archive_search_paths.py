@@ -45,7 +45,8 @@ QUERIES = ["warp shuffle reduction", "shared memory tiled matmul", "fused bias r
 FILTERS = [KernelFilter(), KernelFilter(outcome=None), KernelFilter(level=2), KernelFilter(technique="atomics"),
            KernelFilter(level=3, technique="tiling"), KernelFilter(min_speedup=2.0), KernelFilter(op="relu"),
            KernelFilter(op="Matmul_", outcome=None), KernelFilter(device="h100"), KernelFilter(device="a100%40"),
-           KernelFilter(outcome="incorrect"), KernelFilter(technique="no_such_tag")]
+           KernelFilter(outcome="incorrect"), KernelFilter(technique="no_such_tag"),
+           KernelFilter(run_id="synthetic-9", level=2), KernelFilter(run_id="no-such-run", outcome=None)]
 
 
 @pytest.fixture(scope="module")

@@ -152,3 +152,22 @@ def test_a_bad_prompt_folder_is_a_one_line_error(tmp_path: Path, name: str, text
     assert "\n" not in str(e.value)
     with pytest.raises(PromptError, match="no such folder"):
         Prompts(tmp_path / "missing")
+
+
+def test_a_crashed_candidates_repair_prompt_carries_its_output_without_the_harness_profiler_lines() -> None:
+    """Every runner warms the profiler up as it starts, and libkineto logs that into the runner's output, which a
+    crash's log_tail ends with: the repair prompt gets the candidate's lines only (issue 37, defect 5's profiler
+    line). The harness lines here are what the runner's own warm-up writes, run in a child process."""
+    import subprocess
+    import sys
+
+    warm = subprocess.run([sys.executable, "-c", "import torch; from kevolve.sandbox.common.profile import warm_up; "
+                           "warm_up(torch.device('cpu'))"], capture_output=True, text=True, timeout=300)
+    harness = warm.stdout + warm.stderr
+    assert warm.returncode == 0 and "profiler_stop" in harness, harness
+    mine = "Fatal Python error: Segmentation fault\n  File \"kevolve_candidate.py\", line 9 in forward"
+    crashed = trial(Outcome.CRASHED, "crashed: runner exit -11", log_tail=mine + "\n" + harness)
+    job = Job(id="g1-j0", operator=Origin.REPAIR, island=0, generation=1)
+    prompt = build_messages(job, PROBLEM, [crashed], [], "cuda")[1].content
+    assert mine in prompt and "profiler_st" not in prompt and "USDT" not in prompt
+    assert crashed.evaluation.candidate_log == mine

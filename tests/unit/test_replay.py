@@ -116,3 +116,22 @@ def test_fetch_script_bad_input_is_one_line_exit_2(tmp_path, args: list[str], ne
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "fetch_replay_corpus.py"), *argv,
                         "--out", str(tmp_path / "out")], capture_output=True, text=True)
     assert r.returncode == 2 and needle in r.stderr and r.stderr.strip().count("\n") == 0, r.stderr
+
+
+def test_the_documented_corpus_format_is_the_one_the_writer_writes_and_the_book_serves(tmp_path) -> None:
+    """docs/optimize.md documents corpus.jsonl for users who write their own (issue 37: 'the replay file format is
+    only in the code'): its field table names every field of ReplaySample, and its example line is what
+    write_corpus writes for that sample, read back and served to a prompt for its module."""
+    import re
+
+    doc = (ROOT / "docs" / "optimize.md").read_text().split("### The replay corpus format", 1)[1].split("\n## ", 1)[0]
+    fields = re.findall(r"^\| `(\w+)` \|", doc, re.M)
+    assert fields == list(ReplaySample.model_fields)
+    example = re.search(r"```json\n(.*?)\n```", doc, re.S).group(1)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "corpus.jsonl").write_text(example + "\n")
+    [s] = read_corpus(tmp_path / "mine")
+    assert write_corpus(tmp_path / "again", [s]).read_text() == example + "\n"
+    reply = ReplayBook([s]).answer(render_prompt("translate", problem_source=s.problem_source.strip(),
+                                                 device_notes="The CPU.", examples=""))
+    assert extract_code(reply).source == s.code
