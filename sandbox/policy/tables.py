@@ -39,8 +39,11 @@ MODULES: dict[str, str] = {
                      "torch.profiler", "torch.autograd.profiler", "torch.fx", "torch.cuda.profiler",
                      "numpy.ctypeslib",
                      "torch.utils.cpp_backtrace", "torch.monitor",
-                     # run Python given as strings (Timer(stmt=…) exec()s it) or compile TorchScript source
-                     "torch.utils.benchmark", "torch.utils.jit", "torch.jit.frontend"), "introspection"),
+                     # run Python given as strings (Timer(stmt=…) exec()s it) or compile TorchScript source;
+                     # numpy.testing's measure/runstring/rundocs exec() strings, run_threaded starts threads (red
+                     # team 5), torch.testing._internal runs processes: test helpers, never a kernel's
+                     "torch.utils.benchmark", "torch.utils.jit", "torch.jit.frontend", "numpy.testing",
+                     "torch.testing._internal"), "introspection"),
     **dict.fromkeys(("torch.library", "torch.overrides", "torch.utils.flop_counter", "torch.utils.module_tracker"),
                     "monkeypatch"),
     **dict.fromkeys(("torch.compiler", "torch.export", "torch.cuda.tunable", "torch.cuda.green_contexts",

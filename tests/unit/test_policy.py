@@ -366,3 +366,22 @@ def test_honest_code_near_the_attribute_item_and_hook_rules_passes(body: str) ->
 ])
 def test_honest_native_code_near_the_alias_asm_and_include_rules_passes(cpp: str, kw: dict[str, str]) -> None:
     assert reason(native(cpp, **kw)) is None
+
+
+@pytest.mark.parametrize(("source", "what"), [
+    # red team 5: numpy.testing's measure/runstring/rundocs exec() a string in the caller's namespace (then sys,
+    # gc, ctypes and frames are free); run_threaded starts a thread pool; torch.testing._internal runs processes
+    ("import numpy as np\nnp.testing.measure('import sys')\n", "numpy.testing.measure"),
+    ("import numpy\nnumpy.testing.runstring('import gc', {})\n", "numpy.testing.runstring"),
+    ("from numpy.testing import run_threaded\n", "numpy.testing"),
+    ("import numpy.testing as t\nt.rundocs()\n", "numpy.testing"),
+    ("from numpy import testing\ntesting.tempdir()\n", "numpy.testing"),
+    ("import torch\nx = torch.testing._internal.common_utils\n", "torch.testing._internal"),
+])
+def test_numpy_and_torch_test_helpers_that_run_strings_or_threads_are_refused(source: str, what: str) -> None:
+    v = check_policy(source)
+    assert v is not None and v.category == "introspection" and what in v.detail, v
+
+
+def test_torch_testings_comparisons_stay_allowed() -> None:
+    assert check_policy("import torch\ntorch.testing.assert_close(torch.ones(1), torch.ones(1))\n") is None
