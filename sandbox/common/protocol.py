@@ -49,6 +49,9 @@ class RunnerJob(Record):
         "take file-system writes away outside the runner's scratch directory and /dev/shm before the model's code "
         "loads (landlock.py): a candidate's runner without a sandbox"))
     threads: int = Field(default=1, description="intra-op threads for this runner, the same for every role")
+    may_alias_inputs: bool = Field(default=False, description=(
+        "the reference's own outputs share memory with its inputs (a view): a candidate's may too; otherwise a "
+        "candidate's output that does is rejected (aliases_input: the harness's staging copy would do its work)"))
     check_symbols: bool = Field(default=True, description=(
         "check every built extension's imported symbols before loading it (sandbox/build/symbols.py); off only "
         "where the policy allows native code"))

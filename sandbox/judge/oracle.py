@@ -80,6 +80,7 @@ class ProblemState:
     min_bytes: int | None
     flops: int | None
     phase_s: dict[str, float] = field(default_factory=dict)
+    aliases_inputs: bool = False  # the reference's outputs share memory with its inputs (then a candidate's may)
     _prints: dict[str, tuple[int, ...]] | None = None
 
     def truth_prints(self, device: torch.device) -> dict[str, tuple[int, ...]]:
@@ -129,6 +130,17 @@ def pinned_bytes(xs: list[Any]) -> int:
                and (n := t.numel() * t.element_size()) > 0)
 
 
+def _shares_memory(outputs: list[Any], inputs: Any) -> bool:
+    """Whether an output's storage overlaps an input's (the reference returns a view of its input)."""
+    def span(t: torch.Tensor) -> tuple[int, int]:
+        s = t.untyped_storage()
+        return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+    ins = [span(t) for t in inputs if isinstance(t, torch.Tensor)]
+    return any(lo < hi2 and lo2 < hi for o in outputs if isinstance(o, torch.Tensor)
+               for lo, hi in [span(o)] for lo2, hi2 in ins)
+
+
 def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scratch: Path,
             memory_limit: int | None = None, make_room: Callable[[int], None] | None = None) -> ProblemState:
     """Load the problem, draw every input set, compute eager output and float64 truth for each.
@@ -166,6 +178,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
     unusable: list[DrawReport] = []
     specs: tuple[OutputSpec, ...] = ()
     residency = "device"
+    aliases = False
     varies: bool | None = None  # does a second forward on the same inputs differ? (the first usable draw says)
     while plan:
         d = plan.pop(0)
@@ -190,6 +203,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
             continue
         if not specs:
             specs = tuple(OutputSpec(shape=tuple(t.shape), dtype=str(t.dtype)) for t in y)
+            aliases = _shares_memory(y, x)
             residency = _residency(x, y, len(plan) + 1, device)
             if residency == "host":  # too large to keep every draw: two plain, one shifted, one fresh
                 plan = [p for p in plan if p.key in ("d1", "negate", "f0")]
@@ -235,7 +249,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return ProblemState(problem, seed, module, init_args, draws, unusable, specs, residency, min_bytes, flops,
-                        {"reference_outputs": time.perf_counter() - t0, **spent})
+                        {"reference_outputs": time.perf_counter() - t0, **spent}, aliases_inputs=aliases)
 
 
 def _timing_draws(draws: dict[str, DrawData], module: ModuleType, model: Any, f64: Any, device: torch.device,

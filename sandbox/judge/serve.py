@@ -315,6 +315,7 @@ class Judge:
                             cache_dir=getattr(runner, "cache_dir_inside", None) or str(config.cache_dir.resolve()),
                             build_dir=runner.build_path, confine_writes=confine,
                             custom_kernel_names=custom_kernel_names(cand.source), threads=self.threads,
+                            may_alias_inputs=state.aliases_inputs,
                             check_symbols=not {"native", "all"} & set(config.policy_allow))
             runner.watch(config.memory_limit_gb)
             facts = session.run(cand, job.model_dump())

@@ -143,6 +143,36 @@ def output_problems(outputs: list[Any], device: torch.device) -> str | None:
     return None
 
 
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def aliasing(outputs: list[Any], inputs: Any, staging: Any, may_alias_inputs: bool) -> str | None:
+    """None unless an output's memory overlaps a staging buffer of the harness (never the model's to return), or
+    an input's where the reference's outputs never share their inputs' memory (red team 5: `return x.t()` left its
+    work to the harness's staging copy, 1.25x; a frame-walking candidate returned the staging buffer itself)."""
+    def overlaps(a: tuple[int, int], tensors: Any) -> int | None:
+        for j, t in enumerate(tensors):
+            if isinstance(t, torch.Tensor) and t.device.type != "meta":
+                lo, hi = _span(t)
+                if a[0] < hi and lo < a[1]:
+                    return j
+        return None
+
+    for i, o in enumerate(outputs):
+        span = _span(o)
+        if span[1] <= span[0]:
+            continue
+        if overlaps(span, [t for st in staging for t in st]) is not None:
+            return f"aliases_staging: output {i} is memory of the harness's staging buffers, not the model's own"
+        j = None if may_alias_inputs else overlaps(span, inputs)
+        if j is not None:
+            return (f"aliases_input: output {i} shares memory with input {j} (a view of it); the reference's outputs "
+                    "never do, so the harness's copy would do the model's work")
+    return None
+
+
 def live_threads() -> set[int]:
     return {t.ident for t in threading.enumerate() if t.is_alive() and t.ident is not None}
 

@@ -137,8 +137,9 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
     # A reference is trusted code: torch.compile's reference of KernelBench L2 90 left a thread behind a
     # vetted call, its first call already made (H100 under bubblewrap, 2026-11-24: "background_thread", no
     # torch.compile time). The thread rule is for candidates; a reference's outputs are checked as before.
-    stepper = Stepper(device, job.outputs, staging, vet_threads=job.role == "candidate")
-    guards.watch(stepper, "_pad", "_flush_buf", "device", "cuda", "specs", "staging", "vet_threads")
+    stepper = Stepper(device, job.outputs, staging, vet_threads=job.role == "candidate",
+                      may_alias_inputs=job.may_alias_inputs if job.role == "candidate" else None)
+    guards.watch(stepper, "_pad", "_flush_buf", "device", "cuda", "specs", "staging", "vet_threads", "may_alias_inputs")
     holder = _Sets(sets)
     guards.watch(holder, "sets")
     if stepper._pad is not None:

@@ -87,11 +87,14 @@ class Stepper:
     """Times and vets calls; holds only buffers allocated before the model's code ran."""
 
     def __init__(self, device: torch.device, specs: Sequence[OutputSpec], staging: Sequence[torch.Tensor],
-                 vet_threads: bool = True) -> None:
+                 vet_threads: bool = True, may_alias_inputs: bool | None = None) -> None:
         self.device, self.cuda = device, device.type == "cuda"
         # False in a reference's runner only: trusted code whose library may start a thread at any call
         # (the runner guards this attribute: a candidate that turns it off is caught as tampering)
         self.vet_threads = vet_threads
+        # a candidate's (None in a reference's runner): whether its outputs may share its inputs' memory, as the
+        # reference's do; never the staging buffers' (integrity.aliasing)
+        self.may_alias_inputs = may_alias_inputs
         self.specs, self.staging = tuple(specs), tuple(staging)  # a tuple: the runner guards its identity
         nbytes = _L2_FLUSH_BYTES if self.cuda else _CPU_FLUSH_BYTES
         self._flush_buf = torch.empty(nbytes // 4, dtype=torch.int32, device=device)
@@ -204,6 +207,7 @@ class Stepper:
         after forward returned) runs after it and raises StageError on a verdict. `around` wraps the
         call (the profiler). `prepare` must have run since the last call."""
         vet_threads = self.vet_threads  # read before the model's code runs: turning it off in forward does nothing
+        alias = self.may_alias_inputs
         threads = getattr(self, "_threads", None)
         if threads is None:
             self.prepare()
@@ -246,6 +250,10 @@ class Stepper:
                 integrity.settle_threads(threads, _SETTLE_S)
                 if integrity.live_threads() - threads:
                     raise h.StageError("rejected", "background_thread: forward left a thread running after it returned")
+            # after the account (outside the judge's clock, as the other vetting): a few microseconds a call that
+            # the reference, which has no such rule, would not pay
+            if alias is not None and (bad := integrity.aliasing(outs, x, (self.staging,), alias)):
+                raise h.StageError("rejected", bad)
             if at_return is not None and any(not _same(a, o) for a, o in zip(at_return, outs, strict=True)):
                 raise h.StageError("rejected", "async_output: output changed after forward returned "
                                                "(work left on a side stream or a background thread)")
@@ -264,6 +272,7 @@ class Stepper:
         the batch ends is inside the window (the device-wide sync), and one whose outputs were staged
         before its work was done is wrong when the judge compares them."""
         vet_threads = self.vet_threads
+        alias = self.may_alias_inputs
         threads = getattr(self, "_threads", None)
         if threads is None:
             self.prepare()
@@ -301,6 +310,10 @@ class Stepper:
                 integrity.settle_threads(threads, _SETTLE_S)
                 if integrity.live_threads() - threads:
                     raise h.StageError("rejected", "background_thread: forward left a thread running after it returned")
+            if alias is not None:
+                for x, outs in zip(xs, outs_all, strict=False):
+                    if bad := integrity.aliasing(outs, x, (self.staging, *sets), alias):
+                        raise h.StageError("rejected", bad)
             # the last call's outputs only: an earlier call's may be the buffer the next call wrote into
             # (an honest model that reuses its output), and a thread that finished an output after its
             # call returned left the staged copy wrong, which the judge sees

@@ -73,7 +73,7 @@ CAUGHT = {
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times",
            "forges_times_slightly", "spins_in_setsid_daemon", "writes_runner_bytecode", "forges_reference_answers",
            "plants_build_cache", "signals_other_runners", "spins_between_calls",
-           "drives_warm_service"}  # tests/integration/test_warm_eval.py (it needs a running service)
+           "drives_warm_service", "returns_view_of_input", "returns_staging_buffer"}  # tests/integration/test_warm_eval.py (it needs a running service)
 
 
 def hack_files() -> list[Path]:
@@ -315,3 +315,17 @@ def test_answers_written_into_the_references_channel_are_not_its_times(evaluate,
         assert ev.ok and ev.speedup is not None and ev.speedup < 5, (ev.reason, ev.speedup)
     again = evaluate("relu", HERE / "torch_only.py", allow_torch_only=True)  # the problem prepared afresh
     assert again.ok and again.speedup is not None and again.speedup < 5, (again.reason, again.speedup)
+
+
+@pytest.mark.parametrize("isolation", ["auto", "none"])
+def test_outputs_that_alias_inputs_or_the_staging_buffers_are_rejected(evaluate, isolation: str) -> None:  # noqa: ANN001
+    """Red team 5: a view of the input where the reference materialises (the harness's copy did the work, 1.25x),
+    and the call's staging buffer returned as the output (its copy skipped, 1.18-1.32x). An honest candidate whose
+    reference itself returns a view of its input is ok."""
+    view = evaluate("transpose", HERE / "returns_view_of_input.py", isolation=isolation, allow_torch_only=True)
+    assert view.outcome is Outcome.REJECTED and view.reason.startswith("aliases_input: output 0"), view.reason
+    staged = evaluate("relu", HERE / "returns_staging_buffer.py", isolation=isolation, allow_torch_only=True)
+    assert staged.outcome is Outcome.REJECTED and staged.reason.startswith("aliases_staging: output 0"), staged.reason
+    honest = evaluate("flatten_view", HERE.parent / "fixtures" / "solutions" / "flatten_view_reshape.py",
+                      isolation=isolation, allow_torch_only=True)
+    assert honest.ok, honest.reason
