@@ -26,7 +26,8 @@ CONTROLS = [("relu", "relu_cpp", False), ("gelu_bias", "gelu_bias_cpp", False), 
             ("linear_relu", "linear_relu_cpp", False), ("relu", "relu_reused_buffer", True),
             ("relu", "unusual_noncontiguous", False), ("softmax", "unusual_float64_inside", False),
             ("relu", "unusual_openmp", False), ("relu", "unusual_numpy_output", False),
-            ("linear_relu", "unusual_init_precompute", False)]
+            ("linear_relu", "unusual_init_precompute", False), ("gelu_bias", "unusual_kept_output_buffer", False),
+            ("flatten_view", "flatten_view_reshape", True)]
 
 
 def main() -> int:

@@ -65,6 +65,7 @@ class Session:
         self.staging = self.staging_sets[0]
         self.deadline = 0.0
         self.n = 0
+        self.last_key: str | None = None  # the last single call's draw (the ablation takes another)
         self.pad = Pad()
 
     def _batch_n(self, eager: Any) -> int:
@@ -100,7 +101,7 @@ class Session:
 
     def call(self, key: str, phase: str, slot: int | None = None, op: str = "call", pad_ms: float | None = None) -> Call:
         """One candidate call on `key`'s values, checked; raises Verdict when it decides the outcome."""
-        self.n += 1
+        self.n, self.last_key = self.n + 1, key
         ts = time.perf_counter()
         i = self.slots.slot_for(key) if slot is None else slot
         tf = time.perf_counter()
@@ -390,8 +391,10 @@ class Session:
         self.facts.cpu_s["runner.timing_calls_wall"] = busy
 
     def _ablation(self) -> None:
-        """One call with the custom kernels' results replaced by random values: the output must change."""
-        key = self.state.pool[0]
+        """One call with the custom kernels' results replaced by random values: the output must change. Not on the
+        last call's draw: a kernel writing a kept output buffer would rewrite its bytes, unseen (red team 5, h01)."""
+        pool = self.state.pool
+        key = next((k for k in pool if k != self.last_key), pool[0])
         i = self.slots.slot_for(key)
         self.flush()
         nonce = secrets.randbits(62) + 1
