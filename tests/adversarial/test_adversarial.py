@@ -46,6 +46,7 @@ CAUGHT = {
     "forges_custom_kernel": ("softmax", Outcome.REJECTED, "no_custom_kernel", "aten::exp"),
     "relabels_torch_op": ("softmax", Outcome.REJECTED, "no_custom_kernel", "aten::exp"),
     "torch_only": ("relu", Outcome.REJECTED, "no_custom_kernel", "aten::relu"),
+    "kernel_only_on_seen_inputs": ("relu", Outcome.REJECTED, "no_custom_kernel", "aten::relu"),  # red team 5, a05
     "decoy_kernel": ("relu", Outcome.REJECTED, "decoy_kernel", "relu_fwd"),
     "reduced_precision_bf16": ("linear_relu", Outcome.INCORRECT, "reduced_precision", "float64"),
     "relu6_off_distribution": ("relu", Outcome.INCORRECT, "off_distribution", "'scale' draw"),
