@@ -115,7 +115,8 @@ _COMPILED = tuple((what, re.compile(pattern), view) for what, pattern, view in R
 _ASM = re.compile(r"\b(?:__asm__|__asm|asm)\b\s*(?:(?:volatile|__volatile__|goto|inline)\s*)*\(")
 _ASM_DENY = re.compile(r"\bsyscall\b|\bsysenter\b|\bint\s+\$?(?:0x80|128)\b|\.incbin|\.include|\.init_array|"
                        r"\.ctors|\.section|\.pushsection|\.(?:byte|[248]byte|hword|word|short|int|long|quad|octa|inst\w*|insn|"
-                       r"ascii|asciz|string\d*|incbin|value|fill|skip|space|zero|dc(?:\.\w)?|rept|macro|irp\w*)\b|"
+                       r"ascii|asciz|string\d*|incbin|value|fill|skip|space|zero|dc(?:\.\w)?|rept|macro|irp\w*|"
+                       r"[su]leb128|float|double|single|base64|nops|reloc|ds(?:\.\w)?)\b|"
                        r"\bwrmsr\b|@PLT|@GOTPCREL|\bcall[lq]?\s+[*%]", re.I)
 _ASM_PARTS = re.compile(r'"\s*"')  # the end of one literal and the start of the next
 _INCLUDE = re.compile(r"(?:#|%:)\s*include(?:_next)?\s*(?:<([^>\n]*)>|\"([^\"\n]*)\"|(\S+))")

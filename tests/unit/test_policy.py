@@ -224,6 +224,10 @@ def test_honest_native_code_passes(cpp: str) -> None:
     ('void f(py::object o) { o.attr("x"); }', "pybind11"),
     ('#include <dlfcn.h>\nvoid f() { dlsym(RTLD_DEFAULT, "cudaEventRecord"); }', "dynamic loading"),
     ('void f() { asm volatile("mov $60, %rax; syscall"); }', "host assembly"),
+    # red team 5 (a11): a raw syscall's bytes as assembler data directives
+    ('void f() { asm volatile(".uleb128 0x0f; .uleb128 0x05"); }', "host assembly (.uleb128"),
+    ('void f() { asm volatile(".sleb128 15\n\t.sleb128 5"); }', "host assembly (.sleb128"),
+    ('void f() { asm volatile(".single 1.0e-40"); }', "host assembly (.single"),
     ('void f() { std::thread t([]{}); t.detach(); }', "threads"),
     ('extern "C" cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) { return cudaSuccess; }',
      "interposition"),
