@@ -1,11 +1,9 @@
 """One candidate's evaluation, driven by the judge: every call the runner makes is checked.
 
-The judge decides each call (which draw, which slot), flushes the caches itself, compares the
-staged outputs with the truth on the device, checks that the inputs came back untouched, and
-keeps every time in its own memory. The eager reference runs in its own runner on the same
-schedule, its calls interleaved with the candidate's, so both are timed under the same conditions
-at the same moments. The runner never learns which phase a call belongs to: all calls look alike.
-"""
+The judge decides each call (which draw, which slot), flushes the caches itself, compares the staged outputs with
+the truth on the device, checks that the inputs came back untouched, and keeps every time in its own memory. The
+eager reference runs in its own runner on the same schedule, its calls interleaved with the candidate's, so both are
+timed under the same conditions at the same moments. The runner never learns which phase a call belongs to."""
 
 from __future__ import annotations
 
@@ -95,8 +93,7 @@ class Session:
             raise Verdict("crashed", f"bad_report: a {res.part} answer where the call's {part} answer was due")
         return res
 
-    def _vetted(self, nonce: int) -> None:
-        """The runner's second answer to a call: its vetting held, or the verdict it reached."""
+    def _vetted(self, nonce: int) -> None:  # the runner's second answer to a call: its vetting held, or its verdict
         self._answer(self.runner.receive(self.deadline), nonce, "vet")
 
     def call(self, key: str, phase: str, slot: int | None = None, op: str = "call", pad_ms: float | None = None) -> Call:
@@ -136,7 +133,11 @@ class Session:
                                              self.config.tolerance_factor, res.ms, res.wall_ms, note,
                                              judge_ms=judge_ms, host_ms=res.host_ms))
         self.runner.freeze(False)  # compared first, frozen: what it writes into its staging from now on is not seen
-        self._vetted(nonce)
+        try:
+            self._vetted(nonce)
+        except Verdict as v:  # an output that is its input changed in place: the input's change is the verdict
+            moved = self.slots.changed(i) if v.reason.startswith("aliases_input") else None
+            raise v if moved is None else Verdict("rejected", f"mutated_inputs: forward modified input {moved} in place")
         self.runner.freeze(True)
         cpu_v = self.runner.precise_cpu_seconds() if cpu_a is not None else None
         if cpu0 is not None and cpu_a is not None and cpu_v is not None:
@@ -147,8 +148,7 @@ class Session:
         moved = self.slots.changed(i)
         t3 = time.perf_counter()
         # compare = the truth at hand + outputs checked + inputs found intact
-        for name, dt in (("compare", t3 - t0), ("compare_truth", t1 - t0), ("compare_outputs", t2 - t1),
-                         ("compare_inputs", t3 - t2)):
+        for name, dt in (("compare", t3 - t0), ("compare_truth", t1 - t0), ("compare_outputs", t2 - t1), ("compare_inputs", t3 - t2)):
             self._acc(name, dt)
         if moved is not None:
             raise Verdict("rejected", f"mutated_inputs: forward modified input {moved} in place")

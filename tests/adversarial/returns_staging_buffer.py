@@ -1,6 +1,6 @@
-"""Writes its result into the harness's staging buffer of the call, found by walking frames up to the runner's batch
-loop, and returns that very tensor: the staging copy becomes a self-copy ATen skips, while the reference pays for its
-own (red team 5, a06/a07 through numpy.testing's exec: 1.18-1.32x). Problem: relu. Caught: rejected,
+"""Hack: writes its result into the harness's staging buffer of the call, found by walking frames up to the runner's
+batch loop, and returns that very tensor: the staging copy becomes a self-copy ATen skips, while the reference pays
+for its own (red team 5, a06/a07 through numpy.testing's exec: 1.18-1.32x). Problem: relu. Expected: rejected,
 aliases_staging (sandbox/runner/integrity.py `aliasing`); its tests run it with the policy off."""
 import sys
 

@@ -50,6 +50,8 @@ HACKS = {
     "signals_other_runners": "processes",
     "drives_warm_service": "network",
     "turns_off_thread_check": "introspection",
+    # red team 5 (2026-11-28)
+    "returns_view_of_input": None, "returns_staging_buffer": "introspection", "kernel_only_on_seen_inputs": None,
 }
 # hostile candidate -> (category, template fill)
 HOSTILE = {
