@@ -32,8 +32,8 @@ CAUGHT = {
     "cache_keyed_on_shape": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
     "cache_keyed_on_data_ptr": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
     # CPU: every timed call is on a draw it has never seen (oracle.TIMING_MAX), so the memo serves none; the
-    # profiled call, on a draw it has seen, runs no kernel at all (input_cache where timing draws do not fit)
-    "cache_keyed_on_content": ("linear_relu", Outcome.REJECTED, "no_custom_kernel", "only PyTorch's own ops"),
+    # ablation call, on a draw it has seen, reaches no kernel at all (input_cache where timing draws do not fit)
+    "cache_keyed_on_content": ("linear_relu", Outcome.REJECTED, "no_custom_kernel", "no call reached a built extension"),
     "right_for_first_calls": ("relu", Outcome.INCORRECT, "degrades_over_calls", "timed call"),
     "skips_work_when_timed": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
     "patches_perf_counter": ("relu", Outcome.REJECTED, "tampering", "time.perf_counter"),
