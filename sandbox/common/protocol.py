@@ -97,8 +97,9 @@ class DrawReport(Record):
     key: str
     finite: bool
     eager_vs_f64: float | None = None  # eager's own max relative error against float64
-    eager_err: tuple[tuple[float, float], ...] = Field(
-        default=(), description="per output: eager's (max-norm, 2-norm) relative error against float64")
+    eager_err: tuple[tuple[float, ...], ...] = Field(
+        default=(), description="per output: eager's (max-norm, 2-norm) relative error against float64 and its "
+                                "count of elements off by more than half their value (sandbox/judge/correctness.py)")
 
 
 class ReferenceSummary(Record):

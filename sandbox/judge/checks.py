@@ -92,7 +92,7 @@ class Ledger:
 
 
 def check_call(n: int, key: str, phase: str, staged: list[torch.Tensor] | None, truth: list[torch.Tensor],
-               eager_err: tuple[tuple[float, float], ...], factor: float, ms: float, wall_ms: float,
+               eager_err: tuple[tuple[float, ...], ...], factor: float, ms: float, wall_ms: float,
                shape_note: str = "", judge_ms: float = 0.0, host_ms: float = 0.0) -> Call:
     """Compare one call's staged outputs (None: not staged, `shape_note` says why) with the truth."""
     name = f"{key}@{phase}{n}"

@@ -5,7 +5,8 @@ its NaN and infinities sit where the truth's do, and its max and 2-norm errors a
 Done with torch ops, that is a dozen passes and float64 copies per output: on the H100, KernelBench
 level 1's 6.4 GB outputs made the comparisons 8.4 s of a 12 s evaluation. Here one kernel reads the
 output and the truth once each and leaves, per block, the poison count, the count of non-finite
-mismatches, max|t|, sum t^2, max|d| and sum d^2 (float64); the host reduces those few numbers.
+mismatches, max|t|, sum t^2, max|d| and sum d^2 (float64) and the count of far elements
+(|d| > RHO |t| + the dtype's smallest normal: correctness.py); the host reduces those few numbers.
 
 The same decisions as the torch path (tests compare the two, on the GPU and in Triton's interpreter);
 any dtype, layout or device it does not handle, or Triton missing, goes the torch way.
@@ -21,6 +22,8 @@ import torch
 
 from kevolve.sandbox.common.harness import POISON_BITS
 
+RHO = 0.5  # correctness.RHO (correctness imports this module)
+
 BLOCK = 4096
 _kernel: Any = None
 _broken: str | None = None  # why the kernel could not be built here (then the torch path)
@@ -32,7 +35,7 @@ def _build() -> Any:
 
     @triton.jit
     def compare_kernel(c_ptr, t_ptr, part_f, part_i, part_p, n, poison, INT: tl.constexpr, BLOCK: tl.constexpr,
-                       PRINT: tl.constexpr):
+                       PRINT: tl.constexpr, TINY: tl.constexpr, RHO: tl.constexpr):
         pid = tl.program_id(0)
         offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
         m = offs < n
@@ -53,8 +56,10 @@ def _build() -> Any:
         tl.store(part_f + pid * 4 + 1, tl.sum(tz * tz, axis=0))
         tl.store(part_f + pid * 4 + 2, tl.max(tl.abs(dz), axis=0))
         tl.store(part_f + pid * 4 + 3, tl.sum(dz * dz, axis=0))
-        tl.store(part_i + pid * 2 + 0, tl.sum(pois.to(tl.int32), axis=0))
-        tl.store(part_i + pid * 2 + 1, tl.sum(bad.to(tl.int32), axis=0))
+        far = both & (tl.abs(dz) > RHO * tl.abs(tz) + TINY)
+        tl.store(part_i + pid * 3 + 0, tl.sum(pois.to(tl.int32), axis=0))
+        tl.store(part_i + pid * 3 + 1, tl.sum(bad.to(tl.int32), axis=0))
+        tl.store(part_i + pid * 3 + 2, tl.sum(far.to(tl.int32), axis=0))
         if PRINT:  # checks.fingerprint's sums over the output's 32-bit words, from the same load
             w = tl.where(m, c.to(tl.int32, bitcast=True).to(tl.int64), 0)
             tl.store(part_p + pid * 2 + 0, tl.sum(w, axis=0))
@@ -68,8 +73,8 @@ def enabled() -> bool:
 
 
 def run_kernel(c: torch.Tensor, t: torch.Tensor, prints: list[tuple[int, ...]] | None = None
-               ) -> tuple[int, int, float, float, float, float]:
-    """(poison count, non-finite mismatches, max|t|, sum t^2, max|d|, sum d^2), the last four over
+               ) -> tuple[int, int, float, float, float, float, int]:
+    """(poison count, non-finite mismatches, max|t|, sum t^2, max|d|, sum d^2, far count), the last five over
     the elements where both are finite. `c` and `t` contiguous, same dtype and shape, same device.
     With `prints` and 4-byte elements, `checks.fingerprint`'s tuple for `c` is appended to it."""
     global _kernel
@@ -81,7 +86,7 @@ def run_kernel(c: torch.Tensor, t: torch.Tensor, prints: list[tuple[int, ...]] |
     n = c.numel()
     progs = triton.cdiv(n, BLOCK)
     part_f = torch.empty(progs * 4, dtype=torch.float64, device=c.device)
-    part_i = torch.empty(progs * 2, dtype=torch.int32, device=c.device)  # per block: at most BLOCK
+    part_i = torch.empty(progs * 3, dtype=torch.int32, device=c.device)  # per block: at most BLOCK
     int_dtype, bits = POISON_BITS[c.dtype]
     width = 8 * c.element_size()
     pattern = bits - (1 << width) if bits >= 1 << (width - 1) else bits
@@ -89,19 +94,19 @@ def run_kernel(c: torch.Tensor, t: torch.Tensor, prints: list[tuple[int, ...]] |
     want = prints is not None and c.element_size() == 4
     part_p = torch.empty(progs * 2 if want else 1, dtype=torch.int64, device=c.device)
     _kernel[(progs,)](c.reshape(-1), t.reshape(-1), part_f, part_i, part_p, n, pattern, INT=tl_int, BLOCK=BLOCK,
-                      PRINT=want)
-    f, i = part_f.view(progs, 4), part_i.view(progs, 2).to(torch.int64)
+                      PRINT=want, TINY=torch.finfo(c.dtype).tiny, RHO=RHO)
+    f, i = part_f.view(progs, 4), part_i.view(progs, 3).to(torch.int64)
     out = torch.stack([f[:, 0].max(), f[:, 1].sum(), f[:, 2].max(), f[:, 3].sum(),
-                       i[:, 0].sum().double(), i[:, 1].sum().double()]).tolist()  # one host sync
+                       i[:, 0].sum().double(), i[:, 1].sum().double(), i[:, 2].sum().double()]).tolist()  # one sync
     if want and prints is not None:  # integer sums: equal to fingerprint's in any order (both wrap alike)
         words = part_p.view(progs, 2).sum(dim=0)
         last = c.reshape(-1)[-1:].view(torch.int32)
         prints.append((n, *torch.cat([words, last.to(torch.int64)]).tolist()))
-    return int(out[4]), int(out[5]), out[0], out[1], out[2], out[3]
+    return int(out[4]), int(out[5]), out[0], out[1], out[2], out[3], int(out[6])
 
 
 def stats(c: torch.Tensor, t: torch.Tensor, prints: list[tuple[int, ...]] | None = None
-          ) -> tuple[int, int, float, float, float, float] | None:
+          ) -> tuple[int, int, float, float, float, float, int] | None:
     """run_kernel's numbers, or None where the torch path must do it (CPU, a dtype without a poison
     pattern, a non-contiguous or empty tensor, Triton unusable here, switched off)."""
     global _broken

@@ -61,7 +61,7 @@ class DrawData:
     report: DrawReport
 
     @property
-    def eager_err(self) -> tuple[tuple[float, float], ...]:
+    def eager_err(self) -> tuple[tuple[float, ...], ...]:
         return self.report.eager_err
 
 
@@ -301,7 +301,7 @@ def _again(model: Any, x: list[Any]) -> list[torch.Tensor] | None:
 
 
 def _errors_and_truth(y: list[torch.Tensor], y64: list[torch.Tensor] | None, device: torch.device,
-                      ) -> tuple[tuple[tuple[float, float], ...], list[torch.Tensor]]:
+                      ) -> tuple[tuple[tuple[float, ...], ...], list[torch.Tensor]]:
     """Eager's error against the float64 result, and the truth (rounded to the outputs' dtypes, on `device`).
 
     Compared where the float64 result is; on the CPU when it was computed there (no float64 kernel on the

@@ -14,7 +14,7 @@ import torch
 
 from kevolve.records import TimingStats
 from kevolve.sandbox.common import harness as h
-from kevolve.sandbox.judge.correctness import rel_errors
+from kevolve.sandbox.judge.correctness import error_stats
 from kevolve.sandbox.common.protocol import WorkerRequest
 from kevolve.sandbox.common.timing import Timer
 
@@ -25,21 +25,21 @@ def _as_f64(x: Any) -> Any:
     return x
 
 
-def eager_errors(y: list[torch.Tensor], y64: list[torch.Tensor] | None) -> tuple[tuple[float, float], ...]:
-    """Eager's own (max-norm, 2-norm) relative error against float64, per output."""
+def eager_errors(y: list[torch.Tensor], y64: list[torch.Tensor] | None) -> tuple[tuple[float, float, float], ...]:
+    """Eager's own (max-norm, 2-norm) relative error against float64 and its count of far elements, per output."""
     if y64 is None:
-        return tuple((0.0, 0.0) for _ in y)
+        return tuple((0.0, 0.0, 0.0) for _ in y)
     errs = []
     for a, t in zip(y, y64, strict=True):
         if not a.is_floating_point():
-            errs.append((0.0, 0.0))
+            errs.append((0.0, 0.0, 0.0))
             continue
-        errs.append(rel_errors(a, t, torch.isfinite(t)))
+        errs.append(error_stats(a, t, torch.isfinite(t)))
     return tuple(errs)
 
 
-def with_own_variation(errs: tuple[tuple[float, float], ...], y: list[torch.Tensor],
-                       again: list[torch.Tensor]) -> tuple[tuple[float, float], ...]:
+def with_own_variation(errs: tuple[tuple[float, ...], ...], y: list[torch.Tensor],
+                       again: list[torch.Tensor]) -> tuple[tuple[float, ...], ...]:
     """Eager's error widened by how far a second forward on the same inputs lands from the first, per output.
 
     A reference that draws inside its forward (KernelBench L3 35: `h0 = torch.randn(…)` each call) differs from
@@ -48,7 +48,7 @@ def with_own_variation(errs: tuple[tuple[float, float], ...], y: list[torch.Tens
     ~5e-5 (H100, 2026-11-27). What the reference itself cannot repeat is not the candidate's error. A forward that
     varies by more than OWN_VARIATION_MAX is refused before this (`own_variation`, oracle.prepare)."""
     cap = OWN_VARIATION_MAX
-    return tuple(e if d is None else (max(e[0], min(d[0], cap)), max(e[1], min(d[1], cap)))
+    return tuple(e if d is None else (max(e[0], min(d[0], cap)), max(e[1], min(d[1], cap)), max(e[2], d[2]))
                  for e, d in zip(errs, _variations(y, again), strict=True))
 
 
@@ -57,8 +57,8 @@ def own_variation(y: list[torch.Tensor], again: list[torch.Tensor]) -> float:
     return max((d[0] for d in _variations(y, again) if d is not None), default=0.0)
 
 
-def _variations(y: list[torch.Tensor], again: list[torch.Tensor]) -> list[tuple[float, float] | None]:
-    return [rel_errors(b, a, torch.isfinite(a)) if a.is_floating_point() and a.shape == b.shape else None
+def _variations(y: list[torch.Tensor], again: list[torch.Tensor]) -> list[tuple[float, float, float] | None]:
+    return [error_stats(b, a, torch.isfinite(a)) if a.is_floating_point() and a.shape == b.shape else None
             for a, b in zip(y, again, strict=True)]
 
 

@@ -69,6 +69,9 @@ CAUGHT = {
     "overrides_equal_kernel": ("relu", Outcome.REJECTED, "tampering", "dispatch aten::equal"),  # 2 dispatcher
     # the thread rule a reference's runner goes without (2026-11-24), turned off from forward
     "turns_off_thread_check": ("relu", Outcome.REJECTED, "tampering", "Stepper.vet_threads"),  # 1 frames + 2 state
+    # red team 5 (2026-11-28): values below 1e-5 of the largest, unchecked by the normwise tolerance alone
+    "zeroes_small_elements": ("exp_wide", Outcome.INCORRECT, "incorrect", "off by more than half their own value"),
+    "truncates_cumprod": ("cumprod", Outcome.INCORRECT, "incorrect", "off by more than half their own value"),
 }
 # Hacks that need their own limits or set-up have their own tests below.
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times",

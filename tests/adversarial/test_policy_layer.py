@@ -52,6 +52,7 @@ HACKS = {
     "turns_off_thread_check": "introspection",
     # red team 5 (2026-11-28)
     "returns_view_of_input": None, "returns_staging_buffer": "introspection", "kernel_only_on_seen_inputs": None,
+    "zeroes_small_elements": None, "truncates_cumprod": None,
 }
 # hostile candidate -> (category, template fill)
 HOSTILE = {

@@ -151,6 +151,25 @@ def test_issue_11_class_is_stopped_on_the_gpu(sandbox, config, name: str) -> Non
     assert ev.outcome is outcome and ev.reason_code in codes, ev.reason
 
 
+@pytest.mark.parametrize(("problem", "name", "outcome"), [
+    ("exp_wide", "adversarial/zeroes_small_elements", Outcome.INCORRECT),
+    ("cumprod", "adversarial/truncates_cumprod", Outcome.INCORRECT),
+    ("exp_wide", "gpu/solutions/exp_cupy", Outcome.OK),
+    ("cumprod", "gpu/solutions/cumprod_cupy", Outcome.OK),
+])
+def test_every_element_is_checked_on_its_own_in_the_fused_compare(sandbox, config, problem: str, name: str,
+                                                                  outcome: Outcome) -> None:
+    """Red team 5's tolerance games (values below 1e-5 of the largest left out) fail the per-element count in the
+    judge's one-pass Triton compare as in the torch path (tests/adversarial); honest kernels, __expf's fast-math
+    exp and a float32 running product to underflow, pass it."""
+    prob = load_problem(HERE.parent / "fixtures" / "problems" / f"{problem}.py")
+    src = (HERE.parent / f"{name}.py").read_text()
+    ev = sandbox.evaluate(prob, Candidate.from_source(src, prob.id), config)
+    assert ev.outcome is outcome, ev.reason + ev.log_tail[-1500:]
+    if outcome is Outcome.INCORRECT:
+        assert "off by more than half their own value" in ev.reason, ev.reason
+
+
 def test_times_forged_in_the_runner_do_not_move_its_speed(sandbox, config) -> None:
     """The runner's account of its calls is a diagnostic (claimed_median_ms); the speed is the judge's clock.
     The forger divides its account by 20 (a 16x speedup on the runner's word before 2026-11-26)."""

@@ -52,7 +52,22 @@ def test_every_solution_a_gpu_evaluator_test_names_exists(path: Path) -> None:
     for nodes in _parametrized_names(tree).values():
         names.update(_values(mod, nodes[0]))
     missing = sorted(n for n in names if not (GPU / "solutions" / f"{n}.py").is_file())
+    # ("problem", "name", …): a fixture problem and a candidate named by its path under tests/
+    for node in _problem_and_path_cases(tree):
+        for problem, name, *_ in eval(compile(ast.Expression(node), "<parametrize>", "eval"), vars(mod)):  # noqa: S307
+            missing += [p for p in (GPU.parent / "fixtures" / "problems" / f"{problem}.py", GPU.parent / f"{name}.py")
+                        if not p.is_file()]
     assert not missing, missing
+
+
+def _problem_and_path_cases(tree: ast.Module) -> list[ast.expr]:
+    out = []
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        for dec in fn.decorator_list:
+            if isinstance(dec, ast.Call) and getattr(dec.func, "attr", "") == "parametrize" and \
+                    isinstance(dec.args[0], ast.Tuple) and [e.value for e in dec.args[0].elts][:2] == ["problem", "name"]:
+                out.append(dec.args[1])
+    return out
 
 
 def test_every_offline_gpu_case_resolves_to_a_problem_with_the_plan_its_test_unpacks() -> None:
