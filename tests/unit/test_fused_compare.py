@@ -23,3 +23,8 @@ def test_off_the_gpu_and_when_switched_off_the_torch_path_runs(monkeypatch) -> N
     assert fused_compare.stats(x, x) is None  # a CPU tensor
     monkeypatch.setenv("KEVOLVE_FUSED_COMPARE", "0")
     assert not fused_compare.enabled()
+    # by default only outputs large enough to repay the kernel's build in each judge; =all: every size
+    monkeypatch.setenv("KEVOLVE_FUSED_COMPARE", "1")
+    assert fused_compare.enabled() and fused_compare.min_elements() == fused_compare.MIN_ELEMENTS == 1 << 28
+    monkeypatch.setenv("KEVOLVE_FUSED_COMPARE", "all")
+    assert fused_compare.enabled() and fused_compare.min_elements() == 0
