@@ -62,9 +62,9 @@ class Session:
         self.staging_sets = staging_sets(state, self.batch_n, folder, device)
         self.staging = self.staging_sets[0]
         self.deadline, self.n, self.last_key, self.pad = 0.0, 0, None, Pad()  # last_key: the last single call's draw
-        # the profiled call on a timing draw no call saw (a kernel run only for inputs it knew passed, red team 5
-        # a05), the ablation on a seen one (a memo of seen inputs beside the kernel: cache_keyed_on_content)
-        self.evidence = state.keys("timing")[-1:] if len(state.keys("timing")) >= 10 else []
+        # the profiled call on a draw no call saw, a timing draw or the last of 2+ never-seen ones (a kernel run only for
+        # inputs it knew passed, red team 5 a05); the ablation on a seen one (a memo beside it: cache_keyed_on_content)
+        self.evidence = (state.keys("timing") if len(state.keys("timing")) >= 10 else state.keys("fresh")[1:])[-1:]
 
     def _batch_n(self, eager: Any) -> int:
         """Calls per timed batch (clock.batch_size), within the slots the reference's runner has."""
@@ -361,7 +361,7 @@ class Session:
         """Timed batches of `batch_n` calls, the reference's after each on the same draws, until both sides'
         times are steady or the never-seen draws run out; never-seen calls (batches of one) among them."""
         st, cfg, n = self.state, self.config, self.batch_n
-        pool, fresh, once = st.pool, st.keys("fresh"), [k for k in st.keys("timing") if k not in self.evidence]
+        pool, (fresh, once) = st.pool, ([k for k in st.keys(s) if k not in self.evidence] for s in ("fresh", "timing"))
         self.facts.batch_draws = "timing" if once else "pool"
         if self.eager is not None:  # its first batch on this session's schedule, not kept
             self._eager_batch(pool[:1])

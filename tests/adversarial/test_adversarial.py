@@ -333,3 +333,19 @@ def test_outputs_that_alias_inputs_or_the_staging_buffers_are_rejected(evaluate,
     honest = evaluate("flatten_view", HERE.parent / "fixtures" / "solutions" / "flatten_view_reshape.py",
                       isolation=isolation, allow_torch_only=True)
     assert honest.ok, honest.reason
+
+
+def test_the_kernel_evidence_is_on_a_never_seen_draw_where_few_timing_draws_fit(evaluate) -> None:  # noqa: ANN001
+    """relu_2k (32 MB a draw with its truth: 8 timing draws fit, oracle.TIMING_BYTES) has fewer than the ten timing
+    draws the profiled call takes one from; it now takes the last never-seen draw, held out of the fresh calls.
+    Before 2026-11-28 it took a pool draw every call had seen, and a kernel run only on recognised inputs was `ok`."""
+    import runpy
+
+    from kevolve.sandbox.judge.oracle import TIMING_BYTES, TIMING_MIN
+
+    x = runpy.run_path(str(HERE.parent / "fixtures" / "problems" / "relu_2k.py"))["get_inputs"]()[0]
+    assert TIMING_MIN <= TIMING_BYTES // (2 * x.numel() * x.element_size()) < 10  # the premise
+    ev = evaluate("relu_2k", HERE / "kernel_only_on_seen_inputs.py")
+    assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "no_custom_kernel"), ev.reason
+    honest = evaluate("relu_2k", HONEST_RELU)
+    assert honest.ok, honest.reason
