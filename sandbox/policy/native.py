@@ -118,7 +118,43 @@ _ASM_DENY = re.compile(r"\bsyscall\b|\bsysenter\b|\bint\s+\$?(?:0x80|128)\b|\.in
                        r"ascii|asciz|string\d*|incbin|value|fill|skip|space|zero|dc(?:\.\w)?|rept|macro|irp\w*|"
                        r"[su]leb128|float|double|single|base64|nops|reloc|ds(?:\.\w)?)\b|"
                        r"\bwrmsr\b|@PLT|@GOTPCREL|\bcall[lq]?\s+[*%]", re.I)
-_ASM_PARTS = re.compile(r'"\s*"')  # the end of one literal and the start of the next
+_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]+|[0-7]{1,3}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.S)
+_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "v": "\v", "f": "\f", "a": "\a", "b": "\b", "e": "\x1b"}
+# what may open an asm statement with a dot: PTX's declarations in device code (`.reg .pred p;`, `.local .b8 buf[8];`)
+_ASM_DIRECTIVES = {".reg", ".local", ".shared", ".param", ".pragma"}
+_ASM_STATEMENT = re.compile(r"[^;\n{}]+")
+_ASM_LEAD = re.compile(r"\s*(?:[A-Za-z_$][\w$]*\s*:\s*|@!?%?\w+\s+)*(\.[A-Za-z_][\w.]*)?")
+
+
+def _unescape(s: str) -> str:
+    """A C string literal's escapes as the compiler reads them (`"\\x2ebyte"` is `.byte`)."""
+    def one(m: re.Match) -> str:
+        e = m.group(1)
+        if e[0] in "xuU":
+            return chr(int(e[1:], 16) % 0x110000)
+        if e[0] in "01234567":
+            return chr(int(e, 8))
+        return _SIMPLE.get(e, e)
+    return _ESCAPE.sub(one, s)
+
+
+def _asm_text(region: str) -> str:
+    """An asm statement's string literals as the compiler reads them: each literal's escapes first, then adjacent
+    literals joined (`"sys\\x63" "all"` is `syscall`); others (operands' constraints) apart."""
+    out, end = "", None
+    for lit in re.finditer(r'"((?:[^"\\]|\\.)*)"', region):
+        glue = "" if end is not None and not region[end:lit.start()].strip() else " "
+        out, end = out + glue + _unescape(lit.group(1)), lit.end()
+    return out
+
+
+def _directive(body: str) -> str | None:
+    """The first asm statement that opens with a directive PTX's declarations do not use (data, sections, macros …)."""
+    for st in _ASM_STATEMENT.findall(body):
+        d = _ASM_LEAD.match(st).group(1)
+        if d and d.lower() not in _ASM_DIRECTIVES:
+            return d
+    return None
 _INCLUDE = re.compile(r"(?:#|%:)\s*include(?:_next)?\s*(?:<([^>\n]*)>|\"([^\"\n]*)\"|(\S+))")
 _DEFINE_API = re.compile(r"#\s*define\s+(" + _CUDA_API + r")\b")
 _DECLARE_API = re.compile(r"\b([A-Za-z_][\w:]*(?:\s*<[^<>;{}()]*>)?)([\s*&]+)(" + _CUDA_API + r")\s*\(")
@@ -217,10 +253,12 @@ def _asm_hits(code: str, text: str, line) -> list[tuple[int, str]]:  # noqa: ANN
             depth += {"(": 1, ")": -1}.get(code[j], 0)
             j += 1
         # adjacent literals are one string to the compiler ("fo" "pen" is "fopen"), as the preprocessed view joins
-        body = " ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', _ASM_PARTS.sub("", text[m.end():j])))
+        body = _asm_text(text[m.end():j])
         bad = _ASM_DENY.search(body)
         if bad:
             hits.append((line(m.start()), f"host assembly ({bad.group(0)})"))
+        elif d := _directive(body):  # an allow list: the deny list above names the ones seen so far
+            hits.append((line(m.start()), f"assembler directive in asm ({d[:30]}): only PTX declarations may open a statement"))
         # names an asm string could call; a bare name is an asm label, which makes the declaration before it that
         # function (`int run(const char*) __asm__("system")`): tested as a call of it
         probe = f"{body.strip()}()" if re.fullmatch(r"\s*[A-Za-z_][\w.$@]*\s*", body) else body

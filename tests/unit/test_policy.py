@@ -206,6 +206,9 @@ def native(cpp: str, **kw: str) -> str:
     'torch::Tensor f(torch::Tensor x) { TORCH_CHECK(x.defined(), "no fopen(), getenv() or /etc/ here"); return x; }',
     '__device__ float g(float a) { float r; asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 '
     '{%0}, {%1}, {%2}, {%0};" : "+f"(r) : "r"(1), "r"(2)); return r; }\ntorch::Tensor f(torch::Tensor x) { return x; }',
+    '__device__ float g(float a) { float r; asm volatile("{\\n\\t.reg .pred p;\\n\\tsetp.gt.f32 p, %1, 0f00000000;\\n\\t'
+    '@p mov.f32 %0, %1;\\n\\t@!p mov.f32 %0, 0f00000000;\\n}" : "=f"(r) : "f"(a)); return r; }\n'
+    '__device__ void h() { asm volatile(".local .align 4 .b8 buf[16];"); }\ntorch::Tensor f(torch::Tensor x) { return x; }',
     'torch::Tensor f(torch::Tensor x) { cudaEvent_t e; cudaEventCreate(&e); cudaEventRecord(e); '
     'cudaError_t err = cudaGetLastError(); auto y = x.clone(); auto c = std::bind(std::plus<int>(), 1, 2); '
     'long n = 1\'000\'000; return y; }',
@@ -228,6 +231,13 @@ def test_honest_native_code_passes(cpp: str) -> None:
     ('void f() { asm volatile(".uleb128 0x0f; .uleb128 0x05"); }', "host assembly (.uleb128"),
     ('void f() { asm volatile(".sleb128 15\n\t.sleb128 5"); }', "host assembly (.sleb128"),
     ('void f() { asm volatile(".single 1.0e-40"); }', "host assembly (.single"),
+    # escapes the compiler decodes, literal by literal, then joined (2026-11-28: these passed the scan)
+    ('void f() { asm volatile("\\x2e" "byte 0x0f, 0x05"); }', "host assembly (.byte"),
+    ('void f() { asm volatile("sys\\x63" "all"); }', "host assembly (syscall"),
+    ('void f() { asm volatile("\\056uleb128 0x0f"); }', "host assembly (.uleb128"),
+    # an allow list for what opens a statement with a dot: only PTX's declarations
+    ('void f() { asm volatile("x: .cfi_escape 0x0f"); }', "assembler directive in asm (.cfi_escape"),
+    ('void f() { asm volatile("nop\\n\\t.set magic, 0x0f05"); }', "assembler directive in asm (.set"),
     ('void f() { std::thread t([]{}); t.detach(); }', "threads"),
     ('extern "C" cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) { return cudaSuccess; }',
      "interposition"),
