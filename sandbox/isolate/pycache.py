@@ -136,7 +136,36 @@ def prime(root: Path, timeout_s: float = 300.0) -> Path | None:
             return None
         marker.write_text(digest(where))
     _ACTIVE, _DIGEST = where, stamps(where)
+    _sweep(where)
     return where
+
+
+STALE_S = 14 * 86400  # a prefix no judge has taken up for this long is removed (60 MB each on the CPU)
+
+
+def _sweep(where: Path) -> None:
+    """Mark `where` used now and remove the sibling prefixes of other installations unused for STALE_S.
+
+    The mark is a file beside the prefix, not in it: `stamps` would see a touched marker inside as a write. A
+    prefix with no mark (primed before marks existed) counts from its marker's time."""
+    used = where.parent / f"{where.name}.used"
+    try:
+        used.touch()
+    except OSError:
+        return
+    now = used.stat().st_mtime
+    for d in where.parent.iterdir():
+        if not d.is_dir() or d == where:
+            continue
+        mark = d.parent / f"{d.name}.used"
+        try:
+            last = (mark if mark.exists() else d / ".primed" if (d / ".primed").exists() else d).stat().st_mtime
+        except OSError:
+            continue
+        if now - last > STALE_S:
+            shutil.rmtree(d, ignore_errors=True)
+            mark.unlink(missing_ok=True)
+            log.info("removed runner bytecode %s, unused for %.0f days", d, (now - last) / 86400)
 
 
 def changed() -> bool:
