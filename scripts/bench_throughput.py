@@ -1,20 +1,28 @@
 """Throughput: `kevolve bench` against KernelBench's own harness, on the same candidates (GPU).
 
     python3 scripts/bench_throughput.py --kernelbench runs/kernelbench-upstream --out $OUT/throughput
+    python3 scripts/bench_throughput.py --kernelbench runs/lbmix/kernelbench --solutions runs/lbmix/solutions \
+        --kb-subset runs/lbmix/kb_subset.txt --dry-run      (issue 36's set: scripts/gpu_leaderboard_mix.sh runs it)
 
 Phases (each fits one 10-minute device call; default: all of them):
-  kevolve      `kevolve bench` over the solution set, cold (empty build and baseline caches; phase
-               kevolve-cold) and then warm (a second run on the same caches; kevolve-warm).
+  kevolve      `kevolve bench` over the solution set (every level its samples name), cold (empty build and baseline
+               caches; phase kevolve-cold) and then warm (a second run on the same caches; kevolve-warm). An
+               infra_error row is the machine's, not a verdict, and is not counted as an evaluation.
   kernelbench  KernelBench's harness as `scripts/eval_from_generations.py` runs it by default: each
                sample in a fresh process (`eval_kernel_against_ref`, 5 correctness trials, 100 timed
                trials, CUDA events; compile inside the evaluation, `build_cache=False`), one after the
                other. With --kb-build-cache, its CPU pre-compile pool (`build_compile_cache`) first.
                Finished samples are kept in WORK/kernelbench.jsonl; time is the sum of per-sample walls.
-  report       WORK/throughput.json and throughput.md: evaluations per GPU-minute, the ratio, and both
-               harnesses' verdicts and timings per candidate side by side.
+               With --kb-subset, only the samples it lists (fixed before the run: the harness's ~71 s an
+               evaluation on the H100 fits few in a call); a sample the phase's budget cuts is not recorded.
+  report       WORK/throughput.json and throughput.md: evaluations per GPU-minute, the ratio (seconds per
+               evaluation, each harness over what it evaluated), kevolve's per-phase table (`--timings`' rows,
+               set-up counted once per problem), and both harnesses' verdicts and timings per candidate.
+--dry-run checks the samples, their problems in the suite, the harness's import, and prints the bench command.
 
 The KernelBench checkout is only read (its src/ put on sys.path); modules it imports for LLM calls
 (openai, litellm, dotenv, tqdm, requests) are stubbed when absent, as the evaluation never uses them.
+KernelBench's `runtime` and `ref_runtime` are milliseconds (its timing.get_timing_stats; the field comments say us).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import subprocess
 import sys
 import time
 import types
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,13 +67,11 @@ def problem_file(kb: Path, level: int, number: int) -> Path:
 
 # ---------------------------------------------------------------- kevolve
 
-def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: bool) -> dict:
-    cache, run_dir = work / "kevolve-cache", work / f"kevolve-{tag}"
-    if fresh_cache:
-        shutil.rmtree(cache, ignore_errors=True)
-    shutil.rmtree(run_dir, ignore_errors=True)
+def bench_cmd(args: argparse.Namespace, work: Path, run_dir: Path, cache: Path) -> list[str]:
+    """The `kevolve bench` command over the chosen samples (copied into WORK/chosen-solutions when a subset)."""
     picked = chosen(args)
     nums = sorted({n for _, n, _, _ in picked})
+    levels = sorted({lv for lv, _, _, _ in picked}) or [1]
     solutions = args.solutions
     if args.only or args.max_samples is not None:  # bench reads a folder: the chosen samples only
         solutions = work / "chosen-solutions"
@@ -73,12 +80,21 @@ def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: boo
         for *_, p in picked:
             shutil.copy(p, solutions / p.name)
     # -P: the repository root is the working directory, and its kevolve/ folder is not the package
-    cmd = [sys.executable, "-P", "-m", "kevolve.cli", "bench", "--suite", str(args.kernelbench), "--level", "1",
+    cmd = [sys.executable, "-P", "-m", "kevolve.cli", "bench", "--suite", str(args.kernelbench),
+           "--level", ",".join(map(str, levels)),
            "--problems", ",".join(map(str, nums)), "--solutions", str(solutions), "--device", args.device,
            "--run-dir", str(run_dir), "--cache-dir", str(cache), "--compile-baseline", "off", "--seed", "42"]
     if args.gpus:
         cmd += ["--gpus", args.gpus]
-    cmd += args.bench_arg
+    return cmd + args.bench_arg
+
+
+def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: bool) -> dict:
+    cache, run_dir = work / "kevolve-cache", work / f"kevolve-{tag}"
+    if fresh_cache:
+        shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    cmd = bench_cmd(args, work, run_dir, cache)
     t0 = time.monotonic()
     # its own session: a budget that runs out stops the whole bench (runners, build service) and the
     # evaluations finished by then are reported, not lost
@@ -92,16 +108,26 @@ def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: boo
         rc = f"stopped after --budget-s {args.budget_s:g}"
     wall = time.monotonic() - t0
     (work / f"kevolve-{tag}.log").write_text(log)
-    rows = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()] \
-        if (run_dir / "results.jsonl").exists() else []
-    evals = [x for x in rows if x.get("candidate_id")]
-    res = {"tag": tag, "wall_s": wall, "returncode": rc, "evaluations": len(evals), "bench_args": args.bench_arg,
-           "fused_compare": os.environ.get("KEVOLVE_FUSED_COMPARE", "1") != "0",
+    from kevolve.kernelbench.store import ResultRow
+    from kevolve.report import phase_summary
+
+    rows = []
+    for line in (run_dir / "results.jsonl").read_text().splitlines() if (run_dir / "results.jsonl").exists() else []:
+        try:
+            rows.append(ResultRow.model_validate_json(line))
+        except ValueError:  # the last line, cut by the budget's kill
+            pass
+    cands = [x for x in rows if x.candidate_id]
+    evals = [x for x in cands if x.finished]  # an infra_error is the machine's, not a verdict: not counted
+    res = {"tag": tag, "wall_s": wall, "returncode": rc, "evaluations": len(evals), "infra_errors": len(cands) - len(evals),
+           "bench_args": args.bench_arg, "fused_compare": os.environ.get("KEVOLVE_FUSED_COMPARE", "1") != "0",
            "gpus": len(args.gpus.split(",")) if args.gpus else 1,
-           "per_candidate": {f"{x['level']}/{x['number']}/{x['label'].removeprefix('sample_')}": {
-               "status": x["status"], "reason": x["reason"][:160], "runtime_ms": x["runtime_ms"],
-               "eager_ms": x.get("eager_ms", x.get("ref_ms")), "speedup": x["speedup"], "wall_s": x["wall_s"],
-               "compile_s": (x.get("evaluation") or {}).get("compile_s")} for x in evals}}
+           "statuses": dict(Counter(x.status for x in cands).most_common()),
+           "phases": phase_summary([x.evaluation for x in evals if x.evaluation is not None]),
+           "per_candidate": {f"{x.level}/{x.number}/{x.label.removeprefix('sample_')}": {
+               "status": x.status, "reason": x.reason[:160], "runtime_ms": x.runtime_ms, "eager_ms": x.eager_ms,
+               "speedup": x.speedup, "wall_s": x.wall_s,
+               "compile_s": x.evaluation.compile_s if x.evaluation else None} for x in cands}}
     (work / f"kevolve-{tag}.json").write_text(json.dumps(res, indent=1))
     print(f"kevolve {tag}: {len(evals)} evaluations in {wall:.1f} s (rc {rc})", flush=True)
     return res
@@ -144,6 +170,67 @@ def _kb_eval(kb_src: str, ref_src: str, kernel_src: str, build_dir: str, device:
         return {"compiled": False, "correctness": False, "metadata": {"other_error": str(e)[:300]}}
 
 
+KB_KWARGS = ("original_model_src", "custom_model_src", "measure_performance", "timing_method", "verbose",
+             "num_correct_trials", "num_perf_trials", "build_dir", "device", "backend", "precision")
+
+
+def _kb_probe(kb_src: str) -> dict:
+    """In a fresh process: KernelBench's harness imports from kb_src (with the stubs) and takes _kb_eval's arguments."""
+    import inspect
+
+    sys.path.insert(0, kb_src)
+    _stub_missing(("openai", "litellm", "dotenv", "tqdm", "requests"))
+    from kernelbench import eval as kb_eval
+
+    params = inspect.signature(kb_eval.eval_kernel_against_ref).parameters
+    return {"module": kb_eval.__file__, "missing": [k for k in KB_KWARGS if k not in params],
+            "build_compile_cache": hasattr(kb_eval, "build_compile_cache")}
+
+
+def dry_run(args: argparse.Namespace, work: Path) -> None:
+    """Everything but the runs: the samples, their problems in the suite, the harness's import, the bench command."""
+    import shlex
+
+    from kevolve.kernelbench.suite import SuiteError, load_suite
+
+    picked, kb = chosen(args), kb_chosen(args)
+    if not picked:
+        raise SystemExit(f"error: --solutions {args.solutions}: no level_L_problem_N_sample_S_kernel.py chosen")
+    wanted = sorted({(lv, n) for lv, n, _, _ in picked})
+    try:
+        suite = load_suite(args.kernelbench, sorted({lv for lv, _ in wanted}), ",".join(str(n) for _, n in wanted))
+    except SuiteError as e:
+        raise SystemExit(f"error: {e}") from None
+    usable = {(p.level, p.number) for p in suite if p.problem is not None and not p.unavailable}
+    if missing := [k for k in wanted if k not in usable]:
+        raise SystemExit(f"error: --kernelbench {args.kernelbench}: no usable level{missing[0][0]} problem {missing[0][1]}")
+    kb_src = args.kernelbench / "src"
+    if not (kb_src / "kernelbench" / "eval.py").is_file():
+        raise SystemExit(f"error: --kernelbench {args.kernelbench}: no src/kernelbench/eval.py (KernelBench's harness)")
+    with mp.get_context("spawn").Pool(1) as pool:
+        probe = pool.apply(_kb_probe, (str(kb_src.resolve()),))
+    if probe["missing"]:
+        raise SystemExit(f"error: {probe['module']}: eval_kernel_against_ref takes no {', '.join(probe['missing'])}")
+    cmd = bench_cmd(args, work, work / "kevolve-cold", work / "kevolve-cache")
+    print(f"dry run: {len(picked)} samples over {len(wanted)} problems (levels "
+          f"{','.join(sorted({str(lv) for lv, _ in wanted}))}), every problem usable in {args.kernelbench}\n"
+          f"KernelBench's harness would evaluate {len(kb)}: {' '.join(f'{a}/{b}/{c}' for a, b, c, _ in kb)}\n"
+          f"its eval_kernel_against_ref imports from {probe['module']} and takes every argument used\n"
+          f"kevolve: {shlex.join(cmd)}", flush=True)
+
+
+def kb_chosen(args: argparse.Namespace) -> list[tuple[int, int, int, Path]]:
+    """The samples KernelBench's harness evaluates: the chosen ones, or the fixed --kb-subset of them."""
+    picked = chosen(args)
+    if args.kb_subset is None:
+        return picked
+    keys = [x.strip() for x in args.kb_subset.read_text().splitlines() if x.strip()]
+    have = {f"{lv}/{n}/{s}" for lv, n, s, _ in picked}
+    if missing := [k for k in keys if k not in have]:
+        raise SystemExit(f"error: --kb-subset {args.kb_subset}: {missing[0]} is not a chosen sample of --solutions")
+    return [x for x in picked if f"{x[0]}/{x[1]}/{x[2]}" in keys]
+
+
 def run_kernelbench(args: argparse.Namespace, work: Path) -> None:
     log = work / "kernelbench.jsonl"
     done = {json.loads(x)["key"] for x in log.read_text().splitlines() if x.strip()} if log.exists() else set()
@@ -151,66 +238,92 @@ def run_kernelbench(args: argparse.Namespace, work: Path) -> None:
         shutil.rmtree(work / "kb-build", ignore_errors=True)
     kb_src = str((args.kernelbench / "src").resolve())
     ctx = mp.get_context("spawn")
-    todo = [s for s in chosen(args) if f"{s[0]}/{s[1]}/{s[2]}" not in done]
+    todo = [s for s in kb_chosen(args) if f"{s[0]}/{s[1]}/{s[2]}" not in done]
     if args.kb_build_cache and todo and not (work / "kb-precompile.json").exists():
         t0 = time.monotonic()
         with ctx.Pool(os.cpu_count() or 1) as pool:  # batch_compile: one build per CPU worker
-            jobs = [pool.apply_async(_kb_eval, (kb_src, "", p.read_text(), str(work / "kb-build" / f"{n}" / f"{s}"),
-                                                0, True)) for _, n, s, p in todo]
+            jobs = [pool.apply_async(_kb_eval, (kb_src, "", p.read_text(), str(work / "kb-build" / f"{lv}_{n}" / f"{s}"),
+                                                0, True)) for lv, n, s, p in todo]
             built = [j.get(timeout=args.kb_timeout * 4) for j in jobs]
         (work / "kb-precompile.json").write_text(json.dumps({"wall_s": time.monotonic() - t0, "built": built}))
     deadline = time.monotonic() + args.kb_budget_s
-    for level, num, s, path in todo:
-        if time.monotonic() > deadline:
-            print("kernelbench: budget for this call spent; run the phase again to continue", flush=True)
+    for i, (level, num, s, path) in enumerate(todo):
+        left = deadline - time.monotonic()
+        if left < args.kb_min_s:
+            print(f"kernelbench: {len(todo) - i} samples left, {left:.0f} s of the budget: run the phase again to "
+                  "continue", flush=True)
             return
         ref = problem_file(args.kernelbench, level, num).read_text()
+        limit = min(args.kb_timeout, left)
         t0 = time.monotonic()
         with ctx.Pool(1) as pool:  # cuda_single_eval_wrapper: a fresh process per sample
-            job = pool.apply_async(_kb_eval, (kb_src, ref, path.read_text(), str(work / "kb-build" / f"{num}" / f"{s}"),
+            job = pool.apply_async(_kb_eval, (kb_src, ref, path.read_text(), str(work / "kb-build" / f"{level}_{num}" / f"{s}"),
                                               0, False))
             try:
-                res = job.get(timeout=args.kb_timeout)
+                res = job.get(timeout=limit)
             except mp.TimeoutError:
+                if limit < args.kb_timeout:  # the call's budget ran out, not the sample's own limit: no verdict
+                    print(f"kernelbench L{level}/{num}/{s}: stopped by the budget after {limit:.0f} s (not recorded)",
+                          flush=True)
+                    return
                 res = {"compiled": False, "correctness": False, "metadata": {"timeout": args.kb_timeout}}
         wall = time.monotonic() - t0
         with open(log, "a") as f:
             f.write(json.dumps({"key": f"{level}/{num}/{s}", "wall_s": wall, "result": res}) + "\n")
-        print(f"kernelbench L{level}/{num}: correct={res.get('correctness')} {wall:.1f} s", flush=True)
+        print(f"kernelbench L{level}/{num}/{s}: correct={res.get('correctness')} {wall:.1f} s", flush=True)
 
 
 # ---------------------------------------------------------------- report
 
+def _fmt(x: float | None) -> str:
+    return "—" if x is None or x == -1.0 else f"{x:.4g}"
+
+
+def _sort_key(kv: tuple[str, object]) -> list[int]:
+    return [int(x) if x.isdigit() else 0 for x in kv[0].split("/")]
+
+
 def report(args: argparse.Namespace, work: Path) -> dict:
-    cold = json.loads((work / "kevolve-cold.json").read_text()) if (work / "kevolve-cold.json").exists() else None
-    warm = json.loads((work / "kevolve-warm.json").read_text()) if (work / "kevolve-warm.json").exists() else None
+    load = lambda name: json.loads((work / name).read_text()) if (work / name).exists() else None  # noqa: E731
+    cold, warm, pre = load("kevolve-cold.json"), load("kevolve-warm.json"), load("kb-precompile.json")
     kb_rows = [json.loads(x) for x in (work / "kernelbench.jsonl").read_text().splitlines() if x.strip()] \
         if (work / "kernelbench.jsonl").exists() else []
-    pre = json.loads((work / "kb-precompile.json").read_text()) if (work / "kb-precompile.json").exists() else None
     kb_wall = sum(r["wall_s"] for r in kb_rows) + (pre["wall_s"] if pre else 0.0)
     rate = lambda n, s, g=1: None if not s else 60.0 * n / s / g  # noqa: E731
     out = {"kevolve_cold": None if cold is None else {**cold, "per_gpu_minute": rate(cold["evaluations"], cold["wall_s"], cold["gpus"])},
            "kevolve_warm": None if warm is None else {**warm, "per_gpu_minute": rate(warm["evaluations"], warm["wall_s"], warm["gpus"])},
            "kernelbench": {"evaluations": len(kb_rows), "wall_s": kb_wall, "per_gpu_minute": rate(len(kb_rows), kb_wall),
+                           "compiled": sum(bool(r["result"].get("compiled")) for r in kb_rows),
+                           "correct": sum(bool(r["result"].get("correctness")) for r in kb_rows),
                            "build_cache": pre is not None, "precompile_s": pre["wall_s"] if pre else None}}
     if cold and kb_rows and cold["evaluations"]:
+        # per evaluation: KernelBench may have run a fixed subset only (its ~71 s each do not fit the device time)
         out["ratio_cold"] = (kb_wall / len(kb_rows)) / (cold["wall_s"] / cold["evaluations"])
-    lines = ["| harness | evaluations | wall s | per GPU-minute |", "|---|---|---|---|"]
-    for name in ("kevolve_cold", "kevolve_warm", "kernelbench"):
-        v = out[name]
-        if v:
-            lines.append(f"| {name} | {v['evaluations']} | {v['wall_s']:.1f} | {v['per_gpu_minute'] or 0:.1f} |")
-    lines += ["", "| level/problem/sample | kevolve | kevolve ms | eager ms | KernelBench correct | KernelBench us | KB ref us |",
-              "|---|---|---|---|---|---|---|"]
-    kb_by = {r["key"]: r["result"] for r in kb_rows}
-    for key, c in sorted(((cold or {}).get("per_candidate") or {}).items(),
-                         key=lambda kv: [int(x) if x.isdigit() else 0 for x in kv[0].split("/")]):
-        k = kb_by.get(key, {})
-        g = lambda x: "—" if x is None or x == -1.0 else f"{x:.4g}"  # noqa: E731
-        lines.append(f"| L{key} | {c['status']} | {g(c['runtime_ms'])} | {g(c.get('eager_ms', c.get('ref_ms')))} | {k.get('correctness')} | "
-                     f"{g(k.get('runtime'))} | {g(k.get('ref_runtime'))} |")
+    lines = ["| harness | evaluations | not counted (infra_error) | wall s | per GPU-minute | verdicts |", "|---|---|---|---|---|---|"]
+    for name in ("kevolve_cold", "kevolve_warm"):
+        if v := out[name]:
+            verdicts = ", ".join(f"{k} {n}" for k, n in (v.get("statuses") or {}).items())
+            lines.append(f"| {name} | {v['evaluations']} | {v.get('infra_errors', 0)} | {v['wall_s']:.1f} | "
+                         f"{v['per_gpu_minute'] or 0:.1f} | {verdicts} (bench rc {v['returncode']}) |")
+    kb = out["kernelbench"]
+    lines.append(f"| kernelbench | {kb['evaluations']} | 0 | {kb_wall:.1f} | {kb['per_gpu_minute'] or 0:.2f} | "
+                 f"compiled {kb['compiled']}, correct {kb['correct']} |")
+    if cold and cold.get("phases"):
+        lines += ["", "kevolve cold, per phase (set-up phases `ref.*` counted once per problem):", "",
+                  "| phase | evaluations | median s | total s | where |", "|---|---|---|---|---|"]
+        lines += [f"| {' | '.join(map(str, row))} |" for row in cold["phases"]]
+    lines += ["", "| level/problem/sample | kevolve | kevolve ms | eager ms | kevolve wall s | KernelBench correct | "
+              "KernelBench ms | KB ref ms | KB wall s |", "|---|---|---|---|---|---|---|---|---|"]
+    kb_by = {r["key"]: r for r in kb_rows}
+    for key, c in sorted(((cold or {}).get("per_candidate") or {}).items(), key=_sort_key):
+        r = kb_by.get(key, {})
+        k = r.get("result", {})
+        lines.append(f"| L{key} | {c['status']} | {_fmt(c['runtime_ms'])} | {_fmt(c.get('eager_ms'))} | {_fmt(c['wall_s'])} | "
+                     f"{k.get('correctness', '')} | {_fmt(k.get('runtime'))} | {_fmt(k.get('ref_runtime'))} | "
+                     f"{_fmt(r.get('wall_s'))} |")
     if "ratio_cold" in out:
-        lines.append(f"\nKernelBench seconds per evaluation / kevolve's (cold): {out['ratio_cold']:.1f}x")
+        lines.append(f"\nKernelBench seconds per evaluation ({len(kb_rows)} evaluated) / kevolve's (cold, "
+                     f"{cold['evaluations']} evaluated): {out['ratio_cold']:.1f}x")
     (work / "throughput.json").write_text(json.dumps(out, indent=1))
     (work / "throughput.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines), flush=True)
@@ -238,8 +351,22 @@ def main() -> None:
     ap.add_argument("--kb-timeout", type=float, default=300.0, help="per-sample limit (KernelBench's default 180)")
     ap.add_argument("--kb-budget-s", type=float, default=480.0, help="stop the KernelBench phase after this long")
     ap.add_argument("--kb-build-cache", action="store_true", help="KernelBench's CPU pre-compile pool first")
+    ap.add_argument("--dry-run", action="store_true", help="check the samples, the suite and the harness's import; "
+                    "print the bench command; run nothing")
+    ap.add_argument("--kb-subset", type=Path, default=None,
+                    help="KernelBench evaluates only these samples (L/N/S per line, e.g. a set's kb_subset.txt)")
+    ap.add_argument("--kb-min-s", type=float, default=90.0,
+                    help="start no KernelBench sample with less of its budget left (a sample cut by the budget is "
+                         "not recorded)")
     args = ap.parse_args()
+    for name, path in (("--kernelbench", args.kernelbench), ("--solutions", args.solutions)):
+        if not path.is_dir():
+            raise SystemExit(f"error: {name} {path}: no such folder")
+    if args.kb_subset is not None and not args.kb_subset.is_file():
+        raise SystemExit(f"error: --kb-subset {args.kb_subset}: no such file")
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.dry_run:
+        return dry_run(args, args.work)
     if args.phase in ("all", "kevolve", "kevolve-cold"):
         run_kevolve(args, args.work, args.tag or "cold", fresh_cache=True)
     if args.phase in ("all", "kevolve", "kevolve-warm"):
