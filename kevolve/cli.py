@@ -121,7 +121,7 @@ def eval_cmd(
                            reuse_baselines=baselines == "reuse")
         from kevolve.report import live_phases
 
-        with live_phases(box, quiet=json_out):
+        with live_phases(box, quiet=json_out, audit=audit):
             ev = box.evaluate(prob, cand, config)
     except (ProblemError, IsolationUnavailable, DockerUnavailable) as e:
         fail(str(e))

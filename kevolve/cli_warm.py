@@ -87,9 +87,9 @@ def evaluate_warm(prob: Problem, cand: Candidate, config: dict[str, Any], device
         key = WarmKey.of(device, backend, isolation)
         request = {"problem": prob.model_dump(mode="json"), "candidate": cand.model_dump(mode="json"),
                    "config": config}
-        with live_phases(shown, quiet=quiet):
+        with live_phases(shown, quiet=quiet, audit=bool(config.get("audit"))):
             reply = warm_client.evaluate(key, request, idle_s, _hang_seconds(),
-                                         lambda phase: shown.progress(phase) if shown.progress else None)
+                                         lambda p: shown.progress(p) if shown.progress else None)
     except WarmUnavailable as e:
         typer.echo(f"kevolve: warm judge unavailable ({e}): evaluating cold", err=True)
         return None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -13,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kevolve.records import Evaluation, TimingStats
+from kevolve.sandbox.common.protocol import Progress
 
 
 def _ms(t: TimingStats | None) -> str:
@@ -42,22 +45,48 @@ PHASE_WORDS = {"reference": "preparing the reference: inputs, the float64 truth,
                "audit": "audit: measuring it again in a fresh process", "audit again": "audit: a second fresh process"}
 
 
+def live_text(phase: str, seconds: float, left_s: float | None, audit_next: bool = False) -> str:
+    """The live line: the phase in words, the time so far and, where the judge gave one, its bound on the time left
+    (sandbox/judge/eta.py; `left_s` already counted down to now). `audit_next`: an audit follows this request."""
+    eta = f", up to {math.ceil(left_s)} s left{', then the audit' if audit_next else ''}" \
+        if left_s is not None and left_s > 0 else ""
+    return f"evaluating: {escape(phase)}  [dim]({seconds:.0f} s{eta})[/]"
+
+
 @contextmanager
-def live_phases(box: object, quiet: bool = False) -> Iterator[None]:
-    """While `box` evaluates: one live line on stderr naming the judge's phase and the time so far (a terminal
-    only; nothing with --json or when stderr is a file, so scripts read the same output as before)."""
+def live_phases(box: object, quiet: bool = False, audit: bool = False) -> Iterator[None]:
+    """While `box` evaluates: one live line on stderr naming the judge's phase, the time so far and the time left
+    where the judge can bound it (a terminal only; nothing with --json or when stderr is a file, so scripts read the
+    same output as before). `audit`: an audit request follows an ok verdict (its phases are marked as the audit's)."""
     con = Console(stderr=True)
     if quiet or not con.is_terminal or not hasattr(box, "progress"):
         yield
         return
-    t0, now, done = time.monotonic(), ["starting the judge"], threading.Event()
-    with con.status(f"evaluating: {now[0]}") as status:
+    t0, done, lock = time.monotonic(), threading.Event(), threading.Lock()
+    now: dict[str, Any] = {"words": "starting the judge", "left_s": None, "at": t0, "audit": False}
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+    spinner = Spinner("dots", text=f"evaluating: {now['words']}", style="status.spinner")
+    with Live(spinner, console=con, refresh_per_second=12.5, transient=True) as live:
+        def draw() -> None:  # drawn at once, so that a phase of a fraction of a second is seen too
+            with lock:
+                t = time.monotonic()
+                left = None if now["left_s"] is None else now["left_s"] - (t - now["at"])
+                spinner.update(text=live_text(now["words"], t - t0, left, audit and not now["audit"]))
+                live.refresh()
+
         def tick() -> None:
             while not done.wait(1.0):
-                status.update(f"evaluating: {now[0]}  [dim]({time.monotonic() - t0:.0f} s)[/]")
+                draw()
 
-        def show(phase: str) -> None:
-            now[0] = PHASE_WORDS.get(phase, phase)
+        def show(p: Progress) -> None:
+            with lock:
+                now["audit"] = now["audit"] or p.phase.startswith("audit")
+                words = PHASE_WORDS.get(p.phase, p.phase)
+                now["words"] = f"audit: {words}" if now["audit"] and not words.startswith("audit") else words
+                now["left_s"], now["at"] = p.left_s, time.monotonic()
+            draw()
 
         box.progress = show  # type: ignore[attr-defined]
         ticker = threading.Thread(target=tick, daemon=True)

@@ -121,6 +121,24 @@ class ReferenceSummary(Record):
     residency: str = Field(default="device", description="where inputs and truth are kept: device | host")
 
 
+class Progress(Record):
+    """Where the judge is in a request, told to the parent before its reply (sandbox/judge/progress.py): the live
+    line of `kevolve eval`. Trusted: the judge writes these, never a runner."""
+
+    phase: str = Field(description="what the judge works on now: reference, compile, correctness, timing, …")
+    left_s: float | None = Field(default=None, ge=0, description=(
+        "the judge's bound on the seconds left until its reply, from the schedule and this request's measurements "
+        "(sandbox/judge/eta.py); None while a phase ahead has no measure (the build, the reference's preparation)"))
+
+    @classmethod
+    def read(cls, message: Any) -> Progress | None:
+        """A channel's {"progress": …} payload as a record, None if it is not one (progress never fails a request)."""
+        try:
+            return cls.model_validate(message)
+        except ValueError:
+            return None
+
+
 class JudgeReply(Record):
     """The judge's answer to one request: exactly one of the fields is set."""
 
@@ -179,5 +197,5 @@ class WorkerReport(Record):
         "runs several workers and shows from these that no two were timed at once"))
 
 
-__all__ = ["CheckResult", "Draw", "DrawReport", "JudgeReply", "OutputSpec", "ReferenceSummary", "RunnerFinal",
+__all__ = ["CheckResult", "Draw", "DrawReport", "JudgeReply", "OutputSpec", "Progress", "ReferenceSummary", "RunnerFinal",
            "RunnerJob", "StepResult", "TRANSFORMS", "WorkerReport", "WorkerRequest"]

@@ -6,20 +6,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-_sink: Callable[[str], None] | None = None
+from kevolve.sandbox.common.protocol import Progress
+
+_sink: Callable[[Progress], None] | None = None
 
 
-def report(phase: str) -> None:
-    """Tell the parent the judge now works on `phase` (nothing when no request listens)."""
+def report(phase: str, left_s: float | None = None) -> None:
+    """Tell the parent the judge now works on `phase`, `left_s` at most left until its reply where it can tell
+    (eta.py; nothing when no request listens)."""
     if _sink is not None:
         try:
-            _sink(phase)
+            _sink(Progress(phase=phase, left_s=left_s))
         except Exception:  # noqa: BLE001 - progress is a courtesy: it never changes a verdict
             pass
 
 
 @contextmanager
-def to(sink: Callable[[str], None]) -> Iterator[None]:
+def to(sink: Callable[[Progress], None]) -> Iterator[None]:
     """Send `report`s to `sink` while one request is served."""
     global _sink
     old, _sink = _sink, sink

@@ -23,4 +23,14 @@ def enough(cand: list[float], ref: list[float], trials: int, elapsed: float, max
     return steady(cand, trials) and (not ref or steady(ref, trials))
 
 
-__all__ = ["FRESH_EVERY", "SLOWER", "SLOW_FLOOR_S", "enough"]
+def slow_limit_ms(factor: float, eager_ms: float | None) -> float | None:
+    """A call slower than this (ms, by the judge's clock) counts toward `max_slowdown`'s stop; None: no such stop."""
+    return None if not factor or eager_ms is None else max(SLOW_FLOOR_S * 1e3, factor * eager_ms)
+
+
+def too_slow_reason(judge_ms: float, eager_ms: float, factor: float) -> str:
+    return (f"too_slow: calls take {judge_ms / 1e3:.2f} s, {judge_ms / eager_ms:,.0f}x the reference's {eager_ms:.3f} "
+            f"ms (stopped past {factor:g}x and {SLOW_FLOOR_S:g} s a call, two calls in a row: --max-slowdown)")
+
+
+__all__ = ["FRESH_EVERY", "SLOWER", "SLOW_FLOOR_S", "enough", "slow_limit_ms", "too_slow_reason"]

@@ -356,7 +356,7 @@ def serve(judge: Judge, ch: Any) -> None:
             judge.shutdown()   # judge's process group as soon as it has it
             ch.send(JudgeReply(ok=True).model_dump())
             return
-        with progress.to(lambda phase: ch.send({"progress": phase})):
+        with progress.to(lambda p: ch.send({"progress": p.model_dump()})):
             reply = _answer(judge, op, req)
         ch.send(reply.model_dump())
 

@@ -15,14 +15,14 @@ from typing import Any
 import torch
 
 from kevolve.records import Candidate
-from kevolve.sandbox.judge import progress
 from kevolve.sandbox.judge.checks import Call, check_call, classify
+from kevolve.sandbox.judge.eta import Eta, plan_of
 from kevolve.sandbox.judge.clock import EMPTY_EVERY, Window, batch_size, call_times
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.judge.oracle import ProblemState
 from kevolve.sandbox.common.protocol import RunnerFinal, StepResult
 from kevolve.sandbox.judge.runner_proc import Gone, RunnerProcess
-from kevolve.sandbox.judge.schedule import FRESH_EVERY, SLOW_FLOOR_S, enough
+from kevolve.sandbox.judge.schedule import FRESH_EVERY, enough, slow_limit_ms, too_slow_reason
 from kevolve.sandbox.judge.facts import Facts, ForgedAnswer, Verdict
 from kevolve.sandbox.judge.flush import Flusher, Pad
 from kevolve.sandbox.judge.slots import Slots, staging_sets
@@ -65,6 +65,7 @@ class Session:
         # the profiled call on a draw no call saw, a timing draw or the last of 2+ never-seen ones (a kernel run only for
         # inputs it knew passed, red team 5 a05); the ablation on a seen one (a memo beside it: cache_keyed_on_content)
         self.evidence = (state.keys("timing") if len(state.keys("timing")) >= 10 else state.keys("fresh")[1:])[-1:]
+        self.eta = Eta(plan_of(self))  # the live line's bound on the time left (eta.py)
 
     def _batch_n(self, eager: Any) -> int:
         """Calls per timed batch (clock.batch_size), within the slots the reference's runner has."""
@@ -155,6 +156,7 @@ class Session:
         if op == "profile":
             self.facts.profile = res
         self._too_slow(judge_ms)
+        self.eta.step()
         return c
 
     def batch(self, keys: list[str], phase: str) -> Window:
@@ -224,10 +226,9 @@ class Session:
         Not the first call (a Triton or NVRTC kernel compiles at its first launch). An incorrect answer
         already seen wins over this. A correct kernel 3,000x slower than eager (9 s a call) cost 224 s of
         calls before this rule (H100, KernelBench L2 14, 2026-11-24); it now costs three."""
-        factor = self.config.max_slowdown
-        if not factor or self.eager_ms is None or self.n <= 1:
+        limit_ms = slow_limit_ms(self.config.max_slowdown, self.eager_ms)
+        if limit_ms is None or self.eager_ms is None or self.n <= 1:
             return
-        limit_ms = max(SLOW_FLOOR_S * 1e3, factor * self.eager_ms)
         if judge_ms <= limit_ms:
             self.slow_calls = 0
             return
@@ -236,9 +237,7 @@ class Session:
             return
         if self.facts.ledger.misses:
             raise Verdict("incorrect", self._classify())
-        raise Verdict("timeout", f"too_slow: calls take {judge_ms / 1e3:.2f} s, {judge_ms / self.eager_ms:,.0f}x "
-                                 f"the reference's {self.eager_ms:.3f} ms (stopped past {factor:g}x and "
-                                 f"{SLOW_FLOOR_S:g} s a call, two calls in a row: --max-slowdown)")
+        raise Verdict("timeout", too_slow_reason(judge_ms, self.eager_ms, self.config.max_slowdown))
 
     def _eager(self, key: str, **kw: Any) -> StepResult:
         try:
@@ -251,9 +250,6 @@ class Session:
     def _acc(self, name: str, seconds: float) -> None:
         """Add to a sub-phase total (seconds; inside the phases the schedule names)."""
         self.facts.phase_s[name] = self.facts.phase_s.get(name, 0.0) + seconds
-
-    def _phase(self, name: str) -> None:
-        self.facts.phase = name
 
     def run(self, cand: Candidate, job: dict[str, Any]) -> Facts:
         """The whole schedule; a Verdict ends it early (kept in facts.stop)."""
@@ -286,8 +282,8 @@ class Session:
         return f
 
     def _timed_phase(self, name: str, fn: Any) -> None:
-        self._phase(name)
-        progress.report(name)
+        self.facts.phase = name
+        self.eta.phase(name)
         t0, c0 = time.monotonic(), time.process_time()
         try:
             fn()
@@ -373,6 +369,7 @@ class Session:
             keys = once[i * n:(i + 1) * n] if once else [pool[(i * n + k) % len(pool)] for k in range(n)]
             self._timed_pair(keys)
             i += 1
+            self.eta.step()
             if i % EMPTY_EVERY == 0:
                 self._empties()
             if fresh and i % FRESH_EVERY == 0:

@@ -27,7 +27,7 @@ from kevolve.contract import ProblemError, ProblemTooLarge, check_solution_sourc
 from kevolve.records import Candidate, Evaluation, Outcome, Problem
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.isolate.memory import oom_killed, oom_kills, oom_reason, peak_rss_bytes
-from kevolve.sandbox.common.protocol import JudgeReply, ReferenceSummary
+from kevolve.sandbox.common.protocol import JudgeReply, Progress, ReferenceSummary
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class JudgeClient:
         return self.proc.poll() is None
 
     def request(self, msg: dict[str, Any], timeout_s: float,
-                progress: Callable[[str], None] | None = None) -> JudgeReply:
+                progress: Callable[[Progress], None] | None = None) -> JudgeReply:
         """The judge's answer to `msg`; the phases it reports on the way go to `progress`."""
         from kevolve.sandbox.common.channel import ChannelClosed, Garbled
 
@@ -99,8 +99,8 @@ class JudgeClient:
                 while True:
                     reply = self.ch.recv(min(1.0, max(0.0, deadline - time.monotonic())))
                     if isinstance(reply, dict) and set(reply) == {"progress"}:  # sandbox/judge/progress.py
-                        if progress is not None:
-                            progress(str(reply["progress"]))
+                        if progress is not None and (p := Progress.read(reply["progress"])) is not None:
+                            progress(p)
                         continue
                     if reply is not None:
                         return JudgeReply.model_validate(reply)
@@ -189,7 +189,7 @@ class LocalSandbox:
     lane_cores: set[int] | None = None
     spare_cores: set[int] | None = None
     spares: int = 1  # runners each judge keeps started ahead (warm: torch imported, device ready)
-    progress: Callable[[str], None] | None = None  # told each phase the judge starts (reference, compile, …)
+    progress: Callable[[Progress], None] | None = None  # told each phase the judge starts (reference, compile, …)
     _judges: dict[str, JudgeClient] = field(default_factory=dict)
 
     def _judge(self, config: SandboxConfig) -> JudgeClient:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kevolve.sandbox.common.protocol import Progress
 from kevolve.sandbox.parent.warm_key import (ServiceFiles, WarmKey, WarmUnavailable, all_services, read_info,
                                              service_dir, service_env)
 
@@ -25,7 +26,7 @@ _START_S = 30.0  # a service listens within a second of its start; far beyond th
 
 
 def evaluate(key: WarmKey, request: dict[str, Any], idle_s: float, hang_s: float,
-             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+             progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
     """The service's answer to one `evaluate` request: {"evaluation", "pid", "served", "prepared_ahead"},
     {"problem_error"} or {"cold": why} (this evaluation is not the service's to make)."""
     files = ServiceFiles(service_dir(), key.digest)
@@ -48,7 +49,7 @@ class _Hung(WarmUnavailable):
 
 
 def _exchange(files: ServiceFiles, conn: socket.socket, msg: dict[str, Any], hang_s: float,
-              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
     from kevolve.sandbox.common.channel import Channel, ChannelClosed, Garbled
 
     try:
@@ -65,8 +66,8 @@ def _exchange(files: ServiceFiles, conn: socket.socket, msg: dict[str, Any], han
             if "heartbeat" in reply:
                 continue
             if "progress" in reply:
-                if progress is not None:
-                    progress(str(reply["progress"]))
+                if progress is not None and (p := Progress.read(reply["progress"])) is not None:
+                    progress(p)
                 continue
             return reply
     except (ChannelClosed, Garbled, OSError) as e:

@@ -192,7 +192,7 @@ class Service:
         if isinstance(box, str):
             return {"cold": box}, None
         match, seed, ahead = self._seed_for(problem, config)
-        box.progress = lambda phase: peer.send({"progress": phase})
+        box.progress = lambda p: peer.send({"progress": p.model_dump()})
         t0 = time.monotonic()
         seeded = config.model_copy(update={"seed": seed})
         try:

@@ -22,6 +22,7 @@ def test_builds_are_promoted_reused_and_cannot_be_poisoned(tmp_path, cpu_config)
     from kevolve.contract import load_problem
     from kevolve.sandbox.isolate.bwrap import probe
     from kevolve.sandbox.build.cache import build_scope
+    from kevolve.sandbox.common.protocol import Progress
     from kevolve.sandbox.parent.local import LocalSandbox
 
     from kevolve.records import Candidate
@@ -38,7 +39,12 @@ def test_builds_are_promoted_reused_and_cannot_be_poisoned(tmp_path, cpu_config)
     scope = build_scope(source)
 
     phases: list[str] = []  # the judge's phases as they happen (kevolve eval's live line), told to the parent
-    box.progress = phases.append
+
+    def seen(p: Progress) -> None:  # each phase once as it starts (within a phase the judge may report its ETA again)
+        if phases[-1:] != [p.phase]:
+            phases.append(p.phase)
+
+    box.progress = seen
     first = box.evaluate(prob, Candidate.from_source(source, prob.id), cfg)
     assert first.ok, first.reason
     from kevolve.report import PHASE_WORDS
