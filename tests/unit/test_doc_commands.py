@@ -1,7 +1,8 @@
 """Every `kevolve …` command in README.md and docs/ names a subcommand that exists and only flags it takes, and
 every script or fixture path they name is in the repository (issue 37: "every doc command runs"; docs/bench.md had
-named a script that does not exist). A parse of each command against the real CLI, not a run: the first-hour script
-(scripts/ci_first_hour.py) runs the common ones. docs/BENCHMARKS.md is a record of measurements: its commands are
+named a script that does not exist). A parse of each command against the real CLI, not a run: the runs are
+tests/integration/test_doc_commands_run.py's (each one that can run on a CPU, the others listed with why not) and the
+first-hour script's (scripts/ci_first_hour.py). docs/BENCHMARKS.md is a record of measurements: its commands are
 checked too, its paths are not (it names tests and files as they were)."""
 
 from __future__ import annotations
