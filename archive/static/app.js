@@ -101,17 +101,20 @@ function lineageSvg(edges, current, labels = []) {
   nodes.forEach((n) => d(n));
   const cols = {}, pos = {};
   [...nodes].sort().forEach((n) => { (cols[depth[n]] ||= []).push(n); pos[n] = [depth[n], cols[depth[n]].length - 1]; });
-  const W = 230, H = 44, xy = (n) => [20 + pos[n][0] * W, 24 + pos[n][1] * H];
-  // each node: its id, how it was made and its best verdict (issue 37: the graph had no operator or outcome labels)
+  // each node: its id, how it was made and its best verdict (issue 37: the graph had no operator or outcome labels),
+  // under the node, a column as wide as the longest label (11 px monospace: under 7 px a character) so that no label
+  // runs into the next column's node, and haloed so that an edge passing under it never strikes it through
   const label = (n) => { const i = info[n];
     return i ? `${n.slice(0, 8)} ${i.origin} · ${i.outcome === "ok" ? x(i.speedup) : i.outcome}` : `${n.slice(0, 12)} (not here)`; };
+  const W = Math.max(120, 24 + 7 * Math.max(...[...nodes].map((n) => label(n).length))), H = 50;
+  const xy = (n) => [20 + pos[n][0] * W, 16 + pos[n][1] * H];
   const fill = (n) => (n === current ? "#d9480f" : !info[n] ? "#bbb" : info[n].outcome !== "ok" ? "#b3261e"
     : info[n].speedup != null && info[n].speedup < 1 ? "#e8a33d" : "#3b6fd4");
-  const height = 24 + H * Math.max(...Object.values(cols).map((c) => c.length));
+  const height = 16 + H * Math.max(...Object.values(cols).map((c) => c.length));
   const lines = edges.map((e) => { const [a, b] = xy(e.parent), [c, f] = xy(e.child); return `<line x1="${a}" y1="${b}" x2="${c}" y2="${f}" stroke="#99a"/>`; }).join("");
   const dots = [...nodes].map((n) => { const [a, b] = xy(n);
     return `<a href="#/kernel/${esc(n)}" class="node" data-id="${esc(n)}"><circle cx="${a}" cy="${b}" r="7" fill="${fill(n)}"/>
-      <text x="${a + 10}" y="${b + 4}">${esc(label(n))}</text></a>`; }).join("");
+      <text x="${a - 7}" y="${b + 22}" class="halo">${esc(label(n))}</text></a>`; }).join("");
   return `<svg id="lineage" width="${40 + W * (Object.keys(cols).length)}" height="${height}">${lines}${dots}</svg>`;
 }
 
@@ -153,12 +156,12 @@ const logRow = (log) => (!log ? "" : `<tr class="log"><td colspan="8"><details><
 async function kernel(id) {
   const d = await api("/api/kernels/" + encodeURIComponent(id));
   const k = d.kernel;
-  const evs = d.evaluations.map((e) => `<tr><td>${esc(e.created_at.slice(0, 19))}</td><td class="${e.outcome === "ok" ? "ok" : "bad"}">${esc(e.outcome)}</td>
+  const evs = d.evaluations.map((e) => `<tr><td class="when">${esc(e.created_at.slice(0, 16).replace("T", " "))}</td><td class="${e.outcome === "ok" ? "ok" : "bad"}">${esc(e.outcome)}</td>
       <td class="num">${ms(e.runtime_ms)}</td><td class="num">${ms(e.record.ref_timing?.median_ms)}</td><td class="num">${ms(e.record.compile_ref_timing?.median_ms)}</td>
       <td class="num">${sx(e.speedup)}</td><td>${esc(e.device)}</td><td>${esc(e.reason)}</td></tr>${logRow(e.record.log_tail)}`).join("");
   view().innerHTML = `<h2 id="kernel-title">${esc(k.kernel_name || k.id)} <span class="muted">${esc(k.id)}</span></h2>
     <p>problem <a href="#/problem/${esc(k.problem_id)}">${esc(k.problem_name)}</a> · level ${esc(k.level ?? "–")} ·
-      ${k.techniques.map((t) => `<span class="tag">${esc(t)}</span>`).join("")} · origin ${esc(k.origin)} by ${esc(k.proposer)}</p>
+      ${k.techniques.map((t) => `<span class="tag">${esc(t)}</span>`).join("")}${k.techniques.length ? " · " : ""}origin ${esc(k.origin)} by ${esc(k.proposer)}</p>
     <div class="cards"><div class="card"><b id="speedup">${sx(k.speedup)}</b>vs eager</div><div class="card"><b>${sx(k.speedup_compile, "torch.compile")}</b>vs torch.compile</div>
       <div class="card"><b>${ms(k.runtime_ms)}</b>kernel</div><div class="card"><b>${ms(k.ref_runtime_ms)}</b>eager</div></div>
     <h3>Evaluations</h3><table id="evaluations"><thead><tr><th>when</th><th>outcome</th><th>kernel</th><th>eager</th><th>compile</th><th>speedup</th><th>device</th><th>reason</th></tr></thead><tbody>${evs}</tbody></table>
@@ -189,11 +192,12 @@ function speedupPlot(items) {
       cy="${Y(Math.log10(k.speedup))}" r="4" data-speedup="${k.speedup}" data-generation="${k.generation ?? ""}"><title>${esc(k.id.slice(0, 12))} ${x(k.speedup)}${gens ? ` (generation ${k.generation})` : ""}</title></circle></a>`).join("");
   const axis = gens ? `by the generation that made them (0 = translations, last ${pts[pts.length - 1].generation})`
     : `in the order they were made`;
-  return `<svg id="speedup-plot" class="${gens ? "by-generation" : "by-time"}" width="${W}" height="${H}" role="img" aria-label="speedups over ${gens ? "generations" : "time"}">
+  return `<svg id="speedup-plot" class="${gens ? "by-generation" : "by-time"}" width="${W}" height="${H + 14}" role="img" aria-label="speedups over ${gens ? "generations" : "time"}">
     <line id="eager-line" x1="${pad}" x2="${W - pad}" y1="${Y(0)}" y2="${Y(0)}" stroke="#999" stroke-dasharray="4 3"/>
     <text x="${W - pad + 4}" y="${Y(0) + 4}" font-size="11">1×</text>
     <polyline id="best-line" points="${step}" fill="none" stroke="#1e7b34"/>${dots}
-    <text x="${pad}" y="${H - 8}" font-size="11">${pts.length} kernels ${axis}; speedup vs eager, log scale</text></svg>`;
+    <text x="${pad}" y="${H - 8}" font-size="11">${pts.length} kernels ${axis};</text>
+    <text x="${pad}" y="${H + 8}" font-size="11">speedup vs eager, log scale; best so far (green) ${x(10 ** best)}</text></svg>`;
 }
 
 async function problem(id) {

@@ -38,6 +38,17 @@ def _wait(driver, css: str, timeout: float = 30):  # noqa: ANN001, ANN202
     return WebDriverWait(driver, timeout).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
 
 
+def _overlaps(driver, nodes: str) -> list[tuple[str, str]]:  # noqa: ANN001
+    """Pairs (label, node) where a node's label covers another node's circle, or another label, in the lineage graph."""
+    boxes = driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((a) => { const t = a.querySelector('text').getBBox(),"
+        " c = a.querySelector('circle'), r = +c.getAttribute('r'), x = +c.getAttribute('cx'), y = +c.getAttribute('cy');"
+        " return [a.dataset.id, [t.x, t.y, t.x + t.width, t.y + t.height], [x - r, y - r, x + r, y + r]]; })", nodes)
+    hit = lambda a, b: a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]  # noqa: E731
+    return [(i, j) for i, label, _ in boxes for j, other, circle in boxes
+            if i != j and (hit(label, circle) or hit(label, other))]
+
+
 def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:  # noqa: ANN001
     from selenium.webdriver.common.by import By
 
@@ -113,6 +124,7 @@ def test_page_lists_searches_and_opens_a_kernel(driver, tmp_path: Path) -> None:
             driver.find_elements(By.CSS_SELECTOR, "#diff-code .add, #diff-code .del"))
         # its lineage labelled: how each kernel was made and its verdict
         texts = {n.get_attribute("data-id"): n.text for n in driver.find_elements(By.CSS_SELECTOR, "#lineage a.node")}
+        assert _overlaps(driver, "#lineage a.node") == []
         assert texts[child.id].startswith(child.id[:8] + " mutate · ") and texts[parent.id].startswith(
             parent.id[:8] + f" {parent.origin.value} · "), texts
         # the whole log of an evaluation, folded under its row
@@ -177,6 +189,9 @@ def test_a_problems_speedups_are_plotted_over_the_generations_that_made_them(dri
         cols = [xs[g].pop() for g in sorted(xs)]
         assert cols == sorted(cols) and len(set(cols)) == len(cols)
         assert "generation" in plot.text and "0 = translations" in plot.text
+        width = float(plot.get_attribute("width"))  # every word of it inside the picture (the caption ran past it)
+        assert max(driver.execute_script("return [...arguments[0].querySelectorAll('text')].map((t) => { const b = "
+                                         "t.getBBox(); return b.x + b.width; })", plot)) <= width
 
 
 def test_the_list_filters_by_the_run_that_evaluated_the_kernels(driver, tmp_path: Path) -> None:  # noqa: ANN001
@@ -214,3 +229,34 @@ def test_the_list_filters_by_the_run_that_evaluated_the_kernels(driver, tmp_path
         _wait(driver, "body[data-ready='1'] #results, body[data-ready='1'] #results-empty")
         hits = {r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "#results tbody tr")}
         assert hits and hits <= mine
+
+
+def test_a_lineage_label_covers_no_other_node_and_no_edge_strikes_it(driver, tmp_path: Path) -> None:  # noqa: ANN001
+    """A first draft that did not compile, its repair and the repair's mutation, in one row: the draft's label
+    ('… translate · compile_error') ran into the repair's node and each edge struck its parent's label through (the
+    archive page's screenshots, issue 37)."""
+    from selenium.webdriver.common.by import By
+
+    from kevolve.records import Origin, Outcome
+
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    chain = list(entries(40, n_problems=1, seed=3))[:3]  # each the next one's parent
+    assert [c.candidate.parent_ids for c in chain[1:]] == [(chain[0].candidate.id,), (chain[1].candidate.id,)]
+    draft, repair = chain[0], chain[1]
+    chain[0] = draft.model_copy(update={"evaluation": draft.evaluation.model_copy(update={
+        "outcome": Outcome.COMPILE_ERROR, "reason": "compile_error: main.cpp:10:5: error: expected ';'"})})
+    chain[1] = repair.model_copy(update={"candidate": repair.candidate.model_copy(update={"origin": Origin.REPAIR})})
+    Archive(url, embedder=HashingEmbedder()).put_many(chain)
+    with serve(url) as base:
+        driver.get(base + "/#/kernel/" + chain[1].candidate.id)
+        _wait(driver, "body[data-ready='1'] #lineage a.node")
+        assert "translate · compile_error" in driver.find_element(By.CSS_SELECTOR, "#lineage").text
+        assert _overlaps(driver, "#lineage a.node") == []
+        labels = driver.execute_script("return [...document.querySelectorAll('#lineage a.node text')].map((t) => {"
+                                       " const b = t.getBBox(); return [b.x, b.y, b.x + b.width, b.y + b.height]; })")
+        edges = driver.execute_script("return [...document.querySelectorAll('#lineage line')].map((l) => "
+                                      "['x1', 'y1', 'x2', 'y2'].map((k) => +l.getAttribute(k)))")
+        assert len(labels) == 3 and len(edges) == 2
+        through = [(e, b) for e in edges for b in labels for k in range(101)
+                   if b[0] + 1 < e[0] + (e[2] - e[0]) * k / 100 < b[2] - 1 and b[1] + 1 < e[1] + (e[3] - e[1]) * k / 100 < b[3] - 1]
+        assert through == []
