@@ -187,14 +187,15 @@ function speedupPlot(items) {
   const X = (v) => pad + (v * (W - 2 * pad)) / last, Y = (v) => H - pad - ((v - lo) * (H - 2 * pad)) / (hi - lo);
   const at = (k, i) => X(gens ? k.generation : i);
   let best = -Infinity;
-  const step = pts.map((k, i) => { best = Math.max(best, Math.log10(k.speedup)); return `${at(k, i)},${Y(best)}`; }).join(" ");
+  const step = pts.map((k, i) => { const was = best; best = Math.max(best, Math.log10(k.speedup));  // across, then up
+    return `${i ? `${at(k, i)},${Y(was)} ` : ""}${at(k, i)},${Y(best)}`; }).join(" ");
   const dots = pts.map((k, i) => `<a href="#/kernel/${esc(k.id)}"><circle class="${k.speedup < 1 ? "slower" : "faster"}" cx="${at(k, i)}"
       cy="${Y(Math.log10(k.speedup))}" r="4" data-speedup="${k.speedup}" data-generation="${k.generation ?? ""}"><title>${esc(k.id.slice(0, 12))} ${x(k.speedup)}${gens ? ` (generation ${k.generation})` : ""}</title></circle></a>`).join("");
   const axis = gens ? `by the generation that made them (0 = translations, last ${pts[pts.length - 1].generation})`
     : `in the order they were made`;
   return `<svg id="speedup-plot" class="${gens ? "by-generation" : "by-time"}" width="${W}" height="${H + 14}" role="img" aria-label="speedups over ${gens ? "generations" : "time"}">
     <line id="eager-line" x1="${pad}" x2="${W - pad}" y1="${Y(0)}" y2="${Y(0)}" stroke="#999" stroke-dasharray="4 3"/>
-    <text x="${W - pad + 4}" y="${Y(0) + 4}" font-size="11">1×</text>
+    <text x="${W - pad + 8}" y="${Y(0) + 4}" font-size="11">1×</text>
     <polyline id="best-line" points="${step}" fill="none" stroke="#1e7b34"/>${dots}
     <text x="${pad}" y="${H - 8}" font-size="11">${pts.length} kernels ${axis};</text>
     <text x="${pad}" y="${H + 8}" font-size="11">speedup vs eager, log scale; best so far (green) ${x(10 ** best)}</text></svg>`;
