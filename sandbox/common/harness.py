@@ -89,7 +89,11 @@ def _transform(t: torch.Tensor, how: str, gen: torch.Generator) -> torch.Tensor:
         return t * 8.0
     if how == "wide":
         return t * 128.0
-    return torch.randn(t.shape, generator=gen, dtype=torch.float32, device=gen.device).to(t.dtype).to(t.device)
+    # standard normal values where get_inputs() put any value; its exact zeros stay: a zero pattern is the problem's
+    # structure (triangular, banded, masked inputs), not a value range (KernelBench L1 15's honest kernels that skip
+    # the zero half of triangular inputs were `off_distribution` on full normal matrices)
+    noise = torch.randn(t.shape, generator=gen, dtype=torch.float32, device=gen.device).to(t.dtype).to(t.device)
+    return noise.masked_fill_(t == 0, 0)
 
 
 def draw_inputs(problem: ModuleType, draw: Draw, device: torch.device) -> list[Any]:

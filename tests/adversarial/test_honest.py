@@ -53,3 +53,33 @@ def test_honest_candidates_of_unusual_shape_are_accepted(evaluate, unusual_built
     ev = evaluate(UNUSUAL[name], SOLUTIONS / f"{name}.py", policy_allow=())  # the default policy passes them too
     assert ev.ok, ev.reason + ev.log_tail[-1500:]
     assert ev.profile is not None and any(k.custom for k in ev.profile.kernels)
+
+
+def test_a_kernel_that_relies_on_the_inputs_zero_structure_is_accepted(evaluate) -> None:  # noqa: ANN001
+    """KernelBench L1 15's inputs are lower triangular by get_inputs(); a kernel that skips the zero half is right on
+    every input the problem can make. The shifted draws keep that structure (the standard normal one puts its values
+    where get_inputs() put values): on full normal matrices it was `off_distribution` (two leaderboard kernels, H200)."""
+    ev = evaluate("tril_matmul", SOLUTIONS / "tril_matmul_structured.py", allow_torch_only=True)
+    assert ev.ok, ev.reason
+    assert all(c.passed for c in ev.checks)
+
+
+def test_the_standard_normal_draw_keeps_get_inputs_zeros_and_nothing_else() -> None:
+    """The shifted 'normal' draw: new values wherever get_inputs() made a value (so a kernel that hard-codes the
+    value range is still caught), exact zeros where it made zeros."""
+    import importlib.util
+
+    import torch
+
+    from kevolve.sandbox.common.harness import draw_inputs
+    from kevolve.sandbox.common.protocol import Draw
+
+    spec = importlib.util.spec_from_file_location("tril_matmul", SOLUTIONS.parent / "problems" / "tril_matmul.py")
+    problem = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(problem)
+    plain = draw_inputs(problem, Draw(key="n", seed=7), torch.device("cpu"))
+    normal = draw_inputs(problem, Draw(key="n", seed=7, transform="normal"), torch.device("cpu"))
+    for p, n in zip(plain, normal, strict=True):
+        assert torch.equal(p == 0, n == 0)  # the triangle's zeros, and only they
+        assert torch.equal(n, n.tril()) and not torch.equal(n, p)
+        assert 0.9 < float(n[n != 0].std()) < 1.1
