@@ -35,7 +35,7 @@ rm -rf "$WORK"; mkdir -p "$WORK"
 left() { echo $((LIMIT - (SECONDS - T0) - ${1:-0})); }
 echo "== prebuild, at most $(left 200) s" | tee -a "$OUT/run.log"
 timeout -s KILL "$(left 200)" python3 -P scripts/prebuild_set.py --solutions "$SET/solutions" \
-  --cache-dir "$WORK/kevolve-cache" 2>&1 | tail -3 | tee -a "$OUT/run.log"
+  --cache-dir "$WORK/kevolve-cache" 2>&1 | tail -12 | tee -a "$OUT/run.log"
 budget=$(( ($(left 30)) / 2 ))
 TP=(python3 -P scripts/bench_throughput.py --kernelbench "$SET/kernelbench" --solutions "$SET/solutions" --work "$WORK"
     --phase kevolve-warm --budget-s "$budget" --bench-arg=--timings --bench-arg=--no-archive

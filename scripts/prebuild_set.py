@@ -33,8 +33,10 @@ def main() -> int:
 
     workers = args.workers or max(1, (os.cpu_count() or 2) // 2)
     t0 = time.monotonic()
+    from kevolve.sandbox.config import BWRAP_ENV
+
     service = BuildService(args.cache_dir, BuildTarget.current(gpu_arch(args.device)), workers=workers,
-                           max_pch=4 if workers > 1 else 0)
+                           max_pch=4 if workers > 1 else 0, bwrap=os.environ.get(BWRAP_ENV) or None)
     try:
         service.warm()
         futures = [f for p in files for f in service.submit_source(p.read_text())]
@@ -42,6 +44,9 @@ def main() -> int:
     finally:
         service.close()
     counts = Counter(r.status.value for r in results)
+    for r in results:
+        if not r.ok:
+            print(f"  {r.key[:12]} {r.status.value}: {(r.log_tail.strip().splitlines() or [''])[-1][:160]}", flush=True)
     print(f"prebuild: {len(files)} candidates, {len(results)} extensions: "
           f"{', '.join(f'{k} {n}' for k, n in sorted(counts.items())) or 'none'}; "
           f"{time.monotonic() - t0:.1f} s with {workers} workers", flush=True)
