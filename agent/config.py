@@ -125,6 +125,9 @@ class OptimizeConfig(Record):
     prompts_dir: Path | None = Field(default=None, description=(
         "a folder of prompt files (system.md, translate.md, repair.md, mutate.md, crossover.md) replacing the "
         "package's; files it lacks keep their defaults"))
+    race: bool = Field(default=True, description=(
+        "time a candidate only until it is plainly slower than the best the search holds (every call over twice "
+        "the best's median, five batches in): its speed is then coarse, its verdict the same (issue 36)"))
     audit: bool = Field(default=True, description=(
         "measure the run's winner again before reporting it: a fresh runner, fresh inputs and the judge's own "
         "clock; a winner the audit overturns gives way to the next fastest"))

@@ -165,7 +165,11 @@ def write_results(run: RunFolder, state: RunState, reason: str) -> Result:
     diffs = lineage_diffs(r, state.get("trials", []))
     audits = audit_section(state.get("trials", []))
     gens = generation_section(state.get("trials", []))
-    run.write_text("report.md", render_report(r) + (f"\n{gens}" if gens else "") + (f"\n{audits}" if audits else "")
+    from kevolve.where_time import markdown
+
+    where = markdown(best.evaluation) if best is not None and best.evaluation is not None else ""
+    run.write_text("report.md", render_report(r) + (f"\n{where}" if where else "") + (f"\n{gens}" if gens else "")
+                   + (f"\n{audits}" if audits else "")
                    + (f"\n## What changed along the lineage\n\n{diffs}" if diffs else ""))
     run.write_text("result.json", r.model_dump_json(indent=1))
     return r

@@ -137,10 +137,11 @@ def _print_verdict(ev: Evaluation, json_out: bool, timings: bool, warm: WarmResu
     if json_out:
         sys.stdout.write(json.dumps({**ev.to_json_dict(), "warm": warm.json_field() if warm else None}) + "\n")
     else:
-        from kevolve.report import print_evaluation, print_timings
+        from kevolve.report import print_evaluation, print_timings, print_where_time_goes
 
         print_evaluation(ev)
         if timings:
+            print_where_time_goes(ev)
             print_timings(ev, warm.timing_rows() if warm else [])
 
 

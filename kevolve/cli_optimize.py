@@ -65,6 +65,8 @@ def optimize_cmd(
     archive_db: Annotated[Optional[str], typer.Option(help="archive database URL (default: $KEVOLVE_DB, else "
                                                            "sqlite:///$KEVOLVE_HOME/archive.db)")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="do not use the disk cache of LLM replies")] = False,
+    no_race: Annotated[bool, typer.Option("--no-race", help="time every candidate fully, also one plainly slower "
+                                          "than the best so far (default: its timing stops there)")] = False,
     llm_cache: Annotated[Optional[Path], typer.Option(help="folder of the LLM reply cache "
                                                            "(default: $KEVOLVE_CACHE_DIR/llm)")] = None,
     prompts: Annotated[Optional[Path], typer.Option(help="a folder of prompt files (system.md, translate.md, repair.md, "
@@ -120,7 +122,7 @@ def optimize_cmd(
         config = build_config(llm=llm or "openai:gpt-4o", offline=offline, base_url=base_url, env=os.environ,
                               device=dev, language=language, runs_dir=runs_dir, llm_cache=not no_cache,
                               llm_cache_dir=llm_cache, archive=not no_archive, stop=stop, archive_ingest=ingest,
-                              prompts_dir=prompts,
+                              prompts_dir=prompts, race=not no_race,
                               parallel_evaluations=parallel_evaluations,
                               sandbox={"timeout_s": timeout, "policy_allow": parse_allow(allow) or None,
                                        "memory_limit_gb": memory_limit_gb, "max_slowdown": max_slowdown},

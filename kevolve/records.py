@@ -161,6 +161,9 @@ class TimingStats(Record):
     )
     claimed_median_ms: float | None = Field(default=None, description=(
         "the runner's own account of a call (median), a diagnostic: no speed is read from it (sandbox/judge/clock.py)"))
+    stopped: str | None = Field(default=None, description=(
+        "why the timed calls stopped where they did: 'timing stopped after N batches of M: medians steady', out of "
+        "time, plainly slower than the reference or than a search's best (sandbox/judge/schedule.stop_reason)"))
 
 
 class CheckResult(Record):
@@ -263,6 +266,9 @@ class Evaluation(Record):
     compile_note: str = Field(default="", description="why torch.compile has no timing, where it was asked for "
                               "and has none (e.g. 'torch.compile baseline unavailable: …')")
     profile: Profile | None = None
+    ref_profile: Profile | None = Field(default=None, description=(
+        "eager's profiled call, made when the problem was prepared: where the reference's time goes, beside the "
+        "candidate's `profile` (kevolve/where_time.py)"))
     device: str = ""
     versions: dict[str, str] = Field(default_factory=dict)
     compile_s: float | None = Field(default=None, description=(
@@ -386,6 +392,7 @@ class Evaluation(Record):
             "checks": [c.model_dump() for c in self.checks],
             "kernels": [k.model_dump() for k in self.profile.kernels] if self.profile else [],
             "profile": None if self.profile is None else self.profile.model_dump(),
+            "ref_profile": None if self.ref_profile is None else self.ref_profile.model_dump(),
             "device": self.device,
             "versions": dict(self.versions),
             "compile_s": self.compile_s,

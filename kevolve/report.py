@@ -169,6 +169,18 @@ def timings_rows(ev: Evaluation) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def print_where_time_goes(ev: Evaluation) -> None:
+    """--timings: the candidate's profiled call beside eager's, kernels by who wrote them (kevolve/where_time.py)."""
+    from kevolve.where_time import rows
+
+    got = rows(ev)
+    if got:
+        table = Table("where the time goes (one profiled call)", "eager", "candidate", "eager / candidate")
+        for row in got:
+            table.add_row(*(escape(c) for c in row))
+        Console().print(table)
+
+
 def print_timings(ev: Evaluation, extra: list[tuple[str, str, str, str]] | None = None) -> None:
     """--timings' table: every phase of `ev`, then `extra` rows (the warm service's, sandbox/parent/warm_service.py)."""
     table = Table("phase", "wall s", "CPU s", "where", title="where the time went")

@@ -71,6 +71,10 @@ class SandboxConfig(Record):
     max_slowdown: float = Field(default=defaults.MAX_SLOWDOWN, ge=0.0, description=(
         "a candidate whose calls take this many times the reference's (and over half a second each), two calls "
         "in a row after its first, is stopped there: `timeout: too_slow`; 0 = never (only timeout_s ends it)"))
+    race_ms: float | None = Field(default=None, ge=0.0, description=(
+        "racing (optimize sets it; bench never): the median call (ms, judge's clock) of the best candidate the search "
+        "holds; a candidate whose every timed call so far took more than twice it stops timing after five batches "
+        "(its speed is then known coarsely, its verdict the same)"))
     n_draws: int = Field(default=5, description="fresh get_inputs() draws, besides shifted ones")
     tolerance_factor: float = Field(default=defaults.TOLERANCE_FACTOR, description="allowed error = factor x eager's + floor")
     seed: int | None = Field(default=None, description="base seed for draws; None = fresh per run")

@@ -83,7 +83,9 @@ def run_problem(sp, args, sandbox, config) -> dict:
     win = next(v for v in ps if v.technique == best.technique)
     # what ranking by device time alone (the fitness before 2026-11-25) would have kept, from the same trials
     by_device = max((t for t in res.trials if t.evaluation.ok), key=lambda t: t.evaluation.speedup or 0.0)
-    row |= {"speedup_launch": ev.speedup_launch, "fitness": ev.fitness,
+    from kevolve.where_time import rows as where_rows
+
+    row |= {"speedup_launch": ev.speedup_launch, "fitness": ev.fitness, "where": where_rows(ev),
             "device_pick": {"speedup": by_device.evaluation.speedup, "speedup_launch": by_device.evaluation.speedup_launch,
                             "same": by_device is best}}
     return row | {"status": "solved", "reason": ev.reason, "speedup": ev.speedup, "technique": best.technique,
@@ -119,7 +121,7 @@ def summarize(out: Path, levels: list[int]) -> str:
             code = r["status"] + ": " + r.get("reason", "").split(":", 1)[0]
             fails[code] = fails.get(code, 0) + 1
     lines += ["", "Not solved, by reason: " + (", ".join(f"{k} ({v})" for k, v in sorted(fails.items())) or "none")]
-    return "\n".join(lines + ["", *per_problem(rows)]) + "\n"
+    return "\n".join(lines + ["", *per_problem(rows), *where_section(rows)]) + "\n"
 
 
 def per_problem(rows: list[dict]) -> list[str]:
@@ -136,6 +138,26 @@ def per_problem(rows: list[dict]) -> list[str]:
                    f"{fmt(r.get('speedup_vs_compile'))} | {fmt(r.get('speedup_launch'))} | {pick} | "
                    f"{fmt(r.get('roofline'), '{:.0%}')} | "
                    f"{len(r.get('trials', []))} | {r.get('stopped', '-')} |")
+    return out
+
+
+def where_section(rows: list[dict]) -> list[str]:
+    """Per solved problem, where its winner's time goes beside eager's (kevolve/where_time.py: kernels by who wrote
+    them, one profiled call each): the whole-model breakdown of issue 34."""
+    got = [r for r in sorted(rows, key=lambda r: (r["level"], r.get("number", 0))) if r.get("where")]
+    if not got:
+        return []
+    out = ["", "Where the time goes (one profiled call each side: eager / candidate, share of its side):", "",
+           "| problem | library kernels | PyTorch's other | the candidate's own (eager's it replaced / own) | total |",
+           "|---|---|---|---|---|"]
+    for r in got:
+        parts = {row[0].strip(): row for row in r["where"]}
+        own = next((v for k, v in parts.items() if k.startswith("the candidate's own")), None)
+        cell = lambda row: "-" if row is None else f"{row[1]} / {row[2]} ({row[3]})"  # noqa: E731
+        other = next((v for k, v in parts.items() if k.startswith("PyTorch's")), None)
+        out.append(f"| L{r['level']}_{r.get('number', '?')} | {cell(parts.get('library kernels (cuBLAS, cuDNN, CUTLASS)'))} | "
+                   f"{cell(other)} | {'-' if own is None else own[0].strip() + ': ' + own[2] + ' (' + own[3] + ')'} | "
+                   f"{cell(parts.get('total (one profiled call)'))} |")
     return out
 
 

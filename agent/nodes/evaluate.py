@@ -17,16 +17,20 @@ from kevolve.sandbox.parent.make import evaluate_with_retries
 log = logging.getLogger(__name__)
 
 
-def _evaluate(ctx: Context, problem: Problem, trial: Trial) -> tuple[Evaluation, bool]:
-    """The verdict, and whether it was recovered from the run folder (persisted before a kill)."""
+def _evaluate(ctx: Context, problem: Problem, trial: Trial, race_ms: float | None = None) -> tuple[Evaluation, bool]:
+    """The verdict, and whether it was recovered from the run folder (persisted before a kill); `race_ms`: the
+    search's best's median call, which the timing stops at once plainly slower than (OptimizeConfig.race)."""
     assert trial.candidate is not None
     prior = ctx.run.load_evaluation(trial.candidate.id)
     if prior is not None and prior.outcome is not Outcome.INFRA_ERROR:
         return prior, True
     ctx.run.save_candidate(trial.candidate)
     log.info("%s evaluating %s (%s)", trial.job.id, trial.candidate.id, trial.job.operator.value)
+    config = ctx.config.sandbox
+    if race_ms and ctx.config.race:
+        config = config.model_copy(update={"race_ms": race_ms})
     with ctx.eval_slots:  # the sandbox's one retry rule: infra_error is retried, never scored
-        ev, _attempts = evaluate_with_retries(ctx.sandbox, problem, trial.candidate, ctx.config.sandbox)
+        ev, _attempts = evaluate_with_retries(ctx.sandbox, problem, trial.candidate, config)
     ctx.run.save_candidate(trial.candidate, ev)
     return ev, False
 
@@ -49,7 +53,7 @@ def evaluate(task: dict[str, Any], runtime: Runtime[Context]) -> dict[str, objec
     trial: Trial = task["trial"]
     recovered = False
     if trial.status == "evaluated" and trial.evaluation is None:
-        ev, recovered = _evaluate(ctx, task["problem"], trial)
+        ev, recovered = _evaluate(ctx, task["problem"], trial, task.get("race_ms"))
         status = "infra_error" if ev.outcome is Outcome.INFRA_ERROR else "evaluated"
         trial = trial.model_copy(update={"evaluation": ev, "status": status})
     elif trial.candidate is not None:

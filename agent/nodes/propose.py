@@ -101,4 +101,4 @@ def propose(task: dict[str, Any], runtime: Runtime[Context]) -> Command:
     _prebuild(ctx, cand)
     trial = Trial(job=job, status="evaluated", candidate=cand, repair_depth=depth, prompt_tokens=reply.prompt_tokens,
                   completion_tokens=reply.completion_tokens, cost_usd=reply.cost_usd, llm_cached=reply.cached)
-    return Command(goto=Send("evaluate", {"trial": trial, "problem": problem}))
+    return Command(goto=Send("evaluate", {"trial": trial, "problem": problem, "race_ms": task.get("race_ms")}))

@@ -168,12 +168,13 @@ def steady(times: list[float], trials: int) -> bool:
 
 
 def stats(times: list[float], method: str, walls: list[float] | None = None,
-          claimed: list[float] | None = None) -> TimingStats:
-    """Median, mean, spread of `times` (ms) as a record; `walls` and `claimed` as their medians where given."""
+          claimed: list[float] | None = None, stopped: str = "") -> TimingStats:
+    """Median, mean, spread of `times` (ms) as a record; `walls` and `claimed` as their medians where given;
+    `stopped`: why the timing stopped where it did."""
     q = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
     return TimingStats(
         median_ms=statistics.median(times), mean_ms=statistics.fmean(times), min_ms=min(times),
         max_ms=max(times), iqr_ms=q[2] - q[0], trials=len(times), method=method,
         wall_median_ms=statistics.median(walls) if walls else None,
-        claimed_median_ms=statistics.median(claimed) if claimed else None,
+        claimed_median_ms=statistics.median(claimed) if claimed else None, stopped=stopped or None,
     )

@@ -48,6 +48,7 @@ class Facts:
     fresh: list[Window] = field(default_factory=list)
     control: list[Window] = field(default_factory=list)  # a batch of one on a seen draw before each fresh one
     batch_draws: str = "pool"  # what the timed batches read: "timing" (never-seen draws) or "pool"
+    timing_stop: str = ""  # why the timed batches stopped where they did (schedule.stop_reason)
     # timed and never-seen calls: the candidate runner's CPU seconds (cgroup) before the command, at its
     # account and at its vetting's answer, and the call's window (ms); the reference's CPU in its calls'
     # windows and vettings (verdict.cpu_rule)

@@ -22,7 +22,7 @@ from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.judge.oracle import ProblemState
 from kevolve.sandbox.common.protocol import RunnerFinal, StepResult
 from kevolve.sandbox.judge.runner_proc import Gone, RunnerProcess
-from kevolve.sandbox.judge.schedule import FRESH_EVERY, enough, slow_limit_ms, too_slow_reason
+from kevolve.sandbox.judge.schedule import FRESH_EVERY, slow_limit_ms, stop_reason, too_slow_reason
 from kevolve.sandbox.judge.facts import Facts, ForgedAnswer, Verdict
 from kevolve.sandbox.judge.flush import Flusher, Pad
 from kevolve.sandbox.judge.slots import Slots, staging_sets
@@ -375,8 +375,10 @@ class Session:
             if fresh and i % FRESH_EVERY == 0:
                 self._fresh(fresh.pop(0), pool[i % len(pool)])
             cand, ref = self.times()
-            if enough(cand, ref if self.eager else [], cfg.trials, time.monotonic() - t0, cfg.max_timing_s) or (
-                    once and (i + 1) * n > len(once)):
+            why = stop_reason(cand, ref if self.eager else [], cfg.trials, time.monotonic() - t0, cfg.max_timing_s,
+                              cfg.race_ms) or ("never-seen draws used up" if once and (i + 1) * n > len(once) else None)
+            if why:
+                self.facts.timing_stop = f"timing stopped after {len(cand)} batches of {n}: {why}"
                 break
         for k, key in enumerate(fresh):
             self._fresh(key, pool[k % len(pool)])

@@ -220,7 +220,7 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: 
     if lazy > 0:
         phases["first_launch"] = lazy
     build = facts.phase_s.get("compile")
-    common = dict(candidate_id=cand.id, problem_id=problem.id, device=summary.device_name,
+    common = dict(candidate_id=cand.id, problem_id=problem.id, device=summary.device_name, ref_profile=summary.profile,
                   versions=summary.versions, compile_ref_timing=summary.compiled,
                   compile_note=summary.compile_note if summary.compiled is None else "",
                   seeds=tuple(d.draw.seed for k, d in state.draws.items() if not k.startswith("t")), phase_s=phases, cpu_s=facts.cpu_s,
@@ -228,7 +228,7 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: 
     timed, ref_times = judged_times(facts)
     batch = f"+batches_of_{facts.batches[0].calls}" if facts.batches else ""
     claims = [w.claimed_ms / w.calls for w in facts.batches if w.calls]  # diagnostics only
-    timing = stats(timed, method(config.is_cuda) + batch, claimed=claims) if timed else None
+    timing = stats(timed, method(config.is_cuda) + batch, claimed=claims, stopped=facts.timing_stop) if timed else None
     ref_timing = stats(ref_times, method(config.is_cuda) + batch + "+interleaved") if ref_times else summary.eager
     prof = facts.profile.profile if facts.profile else None
     checks = _checks(facts)

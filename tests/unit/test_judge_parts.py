@@ -281,6 +281,19 @@ def test_timing_stops_early_only_for_a_plainly_slower_candidate() -> None:
     assert not enough([5.0] * 5, [], 30, 0.1, 10.0)  # nothing to compare with: the usual rule
 
 
+def test_racing_stops_timing_a_candidate_plainly_slower_than_the_searchs_best() -> None:
+    from kevolve.sandbox.judge.schedule import stop_reason
+
+    ref = [3.0, 3.1, 2.9, 3.0, 3.05]  # eager is slow: the candidate at 2.1-2.6 ms beats it
+    cand = [2.1, 2.5, 2.2, 2.6, 2.15]
+    assert stop_reason(cand, ref, 30, 0.1, 10.0) is None  # alone: timed until steady
+    assert stop_reason(cand, ref, 30, 0.1, 10.0, race_ms=1.0) == "every call over 2x the search's best (1 ms)"
+    assert stop_reason(cand, ref, 30, 0.1, 10.0, race_ms=1.1) is None  # 2.1 ms is within 2x of 1.1 ms
+    assert stop_reason(cand[:4], ref, 30, 0.1, 10.0, race_ms=1.0) is None  # fewer than five batches
+    assert stop_reason([2.1] * 5, ref, 30, 11.0, 10.0, race_ms=1.0) == "out of time (10 s)"
+    assert stop_reason([1.0] * 30, [1.0] * 30, 30, 0.1, 10.0) == "medians steady"
+
+
 def test_the_pad_forgets_a_slow_first_call_but_not_a_slow_host() -> None:
     from kevolve.sandbox.judge.flush import Pad
 
