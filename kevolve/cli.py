@@ -95,6 +95,14 @@ def eval_cmd(
                   isolation=Isolation(isolation), audit=audit, policy_allow=policy_allow,
                   bwrap=os.environ.get(BWRAP_ENV) or None)
     cand = Candidate.from_source(source, prob.id)
+    from kevolve.sandbox.parent.local import early_verdict
+
+    # refused before anything is prepared or started: a warm service would prepare the problem first (71 s on the
+    # H100 for a refusal that needs none of it)
+    early = early_verdict(prob, cand, SandboxConfig(device="cpu", **fields))  # type: ignore[arg-type]
+    if early is not None:
+        _print_verdict(early, json_out, timings, None)
+        return
     if warm_allowed(warm, keep_scratch, ncu, sandbox) and baselines == "reuse":
         from kevolve.cli_warm import evaluate_warm
 

@@ -220,12 +220,9 @@ class LocalSandbox:
 
     def evaluate(self, problem: Problem, candidate: Candidate, config: SandboxConfig) -> Evaluation:
         t0 = time.monotonic()
-        bad = check_solution_source(candidate.source)
-        if bad:
-            return _early(problem, candidate, Outcome.COMPILE_ERROR, f"compile_error: {bad}", t0)
-        policy = _policy(candidate.source, config)
-        if policy:
-            return _early(problem, candidate, Outcome.REJECTED, policy, t0)
+        early = early_verdict(problem, candidate, config)
+        if early is not None:
+            return early
         reply = self._ask("evaluate", config, problem=problem, candidate=candidate)
         if reply.problem_error:
             raise _problem_failure(problem, reply.problem_error)
@@ -295,6 +292,17 @@ def _problem_failure(problem: Problem, reason: str) -> ProblemError:
     return cls(f"{Path(problem.path).name}: {reason}")
 
 
+def early_verdict(problem: Problem, cand: Candidate, config: SandboxConfig) -> Evaluation | None:
+    """The verdict the parent gives before any judge or service is asked (nothing runs, nothing is built): a source
+    that is not a solution, or one the candidate policy refuses; None to evaluate it."""
+    t0 = time.monotonic()
+    bad = check_solution_source(cand.source)
+    if bad:
+        return _early(problem, cand, Outcome.COMPILE_ERROR, f"compile_error: {bad}", t0)
+    policy = _policy(cand.source, config)
+    return _early(problem, cand, Outcome.REJECTED, policy, t0) if policy else None
+
+
 def _early(problem: Problem, cand: Candidate, outcome: Outcome, reason: str, t0: float) -> Evaluation:
     return Evaluation(candidate_id=cand.id, problem_id=problem.id, outcome=outcome, reason=reason,
                       wall_s=time.monotonic() - t0)
@@ -325,4 +333,4 @@ def _with_ncu(ev: Evaluation, problem: Problem, cand: Candidate, config: Sandbox
     return ncu.attach(ev, problem, cand, config, ev.seeds[0] - 1 if ev.seeds else 0)
 
 
-__all__ = ["JudgeClient", "JudgeLost", "JudgeOutOfMemory", "LocalSandbox"]
+__all__ = ["JudgeClient", "JudgeLost", "JudgeOutOfMemory", "LocalSandbox", "early_verdict"]

@@ -78,6 +78,15 @@ def gone(pid: int, within_s: float) -> bool:
         time.sleep(0.2)
 
 
+def test_a_candidate_the_policy_refuses_is_answered_at_once_without_a_service(env: dict[str, str]) -> None:
+    """Refused before anything is prepared or started: the warm service prepared the problem first (71 s on the
+    H100, 26 s here for a refusal that needs nothing); first in the file, so no service runs yet."""
+    secret_reader = str(Path(__file__).parent.parent / "adversarial" / "reads_secret_env.py")
+    out = evaluate(env, secret_reader)
+    assert out["status"] == "rejected" and out["reason"].startswith("policy_environment"), out["reason"]
+    assert out["warm"] is None and services(env) == []  # no service was started for it
+
+
 def test_two_evaluations_at_once_start_one_service_and_get_cold_verdicts(env: dict[str, str], tmp_path: Path) -> None:
     """Two `kevolve eval`s started together: one starts the service, the other waits for it (or queues behind the
     first evaluation); an honest candidate is ok and a wrong one incorrect, as cold (test_cli_eval.py)."""
