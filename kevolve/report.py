@@ -104,7 +104,8 @@ def print_evaluation(ev: Evaluation) -> None:
     style = "green" if ev.ok else "red"
     con.print(f"[bold {style}]{ev.outcome.value}[/]  {escape(ev.reason)}")  # a reason quotes the candidate
     table = Table(show_header=False, box=None)
-    table.add_row("candidate", _ms(ev.timing))
+    stop = ev.timing.stopped.split(": ", 1)[-1] if ev.timing is not None and ev.timing.stopped else ""
+    table.add_row("candidate", _ms(ev.timing) + (f"  [dim]stopped: {escape(stop)}[/]" if stop else ""))
     how = dict(part.split(" ", 1) for part in ev.baseline.split(", ") if part)  # {'eager': 'interleaved', …}
     note = lambda k: f"  [dim]{how[k]}[/]" if k in how else ""  # noqa: E731
     table.add_row("eager", _ms(ev.ref_timing) + note("eager"))

@@ -46,3 +46,14 @@ def test_the_offline_sample_report_has_a_breakdown_row_per_solved_problem() -> N
                          "the candidate's own kernels (1): 0.1000 ms (14%) (4.00x) | "
                          "1.0000 ms (100%) / 0.7000 ms (100%) (1.43x) |"), lines[-1]
     assert sum(line.startswith("| L3_") for line in lines) == 1
+
+
+def test_evals_report_says_why_the_timing_stopped_where_it_did(capsys) -> None:  # noqa: ANN001
+    from kevolve.records import TimingStats
+    from kevolve.report import print_evaluation
+
+    timing = TimingStats(median_ms=2.0, mean_ms=2.0, min_ms=2.0, max_ms=2.0, iqr_ms=0.0, trials=5, method="m",
+                         stopped="timing stopped after 5 batches of 3: every call over 2x the search's best (0.5 ms)")
+    print_evaluation(Evaluation(candidate_id="c", problem_id="p", outcome=Outcome.OK, reason="ok", timing=timing))
+    out = capsys.readouterr().out
+    assert "n=5) stopped: every call over 2x the search's best (0.5 ms)" in " ".join(out.split())
