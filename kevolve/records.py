@@ -199,6 +199,9 @@ class Profile(Record):
                                    "of the call (CPU) in the profiled call: what custom kernels' share is of")
     torch_us: float | None = Field(default=None, description="of total_us, the time PyTorch's own compute took "
                                    "(its kernels on CUDA, its top-level ATen compute ops on the CPU)")
+    order: tuple[tuple[int, float], ...] = Field(default=(), description=(
+        "CUDA: the call's kernels in the order they started, as (index into `kernels`, µs), at most 4096: where a "
+        "model's parts begin and end, eager's beside the candidate's (kevolve/where_time.py); a diagnostic"))
 
 
 class Audit(Record):

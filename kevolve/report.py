@@ -180,6 +180,14 @@ def print_where_time_goes(ev: Evaluation) -> None:
         for row in got:
             table.add_row(*(escape(c) for c in row))
         Console().print(table)
+    from kevolve.where_time import parts
+
+    if split := parts(ev):
+        table = Table("part: the candidate's kernels", "eager's kernels", "share of eager", "eager / candidate ms",
+                      "speedup")
+        for part in split:
+            table.add_row(*(escape(c) for c in part))
+        Console().print(table)
 
 
 def print_timings(ev: Evaluation, extra: list[tuple[str, str, str, str]] | None = None) -> None:

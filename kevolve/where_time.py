@@ -11,6 +11,7 @@ the table says where time goes, the verdict's speedup says how fast.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from kevolve.records import Evaluation, Profile
@@ -78,7 +79,82 @@ def markdown(ev: Evaluation) -> str:
              "ones replace (sandbox profiles of one call each; the speedup above is the timed one).", "",
              "| part | eager | candidate | eager / candidate |", "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in got]
+    if split := parts(ev):
+        lines += ["", "By part: the model split where both sides run the same kernel; each part is what eager ran "
+                  "there and what the candidate runs instead.", "",
+                  "| part: the candidate's kernels | eager's kernels | share of eager | eager / candidate ms | speedup |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in split]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["LIBRARY", "markdown", "rows"]
+def short(name: str) -> str:
+    """A kernel's name without its template arguments, parameters and namespaces: `batch_norm_transform_input_kernel`."""
+    base = re.sub(r"^void\s+", "", name).split("(")[0]
+    depth, out = 0, []
+    for ch in base:  # drop <...> however deep
+        depth += ch == "<"
+        if depth == 0:
+            out.append(ch)
+        depth -= ch == ">" and depth > 0
+    head = "".join(out).rsplit("::", 1)[-1].strip()[:48] or name[:48]
+    what = re.search(r"(\w*[Ff]unctor\w*)", name) if "elementwise" in head else None  # whose element-wise kernel
+    return f"{head}[{what.group(1)[:32]}]" if what else head
+
+
+def _seq(p: Profile) -> list[tuple[str, float, bool]]:
+    """(name, µs, custom) in start order; [] where the profile has no order (the CPU, an old record, a bad index)."""
+    try:
+        return [(p.kernels[i].name, us, p.kernels[i].custom) for i, us in p.order]
+    except (IndexError, TypeError):
+        return []
+
+
+def _names(seq: list[tuple[str, float, bool]], lo: int, hi: int) -> str:
+    counts: dict[str, int] = {}
+    for name, _, _ in seq[lo:hi]:
+        counts[short(name)] = counts.get(short(name), 0) + 1
+    return ", ".join(f"{n}{f' x{c}' if c > 1 else ''}" for n, c in counts.items())
+
+
+def parts(ev: Evaluation, top: int = 10) -> list[tuple[str, str, str, str, str]]:
+    """(part, eager's kernels, share of eager's time, eager ms / candidate ms, speedup): the model split where the
+    two sides run the same kernel (a convolution left to cuDNN, a copy): between two such kernels, what eager ran
+    and what the candidate runs instead is one part. Parts by eager's time, the `top` largest; the kept kernels in one
+    row. [] without both sides' kernel order (CUDA only)."""
+    if ev.profile is None or ev.ref_profile is None:
+        return []
+    ref, cand = _seq(ev.ref_profile), _seq(ev.profile)
+    if not ref or not cand:
+        return []
+    total = sum(us for _, us, _ in ref)
+    if total <= 0:
+        return []
+    sm = difflib.SequenceMatcher(None, [n for n, _, _ in ref], [n for n, _, c in cand], autojunk=False)
+    changed: list[tuple[str, str, float, float]] = []
+    kept_r = kept_c = 0.0
+    kept_n = 0
+    for tag, i0, i1, j0, j1 in sm.get_opcodes():
+        r_us, c_us = sum(us for _, us, _ in ref[i0:i1]), sum(us for _, us, _ in cand[j0:j1])
+        if tag == "equal":
+            kept_r, kept_c, kept_n = kept_r + r_us, kept_c + c_us, kept_n + (i1 - i0)
+        else:
+            became = _names(cand, j0, j1) or "nothing (dropped)"
+            changed.append((became, _names(ref, i0, i1) or "nothing", r_us, c_us))
+    changed.sort(key=lambda x: -x[2])
+
+    def row(part: str, eager: str, r_us: float, c_us: float) -> tuple[str, str, str, str, str]:
+        sp = f"{r_us / c_us:.2f}x" if r_us > 0 and c_us > 0 else "—"
+        return (part.replace("|", "/"), eager.replace("|", "/"), f"{100 * r_us / total:.0f}%",
+                f"{r_us / 1e3:.4f} / {c_us / 1e3:.4f}", sp)
+
+    out = [row(f"part {k + 1}: {became}", eager, r, c) for k, (became, eager, r, c) in enumerate(changed[:top])]
+    if len(changed) > top:
+        rest = changed[top:]
+        out.append(row(f"{len(rest)} smaller parts", "", sum(x[2] for x in rest), sum(x[3] for x in rest)))
+    if kept_n:
+        out.append(row(f"kept as they were ({kept_n} kernels)", "the same kernels", kept_r, kept_c))
+    return out
+
+
+__all__ = ["LIBRARY", "markdown", "parts", "rows", "short"]

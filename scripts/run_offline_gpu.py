@@ -85,7 +85,9 @@ def run_problem(sp, args, sandbox, config) -> dict:
     by_device = max((t for t in res.trials if t.evaluation.ok), key=lambda t: t.evaluation.speedup or 0.0)
     from kevolve.where_time import rows as where_rows
 
-    row |= {"speedup_launch": ev.speedup_launch, "fitness": ev.fitness, "where": where_rows(ev),
+    from kevolve.where_time import parts
+
+    row |= {"speedup_launch": ev.speedup_launch, "fitness": ev.fitness, "where": where_rows(ev), "parts": parts(ev, 5),
             "device_pick": {"speedup": by_device.evaluation.speedup, "speedup_launch": by_device.evaluation.speedup_launch,
                             "same": by_device is best}}
     return row | {"status": "solved", "reason": ev.reason, "speedup": ev.speedup, "technique": best.technique,
@@ -158,6 +160,13 @@ def where_section(rows: list[dict]) -> list[str]:
         out.append(f"| L{r['level']}_{r.get('number', '?')} | {cell(parts.get('library kernels (cuBLAS, cuDNN, CUTLASS)'))} | "
                    f"{cell(other)} | {'-' if own is None else own[0].strip() + ': ' + own[2] + ' (' + own[3] + ')'} | "
                    f"{cell(parts.get('total (one profiled call)'))} |")
+    split = [r for r in got if r.get("parts")]
+    if split:
+        out += ["", "By part (the model split where both sides run the same kernel; the five largest by eager's time):",
+                "", "| problem | part: the candidate's kernels | eager's kernels | share of eager | eager / candidate ms "
+                "| speedup |", "|---|---|---|---|---|---|"]
+        for r in split:
+            out += [f"| L{r['level']}_{r.get('number', '?')} | {' | '.join(p)} |" for p in r["parts"]]
     return out
 
 

@@ -121,7 +121,7 @@ def profile_region(run: Callable[[], Any], device: torch.device, custom_names: S
             torch.cuda.synchronize()
     events = prof.events()
     ops = sorted({e.name for e in events if e.name.startswith("aten::")})
-    kernels, unjoined = _device_kernels(prof, custom_names) if cuda else ([], ())
+    kernels, unjoined, order = _device_kernels(prof, custom_names) if cuda else ([], (), ())
     if cuda:
         total = sum(k.device_time_us for k in kernels)
         torch_us = sum(k.device_time_us for k in kernels if not k.custom)
@@ -133,7 +133,7 @@ def profile_region(run: Callable[[], Any], device: torch.device, custom_names: S
         kernels += [KernelLaunch(name=n, count=c, custom=True, device_time_us=ext.micros[n])
                     for n, c in sorted(ext.counts.items())]
     return ProfileResult(Profile(kernels=tuple(kernels), torch_ops=tuple(ops), total_us=total,
-                                 torch_us=min(torch_us, total)), unjoined)
+                                 torch_us=min(torch_us, total), order=order), unjoined)
 
 
 def warm_up(device: torch.device) -> None:
@@ -145,12 +145,16 @@ def warm_up(device: torch.device) -> None:
             torch.cuda.synchronize()
 
 
-def _device_kernels(prof: Any, custom_names: Sequence[str]) -> tuple[list[KernelLaunch], tuple[str, ...]]:
+ORDER_MAX = 4096  # kernels kept in Profile.order (an unrolled recurrent model launches thousands)
+
+
+def _device_kernels(prof: Any, custom_names: Sequence[str]
+                    ) -> tuple[list[KernelLaunch], tuple[str, ...], tuple[tuple[int, float], ...]]:
     gpu = torch.autograd.DeviceType.CUDA
     evs = [e for e in prof.profiler.kineto_results.events()
            if e.device_type() == gpu and not e.name().startswith(("Memcpy", "Memset"))]
     if not evs:
-        return [], ()
+        return [], (), ()
     fills = [e for e in evs if "FillFunctor" in e.name()]
     # The marker is the last fill kernel (torch.ones); correlation ids of driver-API launches
     # (CuPy, Triton) are not comparable with the runtime's, so order by start time.
@@ -166,4 +170,15 @@ def _device_kernels(prof: Any, custom_names: Sequence[str]) -> tuple[list[Kernel
             unjoined.append(e.name())
     kernels = [KernelLaunch(name=n, count=len(d), device_time_us=sum(d), custom=_is_custom(n, custom_names),
                             stream=s) for (n, s), d in sorted(agg.items(), key=lambda kv: -sum(kv[1]))]
-    return kernels, tuple(dict.fromkeys(unjoined))
+    return kernels, tuple(dict.fromkeys(unjoined)), _order(evs, marker, kernels)
+
+
+def _order(evs: list[Any], marker: Any, kernels: list[KernelLaunch]) -> tuple[tuple[int, float], ...]:
+    """The kernels in the order they started, as (index into `kernels`, µs): a diagnostic (where_time.py's parts),
+    so anything unexpected leaves it empty rather than touch the profile."""
+    try:
+        at = {(k.name, k.stream): i for i, k in enumerate(kernels)}
+        seq = sorted((e for e in evs if e is not marker), key=lambda e: e.start_ns())[:ORDER_MAX]
+        return tuple((at[(e.name(), e.device_resource_id())], e.duration_ns() / 1e3) for e in seq)
+    except Exception:  # noqa: BLE001 - never a reason for a profile to fail
+        return ()

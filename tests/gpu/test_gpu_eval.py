@@ -43,6 +43,17 @@ def test_honest_cupy_kernel_is_accepted_with_a_custom_kernel_listed(sandbox, con
     assert ev.timing.median_ms > 0 and ev.ref_timing.median_ms > 0
 
 
+def test_both_sides_kernel_order_splits_the_call_into_parts(sandbox, config) -> None:
+    """kevolve/where_time.py's parts from the judge's profiled calls: eager's ReLU kernel became the CuPy kernel."""
+    from kevolve.where_time import parts
+
+    ev = evaluate(sandbox, config, "relu_cupy")
+    assert ev.outcome is Outcome.OK, ev.reason
+    assert ev.profile.order and ev.ref_profile is not None and ev.ref_profile.order
+    got = parts(ev)
+    assert got and got[0][0].startswith("part 1: relu_k") and got[0][2] == "100%", got
+
+
 def test_launch_work_counts_in_the_speedup_the_search_ranks_by(sandbox, config) -> None:
     """Every speed is the judge's clock around batches of calls ending in a device-wide sync (sandbox/judge/clock.py):
     the host's launch work is in it. A ReLU in 64 launches does the device work of one launch and ~1 ms of

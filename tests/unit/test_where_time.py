@@ -57,3 +57,29 @@ def test_evals_report_says_why_the_timing_stopped_where_it_did(capsys) -> None: 
     print_evaluation(Evaluation(candidate_id="c", problem_id="p", outcome=Outcome.OK, reason="ok", timing=timing))
     out = capsys.readouterr().out
     assert "n=5) stopped: every call over 2x the search's best (0.5 ms)" in " ".join(out.split())
+
+
+def test_a_model_is_split_into_parts_where_both_sides_run_the_same_kernel() -> None:
+    from kevolve.where_time import parts, short
+
+    conv = "void cudnn::cnn::conv2d_grouped_direct_kernel<float, float, float>(cudnn::cnn::Params)"
+    bn = "void at::native::batch_norm_transform_input_kernel<float, float, float, int>(at::GenericPackedTensorAccessor)"
+    relu = "void at::native::vectorized_elementwise_kernel<4, at::native::relu_functor<float>>(int, float*)"
+    add = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int, float*)"
+    ref_k = (_k(conv, 1200.0), _k(bn, 600.0), _k(relu, 400.0), _k(add, 100.0))
+    ref = Profile(kernels=ref_k, order=((0, 600.0), (1, 300.0), (2, 200.0), (0, 600.0), (1, 300.0), (3, 100.0),
+                                        (2, 200.0)), total_us=2300.0)
+    cand_k = (_k(conv, 1200.0), _k("_kv_launch_0_kernel", 150.0, custom=True), _k("_kv_launch_1_kernel", 200.0, True))
+    cand = Profile(kernels=cand_k, order=((0, 600.0), (1, 150.0), (0, 600.0), (2, 200.0)), total_us=1550.0)
+    ev = Evaluation(candidate_id="c", problem_id="p", outcome=Outcome.OK, reason="ok", profile=cand, ref_profile=ref)
+    assert short(bn) == "batch_norm_transform_input_kernel"
+    assert short(relu) == "vectorized_elementwise_kernel[relu_functor]"
+    assert parts(ev) == [
+        ("part 1: _kv_launch_1_kernel", "batch_norm_transform_input_kernel, vectorized_elementwise_kernel"
+         "[CUDAFunctor_add], vectorized_elementwise_kernel[relu_functor]", "26%", "0.6000 / 0.2000", "3.00x"),
+        ("part 2: _kv_launch_0_kernel", "batch_norm_transform_input_kernel, vectorized_elementwise_kernel"
+         "[relu_functor]", "22%", "0.5000 / 0.1500", "3.33x"),
+        ("kept as they were (2 kernels)", "the same kernels", "52%", "1.2000 / 1.2000", "1.00x")]
+    bad = cand.model_copy(update={"order": ((7, 1.0),)})  # an index a runner made up: no parts, no error
+    assert parts(ev.model_copy(update={"profile": bad})) == []
+    assert parts(ev.model_copy(update={"ref_profile": ref.model_copy(update={"order": ()})})) == []
