@@ -119,6 +119,13 @@ class OptimizeConfig(Record):
     runs_dir: Path = Field(default=Path("runs"), description="run folders are created here")
     parallel_evaluations: int = Field(default=1, ge=1, description=(
         "evaluations at once; 1 keeps timings on one device from overlapping (proposals stay concurrent)"))
+    gpus: tuple[int, ...] = Field(default=(), description=(
+        "one evaluation lane per GPU (issue 36): each evaluation runs on a free one of these (cuda:N, its own judge "
+        "and problem data), one at a time per GPU, all of them at once; () = the sandbox's one device"))
+
+    def lanes(self) -> list[str]:
+        """The devices evaluations take turns on: one per GPU of `gpus`, else `parallel_evaluations` of the one."""
+        return [f"cuda:{g}" for g in self.gpus] or [self.sandbox.device] * self.parallel_evaluations
     archive: bool = Field(default=True, description=(
         "use the archive: retrieve examples from it, and (unless archive_ingest says otherwise) store candidates"))
     archive_k: int = 3

@@ -6,6 +6,7 @@ patching module globals.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -53,6 +54,9 @@ class Context:
     """Set by the first permanent LLM error (bad key, unknown model): no further call is sent."""
     eval_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(1))
     """Evaluations allowed at once (config.parallel_evaluations): timings must not overlap."""
+    lanes: queue.Queue[str] | None = None
+    """The devices free for an evaluation (OptimizeConfig.lanes); an evaluation takes one and gives it back. None:
+    every evaluation on config.sandbox.device."""
     session_started: float = field(default_factory=time.time)
     """When this session's search (the first run, or a --resume) began, epoch seconds: a generation interrupted in
     an earlier session counts its time from here, never the hours the run lay stopped."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import queue
 import random
 import sqlite3
 import threading
@@ -190,6 +191,14 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
                     log.warning("closing run %s's sandbox took %.0f s", run.run_id, time.monotonic() - t0)
 
 
+def _lanes(config: OptimizeConfig) -> queue.Queue[str]:
+    """A pool of the devices evaluations run on, one entry per evaluation allowed at once."""
+    pool: queue.Queue[str] = queue.Queue()
+    for dev in config.lanes():
+        pool.put(dev)
+    return pool
+
+
 def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, proposer: object, sandbox: Sandbox,
            retriever: Retriever | None | Literal["archive"], storer: Storer | None | Literal["archive"],
            archive_url: str | None, prebuild: Prebuilder | None, prompts: object) -> Result:
@@ -201,7 +210,7 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
     retriever, storer = _archive_hooks(config, retriever, storer, archive_url)
     ctx = Context(proposer=proposer, sandbox=sandbox, config=config, run=run,
                   novelty=NoveltyIndex(config.evolution.novelty_threshold), retrieve=retriever, store=storer,
-                  eval_slots=threading.Semaphore(config.parallel_evaluations), prebuild=prebuild,
+                  eval_slots=threading.Semaphore(len(config.lanes())), lanes=_lanes(config), prebuild=prebuild,
                   prompts=prompts)
     held = HeldSignal()
     saver, conn = _checkpointer(run, held)

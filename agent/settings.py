@@ -127,7 +127,8 @@ def build_config(*, llm: str | LLMConfig | None, base_url: str | None = None, en
                  llm_cache_dir: Path | None = None, parallel_evaluations: int | None = None,
                  archive: bool = True, archive_ingest: str | None = None, sandbox: Mapping[str, object] | None = None,
                  stop: Mapping[str, object] | None = None, evolution: Mapping[str, object] | None = None,
-                 prompts_dir: Path | None = None, offline: bool = False, race: bool = True) -> OptimizeConfig:
+                 prompts_dir: Path | None = None, offline: bool = False, race: bool = True,
+                 gpus: tuple[int, ...] = ()) -> OptimizeConfig:
     """The whole config; unset values keep the defaults of the config classes. `llm` is a
     'PROVIDER:MODEL' spec, or a ready LLMConfig (for an LLM object the caller injects); None with `offline`.
     `language` is --language's value (None: the target's default)."""
@@ -148,7 +149,7 @@ def build_config(*, llm: str | LLMConfig | None, base_url: str | None = None, en
             evolution=EvolutionConfig(**{k: v for k, v in (evolution or {}).items() if v is not None}),
             language=parse_language(language, device), runs_dir=runs_dir, archive=archive,
             archive_ingest=archive_ingest,
-            parallel_evaluations=parallel_evaluations or 1, prompts_dir=prompts_dir, race=race)
+            parallel_evaluations=parallel_evaluations or 1, prompts_dir=prompts_dir, race=race, gpus=gpus)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"])

@@ -43,6 +43,8 @@ def optimize_cmd(
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="proposals in flight")] = None,
     parallel_evaluations: Annotated[Optional[int], typer.Option(
         min=1, help="evaluations at once (default 1: timings on one device must not overlap)")] = None,
+    gpus: Annotated[Optional[str], typer.Option(help="GPU indices, one evaluation lane each, e.g. 0,1: evaluations run "
+                                                "one per GPU, all at once")] = None,
     jobs_per_generation: Annotated[Optional[int], typer.Option(min=1, help="proposals per generation")] = None,
     max_repairs: Annotated[Optional[int], typer.Option(min=0, help="consecutive repairs per lineage")] = None,
     seed: Annotated[Optional[int], typer.Option(help="evolution seed (also keys the reply cache)")] = None,
@@ -119,10 +121,11 @@ def optimize_cmd(
                 raise SettingsError(f"--llm demo has recorded replies for {PROBLEM} with --device cpu only "
                                     "(a real LLM: --llm openai:MODEL, anthropic:MODEL, vllm:MODEL …)")
         ingest = ingest_mode(archive_ingest, no_archive)
+        lanes = _gpu_lanes(gpus, dev, parallel_evaluations)
         config = build_config(llm=llm or "openai:gpt-4o", offline=offline, base_url=base_url, env=os.environ,
                               device=dev, language=language, runs_dir=runs_dir, llm_cache=not no_cache,
                               llm_cache_dir=llm_cache, archive=not no_archive, stop=stop, archive_ingest=ingest,
-                              prompts_dir=prompts, race=not no_race,
+                              prompts_dir=prompts, race=not no_race, gpus=lanes,
                               parallel_evaluations=parallel_evaluations,
                               sandbox={"timeout_s": timeout, "policy_allow": parse_allow(allow) or None,
                                        "memory_limit_gb": memory_limit_gb, "max_slowdown": max_slowdown},
@@ -163,6 +166,36 @@ def optimize_cmd(
 class Terminated(KeyboardInterrupt):
     """SIGTERM, handled as Ctrl-C is: the proposals and evaluations in flight finish and are kept, the sandbox
     closes, and the run can be resumed (the default action would end the process where it stands)."""
+
+
+
+def _gpu_lanes(gpus: str | None, device: str, parallel: int | None) -> tuple[int, ...]:
+    """--gpus as indices; SettingsError (one line) where it cannot mean lanes of GPUs."""
+    from kevolve.agent.settings import SettingsError
+
+    if not gpus:
+        return ()
+    try:
+        lanes = tuple(int(g) for g in gpus.split(",") if g.strip())
+    except ValueError:
+        raise SettingsError(f"--gpus takes GPU indices like 0,1, not {gpus!r}") from None
+    if not lanes or min(lanes) < 0 or len(set(lanes)) != len(lanes):
+        raise SettingsError(f"--gpus takes distinct GPU indices like 0,1, not {gpus!r}")
+    if not device.startswith("cuda"):
+        raise SettingsError(f"--gpus gives each GPU an evaluation lane: it needs --device cuda, not {device}")
+    if device not in ("cuda", *(f"cuda:{g}" for g in lanes)):
+        raise SettingsError(f"--device {device} and --gpus {gpus} disagree: give --device cuda with --gpus")
+    if parallel is not None and parallel != len(lanes):
+        raise SettingsError(f"--gpus {gpus} runs {len(lanes)} evaluations at once, one per GPU: leave out "
+                            f"--parallel-evaluations {parallel}")
+    from kevolve.sandbox.parent.device_probe import cuda_surely_visible
+
+    if not all(cuda_surely_visible(f"cuda:{g}") for g in lanes):  # the driver's list cannot say: ask torch
+        import torch
+
+        if max(lanes) >= torch.cuda.device_count():
+            raise SettingsError(f"--gpus {gpus}: this machine has {torch.cuda.device_count()} GPU(s)")
+    return lanes
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -30,7 +30,14 @@ def _evaluate(ctx: Context, problem: Problem, trial: Trial, race_ms: float | Non
     if race_ms and ctx.config.race:
         config = config.model_copy(update={"race_ms": race_ms})
     with ctx.eval_slots:  # the sandbox's one retry rule: infra_error is retried, never scored
-        ev, _attempts = evaluate_with_retries(ctx.sandbox, problem, trial.candidate, config)
+        lane = ctx.lanes.get() if ctx.lanes is not None else None
+        try:
+            if lane is not None and lane != config.device:
+                config = config.model_copy(update={"device": lane})
+            ev, _attempts = evaluate_with_retries(ctx.sandbox, problem, trial.candidate, config)
+        finally:
+            if lane is not None:
+                ctx.lanes.put(lane)  # type: ignore[union-attr]
     ctx.run.save_candidate(trial.candidate, ev)
     return ev, False
 

@@ -382,3 +382,59 @@ def test_the_archive_keeps_the_generation_that_made_each_kernel(tmp_path) -> Non
         assert {k.id: k.generation for k in back} == made
     finally:
         again.close()
+
+
+class LaneSandbox(FakeSandbox):
+    """Records each evaluation's device, what it was raced against, and which devices were busy at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.lock, self.busy, self.calls, self.overlap = threading.Lock(), [], [], False
+
+    def evaluate(self, problem, candidate, config) -> Evaluation:  # noqa: ANN001
+        import time
+
+        with self.lock:
+            assert config.device not in self.busy, f"two evaluations at once on {config.device}"
+            self.busy.append(config.device)
+            self.overlap = self.overlap or len(self.busy) > 1
+            self.calls.append((config.device, config.race_ms))
+        time.sleep(0.3)  # long enough for the other lane's evaluation to start meanwhile
+        try:
+            return super().evaluate(problem, candidate, config)
+        finally:
+            with self.lock:
+                self.busy.remove(config.device)
+
+
+def test_evaluations_run_one_per_gpu_lane_at_once_and_race_against_the_best(tmp_path) -> None:
+    """optimize --gpus 0,1 (issue 36): each evaluation on a free GPU of the two, both at once, never two on one; from
+    the second generation on, each is timed against the best so far (racing: its median call; the repaired 'slow'
+    one's 2 ms when 'fast' is evaluated)."""
+    sandbox = LaneSandbox()
+    cfg = config(tmp_path).model_copy(update={"gpus": (0, 1)})
+    r = run_optimize(PROBLEM, cfg, llm=ScriptedLLM(SCRIPT), sandbox=sandbox)
+    assert r.speedup == pytest.approx(4.0)
+    assert {dev for dev, _ in sandbox.calls} == {"cuda:0", "cuda:1"} and sandbox.overlap
+    assert sandbox.calls[0][1] is None  # the first generation has nothing to race against
+    assert 2.0 in {race for _, race in sandbox.calls}  # once a correct one is in, later ones race against it
+    assert run_optimize(PROBLEM, config(tmp_path).model_copy(update={"race": False}), llm=ScriptedLLM(SCRIPT),
+                        sandbox=(plain := LaneSandbox())).speedup == pytest.approx(4.0)
+    assert {race for _, race in plain.calls} == {None} and {dev for dev, _ in plain.calls} == {"cpu"}
+
+
+def test_gpus_flag_errors_are_one_line_each() -> None:
+    from kevolve.agent.settings import SettingsError
+    from kevolve.cli_optimize import _gpu_lanes
+
+    assert _gpu_lanes(None, "cpu", None) == ()
+    for gpus, device, parallel, says in (("x", "cuda", None, "GPU indices like 0,1"), ("0,0", "cuda", None, "distinct"),
+                                         ("0,1", "cpu", None, "needs --device cuda"),
+                                         ("0,1", "cuda:3", None, "disagree"),
+                                         ("0", "cuda", 2, "leave out --parallel-evaluations 2")):
+        with pytest.raises(SettingsError, match=says):
+            _gpu_lanes(gpus, device, parallel)
+    with pytest.raises(SettingsError, match=r"--gpus 0,7: this machine has \d+ GPU"):
+        _gpu_lanes("0,7", "cuda", None)  # none here; on a GPU machine fewer than eight
