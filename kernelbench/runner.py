@@ -208,7 +208,7 @@ class LocalExecutor:
         """The build service on the compile cores, fed the whole plan at once (cached keys return at once)."""
         if not self.compile_cores:
             return None
-        from kevolve.sandbox.build.service import BuildService, gpu_arch
+        from kevolve.sandbox.build.service import WARM_FLAGS, BuildService, gpu_arch
         from kevolve.sandbox.build.recipe import BuildTarget
 
         cores = self.compile_cores
@@ -221,16 +221,17 @@ class LocalExecutor:
                                cores=cores, isolation=self.config.isolation, timeout_s=self.config.timeout_s,
                                pids_limit=self.config.pids_limit, bwrap=self.config.bwrap,
                                confine=self.config.confine_writes != "off")
-        # Each lane's first problem first, then the precompiled headers, then the rest in lane order: a header ahead
-        # of every candidate held the first build back by the header's build (docs/BENCHMARKS.md, twenty-eighth
-        # session), one after every candidate serves none of them.
-        first = len(self.devices)
-        for j in jobs[:first]:
-            self._submit(service, j)
-        for f in service.warm():
+        # The precompiled headers ahead of the candidates on all workers but one, the rest after them: one worker
+        # always starts on the lane's first candidate at once, and with several workers the headers still serve most
+        # builds (2 workers, 4 C++ candidates, CPU: first built at 72 s instead of 172 s, all at 181 s instead of 209 s;
+        # docs/BENCHMARKS.md, twenty-eighth session).
+        front = WARM_FLAGS[:max(0, workers - 1)]
+        for f in service.warm(front):
             f.add_done_callback(lambda f, service=service: self._pch_done(service))
-        for j in jobs[first:]:
+        for j in jobs:
             self._submit(service, j)
+        for f in service.warm(WARM_FLAGS[len(front):]) if workers > 1 else []:
+            f.add_done_callback(lambda f, service=service: self._pch_done(service))
         return service
 
     def _submit(self, service: BuildService, job: ProblemJob) -> None:
@@ -311,7 +312,10 @@ class LocalExecutor:
                 order = lambda cands, lane=lane: self.in_build_order(cands, lane)  # noqa: E731
                 for row in run_problem(job, sandbox, config, self.retries, lane, order, self.timeline):
                     on_result(row)
+                span = self.timeline.begin("forget", lane=lane, problem=job.problem.key) if self.timeline else None
                 sandbox.forget()  # reference outputs of a finished problem can be large
+                if self.timeline and span:
+                    self.timeline.end(span)  # a host-resident problem's pinned copies freed: seconds on a GPU
         except BaseException as e:  # noqa: BLE001 - surfaced by run() in the main thread
             errors.append(e)
         finally:

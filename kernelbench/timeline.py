@@ -24,6 +24,7 @@ SPANS = {
     "reference": "lane: a problem's reference prepared (set-up, judge)",
     "build_wait": "lane: waited for a candidate's build (nothing else evaluable)",
     "evaluation": "lane: one candidate evaluated (its wall)",
+    "forget": "lane: a finished problem's reference let go (its pinned host copies freed)",
     "pch": "build service: a precompiled header built",
     "build": "build service: one extension built (a worker's wall)",
     "build_queue": "build service: an extension queued before a worker took it",

@@ -19,8 +19,9 @@ Candidates: the level-1 solutions beside this script and the C++ fixtures (C++ o
     python3 -P scripts/bench_build.py --service --workers 7 --out $OUT/build   # one H100: ~5 min
     python3 -P scripts/bench_build.py --service --workers 1 --out runs/build   # CPU: C++ fixtures
 
-With --order: the same corpus built cold through the service twice, the precompiled headers submitted before every
-candidate and after the first --first of them (the bench's order); when the first candidate is built, when all are.
+With --order: the same corpus built cold through the service three times, the precompiled headers submitted before
+every candidate, after the first --first of them, and ahead of them on all workers but one (the bench's order); when
+the first candidate is built, when all are.
 
     python3 -P scripts/bench_build.py --order --workers 2 --first 1 --out runs/build   # CPU: C++ fixtures, ~5 min
 """
@@ -198,10 +199,10 @@ _WARM = {"default": ((), ("-O3",)), "plain": ((),), "none": ()}
 
 
 def service_builds(specs: dict[str, object], workers: int, cache: Path, isolation: str,
-                   warm: str = "default", first: int = 0) -> tuple[dict[str, dict], float]:
-    """All specs submitted at once to a BuildService on every core: the first `first` of them, then the PCHs
-    (warmed), then the rest (the bench's order: a lane's first problem ahead of the headers); total wall. Each
-    candidate's `done_s`: from the start until its build was done."""
+                   warm: str = "default", first: int = 0, front: int | None = None) -> tuple[dict[str, dict], float]:
+    """All specs submitted at once to a BuildService on every core: the first `first` of them, then `front` of the
+    PCHs (None: all), then the rest of the specs, then the other PCHs; total wall. Each candidate's `done_s`: from
+    the start until its build was done."""
     from kevolve.sandbox.build.service import BuildService, gpu_arch
     from kevolve.sandbox.config import Isolation
     from kevolve.sandbox.build.recipe import BuildTarget
@@ -210,10 +211,12 @@ def service_builds(specs: dict[str, object], workers: int, cache: Path, isolatio
     svc = BuildService(cache, BuildTarget.current(gpu_arch("cuda:0")), workers=workers,
                        cores=set(os.sched_getaffinity(0)), isolation=Isolation(isolation))
     try:
-        labels = list(specs)
+        labels, flag_sets = list(specs), _WARM[warm]
+        front = len(flag_sets) if front is None else front
         futures = {label: svc.submit(specs[label]) for label in labels[:first]}  # type: ignore[arg-type]
-        pch = svc.warm(_WARM[warm])
+        pch = svc.warm(flag_sets[:front])
         futures |= {label: svc.submit(specs[label]) for label in labels[first:]}  # type: ignore[arg-type]
+        pch += svc.warm(flag_sets[front:])
         done: dict[str, float] = {}
         for label, fut in futures.items():
             fut.add_done_callback(lambda _f, label=label: done.setdefault(label, time.monotonic() - t0))
@@ -239,14 +242,17 @@ def order_main(a: argparse.Namespace) -> None:
 
     specs = corpus(torch.cuda.is_available())
     res: dict = {"cores": len(os.sched_getaffinity(0)), "workers": a.workers, "torch": torch.__version__, "runs": []}
+    layouts = {"first": (0, None), f"after {a.first}": (a.first, None), "all workers but one": (0, a.workers - 1)}
     for rep in range(a.repeat):
-        for first in (0, a.first):
+        for name, (first, front) in layouts.items():
+            if a.layout and name != a.layout:
+                continue
             work = Path(tempfile.mkdtemp(prefix="kevolve-bench-order-"))
             try:
-                out, wall = service_builds(specs, a.workers, work / "cache", a.isolation, a.warm, first)
+                out, wall = service_builds(specs, a.workers, work / "cache", a.isolation, a.warm, first, front)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
-            row = {"repeat": rep, "pch": "first" if first == 0 else f"after {first}", "wall_s": round(wall, 1),
+            row = {"repeat": rep, "pch": name, "wall_s": round(wall, 1),
                    "first_built_s": min(o["done_s"] for o in out.values()), "builds": out}
             res["runs"].append(row)
             print(f"PCH {row['pch']}: first candidate built at {row['first_built_s']} s, all at {wall:.1f} s; "
@@ -301,6 +307,8 @@ def main() -> None:
                     "headers submitted first, and after the first --first candidates")
     ap.add_argument("--first", type=int, default=1, help="order mode: candidates submitted ahead of the headers")
     ap.add_argument("--repeat", type=int, default=1, help="order mode: how many times each order runs")
+    ap.add_argument("--layout", default=None, choices=["first", "after 1", "all workers but one"],
+                    help="order mode: only this order (default: all three)")
     ap.add_argument("--out", type=Path, default=Path("runs/bench_build"))
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,8 @@ PyTorch's allocator settings --alloc-conf set before anything is allocated (e.g.
 4096 x 393216 fp32) spent 47.9 s in `reference_truth` on an H200; run it once per setting, each in a fresh process:
 
     for c in "" "pinned_use_cuda_host_register:True,pinned_num_register_threads:8"; do
-      python3 -P scripts/bench_reference.py runs/lbmix/kernelbench/KernelBench/level1/19_ReLU.py --alloc-conf "$c"; done
+      python3 -P scripts/bench_reference.py runs/lbmix/kernelbench/KernelBench/level1/19_ReLU.py --pin-probe 6.4 \
+        --alloc-conf "$c"; done
 """
 
 from __future__ import annotations
@@ -24,6 +25,26 @@ import time
 from pathlib import Path
 
 
+def pin_probe(nbytes: int, device: object) -> dict[str, float]:
+    """Seconds for one pinned host allocation of `nbytes` (rounded up by torch's allocator) and a copy into it."""
+    import torch
+
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
+    torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    dst = torch.empty(nbytes // 4, dtype=torch.float32, pin_memory=True)
+    t1 = time.perf_counter()
+    dst.copy_(src)
+    torch.cuda.synchronize(device)
+    t2 = time.perf_counter()
+    pageable = torch.empty(nbytes // 4, dtype=torch.float32)
+    pageable.copy_(src)
+    t3 = time.perf_counter()
+    del src, dst, pageable
+    return {"gb": nbytes / 1e9, "pinned_alloc_s": round(t1 - t0, 3), "pinned_copy_s": round(t2 - t1, 3),
+            "pageable_alloc_and_copy_s": round(t3 - t2, 3)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("problem", type=Path)
@@ -32,6 +53,9 @@ def main() -> int:
     ap.add_argument("--alloc-conf", default="", help="torch allocator settings, set before any allocation")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--json", type=Path, default=None, help="also write the result here")
+    ap.add_argument("--pin-probe", type=float, default=0.0, metavar="GB",
+                    help="first, time one pinned host allocation of GB (torch.empty(pin_memory=True)) and a device "
+                         "to host copy into it, on the same cores and settings")
     a = ap.parse_args()
     if not a.problem.is_file():
         print(f"error: {a.problem}: no such file", file=sys.stderr)
@@ -55,6 +79,8 @@ def main() -> int:
         return 2
     config = SandboxConfig()
     device = torch.device(a.device)
+    probe = pin_probe(int(a.pin_probe * 1e9), device) if a.pin_probe > 0 else None
+    release_pinned()  # the probe's block is not reused by the problem's copies
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kevolve-bench-reference-") as scratch:
         try:
@@ -67,7 +93,7 @@ def main() -> int:
         out = {"problem": a.problem.name, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
                "torch": torch.__version__, "cores": len(cores), "alloc_conf": a.alloc_conf, "wall_s": round(wall, 3),
                "residency": state.residency, "draws": list(state.draws),
-               "phase_s": {k: round(v, 3) for k, v in state.phase_s.items()}}
+               "phase_s": {k: round(v, 3) for k, v in state.phase_s.items()}, "pin_probe": probe}
         t1 = time.perf_counter()
         del state
         release_pinned()

@@ -176,7 +176,8 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
     spent = {"reference_load": time.perf_counter() - t0, "reference_draws": 0.0, "reference_truth": 0.0,
              # reference_truth's parts, to see where a 6.4 GB problem's 48 s go (H200, 2026-11-28): the float64
              # forward, eager's error and the rounded truth, the host copies of a host-resident problem
-             "reference_truth_f64": 0.0, "reference_truth_errors": 0.0, "reference_truth_host": 0.0,
+             "reference_truth_f64": 0.0, "reference_truth_f64_cpu": 0.0, "reference_truth_errors": 0.0,
+             "reference_truth_host": 0.0,
              "reference_again": 0.0}
     draws: dict[str, DrawData] = {}
     unusable: list[DrawReport] = []
@@ -232,7 +233,8 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
             y64 = None
         t2 = _synced(device)
-        spent["reference_truth_f64"] += t2 - t1
+        on_host = device.type == "cuda" and y64 is not None and any(t.device.type == "cpu" for t in y64)
+        spent["reference_truth_f64_cpu" if on_host else "reference_truth_f64"] += t2 - t1  # cpu: the device had no room
         errs, truth = _errors_and_truth(y, y64, device)
         if varies and again is not None:
             errs = with_own_variation(errs, y, again)
