@@ -96,6 +96,10 @@ def summary(spans: list[dict[str, Any]], wall_s: float | None = None, ended_unix
         rows.append((f"timeline.{sp['of']} (unfinished)", "1", f"{sp['s']:.3f}", f"{sp['s']:.1f}",
                      f"in flight when the bench stopped: {' '.join(str(sp[k]) for k in ('problem', 'label') if k in sp)}"
                      .rstrip(": ")))
+    submitted = sum(int(sp.get("n", 0)) for sp in spans if sp.get("what") == "builds_submitted")
+    if (left := submitted - len(by.get("build", []))) > 0:
+        rows.append(("timeline.build (unfinished)", str(left), "", "",
+                     "extensions the build service had not finished (building or queued) when the bench stopped"))
     evals = [sp for sp in spans if sp.get("what") == "evaluation"]
     if evals:
         first = min(float(sp["t"]) for sp in evals)

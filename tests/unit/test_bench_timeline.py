@@ -54,6 +54,7 @@ def test_the_timeline_summary_counts_spans_the_first_evaluation_and_a_span_cut_b
     tl = Timeline(tmp_path / "timeline.jsonl")
     tl.add("lane_start", 0.0, 2.0, lane="L")
     tl.add("reference", 2.0, 3.0, lane="L", problem="L1/1", id=1)
+    tl.add("builds_submitted", 0.1, 0.0, n=3)
     tl.add("build", 0.0, 12.0, key="k1")
     tl.add("build_wait", 5.0, 7.0, lane="L", id=2)
     tl.add("evaluation", 12.0, 1.0, lane="L", id=3)
@@ -66,3 +67,4 @@ def test_the_timeline_summary_counts_spans_the_first_evaluation_and_a_span_cut_b
     # the lane: 2 + 3 + 7 + 1 busy and 47 in the cut reference, of 60 s
     assert rows["timeline.lane_idle"][3] == "0.0"
     assert "timeline.pch" not in rows
+    assert rows["timeline.build (unfinished)"][1] == "2"  # 3 submitted, 1 built
