@@ -60,6 +60,9 @@ def main() -> int:
     if not a.problem.is_file():
         print(f"error: {a.problem}: no such file", file=sys.stderr)
         return 2
+    if a.pin_probe > 0 and not a.device.startswith("cuda"):
+        print("error: --pin-probe needs --device cuda (pinned host memory is CUDA's)", file=sys.stderr)
+        return 2
     cores = sorted(os.sched_getaffinity(0))[: max(1, a.cores)]
     os.sched_setaffinity(0, cores)
     import torch
@@ -70,7 +73,12 @@ def main() -> int:
     from kevolve.sandbox.judge.oracle import prepare, release_pinned
 
     if a.alloc_conf:
-        torch.cuda.memory._set_allocator_settings(a.alloc_conf)
+        try:
+            torch.cuda.memory._set_allocator_settings(a.alloc_conf)
+        except (RuntimeError, AttributeError) as e:
+            print(f"error: --alloc-conf {a.alloc_conf!r}: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
+                  file=sys.stderr)
+            return 2
     torch.set_num_threads(len(cores))
     try:
         problem = load_problem(a.problem)
