@@ -58,7 +58,8 @@ def open_run(args: BenchArgs, config: SandboxConfig, fingerprint: str) -> tuple[
     return store, config
 
 
-def _executor(args: BenchArgs, config: SandboxConfig, cache: BaselineCache, fingerprint: str):  # noqa: ANN202
+def _executor(args: BenchArgs, config: SandboxConfig, cache: BaselineCache, fingerprint: str,  # noqa: ANN202
+              timeline: object | None = None):
     if args.executor == "ray":
         from kevolve.kernelbench.ray_executor import RayExecutor
 
@@ -66,7 +67,7 @@ def _executor(args: BenchArgs, config: SandboxConfig, cache: BaselineCache, fing
     from kevolve.kernelbench.runner import LocalExecutor
 
     return LocalExecutor(list(args.devices), config, cache, args.reuse_baselines, fingerprint,
-                         args.compile_workers, args.retries, args.warm_workers)
+                         args.compile_workers, args.retries, args.warm_workers, timeline)  # type: ignore[arg-type]
 
 
 def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConfig,
@@ -98,7 +99,10 @@ def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConf
         store.write(row)
     infra = sum(row.status == "infra_error" for row in plan.problem_rows)
     cache = BaselineCache(config.cache_dir / "baselines")
-    executor = _executor(args, config, cache, fingerprint)
+    from kevolve.kernelbench.timeline import FILE, Timeline
+
+    timeline = Timeline(store.root / FILE)  # this invocation's: where the time outside evaluations went
+    executor = _executor(args, config, cache, fingerprint, timeline)
     t0 = time.monotonic()
     with Progressor(plan.total, plan.skipped, store.root) as progress:
         for row in plan.problem_rows:  # verdicts known without running anything get their line too
@@ -123,6 +127,10 @@ def run_bench(args: BenchArgs, problems: list[SuiteProblem], config: SandboxConf
         from kevolve.report import print_phase_summary
 
         print_phase_summary([r.evaluation for r in store.rows() if r.evaluation is not None])
+        from kevolve.kernelbench.timeline import read, summary
+        from kevolve.report import print_rows
+
+        print_rows(summary(read(store.root / FILE), timeline.now()), "outside evaluations (timeline.jsonl)")
     lost = getattr(executor, "lost_tasks", 0)
     if infra or lost:
         return 1  # unfinished: rerun the command (infra_error rows are evaluated again)

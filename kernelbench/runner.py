@@ -14,8 +14,8 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +30,7 @@ from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.isolate.cores import split_cores
 
 if TYPE_CHECKING:
+    from kevolve.kernelbench.timeline import Timeline
     from kevolve.sandbox.build.service import BuildResult, BuildService
 
 log = logging.getLogger(__name__)
@@ -125,24 +126,30 @@ def evaluate_with_retries(sandbox: BenchSandbox, job: ProblemJob, cand: Candidat
 
 
 def run_problem(job: ProblemJob, sandbox: BenchSandbox, config: SandboxConfig, retries: int, worker: str,
-                before: Callable[[Candidate], None] | None = None) -> Iterator[ResultRow]:
-    """Evaluate a problem's candidates in order, yielding each row as it is decided."""
+                order: Callable[[tuple[CandidateFile, ...]], Iterable[CandidateFile]] | None = None,
+                timeline: Timeline | None = None) -> Iterator[ResultRow]:
+    """Evaluate a problem's candidates, yielding each row as it is decided: in the plan's order, or as `order`
+    hands them out (the local executor: as their builds finish). `timeline` gets the reference's and each
+    evaluation's span."""
     from kevolve.contract import ProblemError
     from kevolve.sandbox.parent.local import JudgeLost
 
     sp = job.problem
     assert sp.problem is not None
     t0 = time.monotonic()
+    span = timeline.begin("reference", lane=worker, problem=sp.key) if timeline else None
     try:
         sandbox.reference(sp.problem, config)  # first, while the compile pool builds its candidates
     except (ProblemError, JudgeLost) as e:
         yield failed_problem_row(sp, e, worker, t0)
         return
-    for cf in job.candidates:
+    finally:
+        if timeline and span:
+            timeline.end(span)
+    for cf in (order or tuple)(job.candidates):
         cand = cf.candidate
-        if before is not None:
-            before(cand)
         t0 = time.monotonic()
+        span = timeline.begin("evaluation", lane=worker, problem=sp.key, label=cf.label) if timeline else None
         try:
             ev, attempts = evaluate_with_retries(sandbox, job, cand, config, retries)
         except ProblemError as e:
@@ -155,6 +162,9 @@ def run_problem(job: ProblemJob, sandbox: BenchSandbox, config: SandboxConfig, r
                             status=Outcome.INFRA_ERROR.value, reason=f"harness_error: {type(e).__name__}: {e}"[:300],
                             worker=worker)
             continue
+        finally:
+            if timeline and span:
+                timeline.end(span)
         yield ResultRow.from_evaluation(ev, level=sp.level, number=sp.number, file=sp.file, label=cf.label,
                                         solution=cf.path, attempts=attempts, worker=worker)
 
@@ -163,7 +173,8 @@ class LocalExecutor:
     """Lanes (one per device) plus an optional compile pool, all in this process's threads."""
 
     def __init__(self, devices: list[str], config: SandboxConfig, cache: BaselineCache | None, reuse: bool,
-                 fingerprint: str, compile_workers: int = 0, retries: int = 2, warm_workers: int = 0) -> None:
+                 fingerprint: str, compile_workers: int = 0, retries: int = 2, warm_workers: int = 0,
+                 timeline: Timeline | None = None) -> None:
         self.devices, self.config, self.cache, self.reuse = devices, config, cache, reuse
         self.fingerprint, self.retries = fingerprint, retries
         self.lane_cores, self.compile_cores = split_cores(len(devices), compile_workers)
@@ -172,6 +183,9 @@ class LocalExecutor:
         self.served_warm = 0
         self.builds: dict[str, list[Future[BuildResult]]] = {}
         self.build_seconds = 0.0
+        self.timeline = timeline
+        self._seen: set[str] = set()  # build keys and precompiled headers already on the timeline
+        self._seen_lock = threading.Lock()
 
     def run(self, jobs: list[ProblemJob], on_result: Callable[[ResultRow], None]) -> None:
         pool = self._start_compile_pool(jobs)
@@ -194,7 +208,7 @@ class LocalExecutor:
         """The build service on the compile cores, fed the whole plan at once (cached keys return at once)."""
         if not self.compile_cores:
             return None
-        from kevolve.sandbox.build.service import BuildService, gpu_arch
+        from kevolve.sandbox.build.service import WARM_FLAGS, BuildService, gpu_arch
         from kevolve.sandbox.build.recipe import BuildTarget
 
         cores = self.compile_cores
@@ -207,16 +221,72 @@ class LocalExecutor:
                                cores=cores, isolation=self.config.isolation, timeout_s=self.config.timeout_s,
                                pids_limit=self.config.pids_limit, bwrap=self.config.bwrap,
                                confine=self.config.confine_writes != "off")
-        service.warm()
+        # The precompiled headers ahead of the candidates on all workers but one, the rest after them: one worker
+        # always starts on the lane's first candidate at once, and with several workers the headers still serve most
+        # builds (2 workers, 4 C++ candidates, cold, CPU, one after the other: first built at 52.0 s instead of 143.8 s,
+        # all at 171.4 s instead of 177.8 s; docs/BENCHMARKS.md, twenty-eighth session).
+        front = WARM_FLAGS[:max(0, workers - 1)]
+        for f in service.warm(front):
+            f.add_done_callback(lambda f, service=service: self._pch_done(service))
         for j in jobs:
-            for cf in j.candidates:
-                if cf.candidate.id not in self.builds:
-                    self.builds[cf.candidate.id] = service.submit_source(cf.candidate.source)
+            self._submit(service, j)
+        for f in service.warm(WARM_FLAGS[len(front):]) if workers > 1 else []:
+            f.add_done_callback(lambda f, service=service: self._pch_done(service))
+        if self.timeline is not None:  # builds a kill leaves unfinished show as these less the build spans
+            pending = {id(f) for futs in self.builds.values() for f in futs if not f.done()}
+            self.timeline.add("builds_submitted", self.timeline.now(), 0.0, n=len(pending))
         return service
 
-    def _wait_build(self, cand: Candidate) -> None:
-        """Block until this candidate's own extensions are built (or failed: the worker then builds)."""
+    def _submit(self, service: BuildService, job: ProblemJob) -> None:
+        for cf in job.candidates:
+            if cf.candidate.id not in self.builds:
+                self.builds[cf.candidate.id] = futs = service.submit_source(cf.candidate.source)
+                for f in futs:
+                    f.add_done_callback(self._build_done)
+
+    def _build_done(self, fut: Future[BuildResult]) -> None:
+        if self.timeline is None or fut.cancelled() or fut.exception() is not None:
+            return
+        res = fut.result()
+        with self._seen_lock:  # one key's future is shared by every candidate with that extension
+            if res.status.value in ("cached", "declined") or res.key in self._seen:
+                return
+            self._seen.add(res.key)
+        end = self.timeline.now()
+        self.timeline.add("build_queue", end - res.seconds - res.queued_s, res.queued_s, key=res.key[:12])
+        self.timeline.add("build", end - res.seconds, res.seconds, key=res.key[:12], status=res.status.value)
+
+    def _pch_done(self, service: BuildService) -> None:
+        if self.timeline is None:
+            return
+        with self._seen_lock:
+            new = [(pid, secs) for pid, secs in list(service.pch_seconds.items()) if pid not in self._seen]
+            self._seen.update(pid for pid, _ in new)
+        for pid, secs in new:
+            self.timeline.add("pch", self.timeline.now() - secs, secs, key=pid[:12])
+
+    def in_build_order(self, cands: tuple[CandidateFile, ...], lane: str) -> Iterator[CandidateFile]:
+        """The candidates as their builds finish (plan order among those ready): the lane never waits for one
+        candidate's build while another's is done. Waiting, when nothing is ready, is a `build_wait` span."""
+        left = list(cands)
+        while left:
+            ready = [cf for cf in left if all(f.done() for f in self.builds.get(cf.candidate.id, []))]
+            if not ready:
+                span = self.timeline.begin("build_wait", lane=lane, label=left[0].label) if self.timeline else None
+                wait([f for cf in left for f in self.builds.get(cf.candidate.id, []) if not f.done()],
+                     return_when=FIRST_COMPLETED)
+                if self.timeline and span:
+                    self.timeline.end(span)
+                continue
+            left.remove(ready[0])
+            self._account(ready[0].candidate)
+            yield ready[0]
+
+    def _account(self, cand: Candidate) -> None:
+        """A finished build's seconds counted; a failed one logged (the worker then builds it)."""
         for fut in self.builds.get(cand.id, []):
+            if fut.cancelled():
+                continue
             res = fut.result()
             self.build_seconds += res.seconds
             if not res.ok:
@@ -234,14 +304,21 @@ class LocalExecutor:
                                    spares=max(1, self.warm_workers), baselines=self.cache, reuse_baselines=self.reuse,
                                    fingerprint=self.fingerprint)
             config = self.config.model_copy(update={"device": device})
+            lane = f"local:{device}"
+            if self.timeline is not None:
+                self.timeline.add("lane_start", 0.0, self.timeline.now(), lane=lane)
             while True:
                 try:
                     job = todo.get_nowait()
                 except queue.Empty:
                     return
-                for row in run_problem(job, sandbox, config, self.retries, f"local:{device}", self._wait_build):
+                order = lambda cands, lane=lane: self.in_build_order(cands, lane)  # noqa: E731
+                for row in run_problem(job, sandbox, config, self.retries, lane, order, self.timeline):
                     on_result(row)
+                span = self.timeline.begin("forget", lane=lane, problem=job.problem.key) if self.timeline else None
                 sandbox.forget()  # reference outputs of a finished problem can be large
+                if self.timeline and span:
+                    self.timeline.end(span)  # a host-resident problem's pinned copies freed: seconds on a GPU
         except BaseException as e:  # noqa: BLE001 - surfaced by run() in the main thread
             errors.append(e)
         finally:

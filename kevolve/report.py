@@ -221,7 +221,14 @@ def phase_summary(evals: list[Evaluation]) -> list[tuple[str, str, str, str, str
 def print_phase_summary(evals: list[Evaluation], title: str = "where the time went") -> None:
     if not evals:
         return
-    table = Table("phase", "evaluations", "median s", "total s", "where", title=f"{title} ({len(evals)} evaluations)")
-    for row in phase_summary(evals):
+    print_rows(phase_summary(evals), f"{title} ({len(evals)} evaluations)", "evaluations")
+
+
+def print_rows(rows: list[tuple[str, str, str, str, str]], title: str, count: str = "count") -> None:
+    """A (phase, count, median s, total s, where) table, as `--timings` prints it."""
+    if not rows:
+        return
+    table = Table("phase", count, "median s", "total s", "where", title=title)
+    for row in rows:
         table.add_row(*row)
     Console().print(table)

@@ -18,6 +18,12 @@ Candidates: the level-1 solutions beside this script and the C++ fixtures (C++ o
 
     python3 -P scripts/bench_build.py --service --workers 7 --out $OUT/build   # one H100: ~5 min
     python3 -P scripts/bench_build.py --service --workers 1 --out runs/build   # CPU: C++ fixtures
+
+With --order: the same corpus built cold through the service three times, the precompiled headers submitted before
+every candidate, after the first --first of them, and ahead of them on all workers but one (the bench's order); when
+the first candidate is built, when all are.
+
+    python3 -P scripts/bench_build.py --order --workers 2 --first 1 --out runs/build   # CPU: C++ fixtures, ~5 min
 """
 
 from __future__ import annotations
@@ -193,8 +199,10 @@ _WARM = {"default": ((), ("-O3",)), "plain": ((),), "none": ()}
 
 
 def service_builds(specs: dict[str, object], workers: int, cache: Path, isolation: str,
-                   warm: str = "default") -> tuple[dict[str, dict], float]:
-    """All specs submitted at once to a BuildService on every core (PCHs warmed first); total wall."""
+                   warm: str = "default", first: int = 0, front: int | None = None) -> tuple[dict[str, dict], float]:
+    """All specs submitted at once to a BuildService on every core: the first `first` of them, then `front` of the
+    PCHs (None: all), then the rest of the specs, then the other PCHs; total wall. Each candidate's `done_s`: from
+    the start until its build was done."""
     from kevolve.sandbox.build.service import BuildService, gpu_arch
     from kevolve.sandbox.config import Isolation
     from kevolve.sandbox.build.recipe import BuildTarget
@@ -203,12 +211,20 @@ def service_builds(specs: dict[str, object], workers: int, cache: Path, isolatio
     svc = BuildService(cache, BuildTarget.current(gpu_arch("cuda:0")), workers=workers,
                        cores=set(os.sched_getaffinity(0)), isolation=Isolation(isolation))
     try:
-        pch = svc.warm(_WARM[warm])
-        futures = {label: svc.submit(spec) for label, spec in specs.items()}  # type: ignore[arg-type]
+        labels, flag_sets = list(specs), _WARM[warm]
+        front = len(flag_sets) if front is None else front
+        futures = {label: svc.submit(specs[label]) for label in labels[:first]}  # type: ignore[arg-type]
+        pch = svc.warm(flag_sets[:front])
+        futures |= {label: svc.submit(specs[label]) for label in labels[first:]}  # type: ignore[arg-type]
+        pch += svc.warm(flag_sets[front:])
+        done: dict[str, float] = {}
+        for label, fut in futures.items():
+            fut.add_done_callback(lambda _f, label=label: done.setdefault(label, time.monotonic() - t0))
         out = {}
         for label, fut in futures.items():
             r = fut.result()
             out[label] = {"ok": r.ok, "seconds": round(r.seconds, 1), "recipe": r.recipe or "c++", "pch": r.pch,
+                          "queued_s": round(r.queued_s, 1), "done_s": round(done.get(label, 0.0), 1),
                           "status": r.status.value, "phases": {k: round(v, 1) for k, v in r.phases.items()},
                           "err": r.log_tail[-400:]}
         wall = time.monotonic() - t0
@@ -217,6 +233,32 @@ def service_builds(specs: dict[str, object], workers: int, cache: Path, isolatio
     finally:
         svc.close()
     return out, wall
+
+
+def order_main(a: argparse.Namespace) -> None:
+    """Cold service builds, the precompiled headers submitted before every candidate and after the first --first
+    of them: when the first candidate is built, when all are (docs/BENCHMARKS.md, twenty-eighth session)."""
+    import torch
+
+    specs = corpus(torch.cuda.is_available())
+    res: dict = {"cores": len(os.sched_getaffinity(0)), "workers": a.workers, "torch": torch.__version__, "runs": []}
+    layouts = {"first": (0, None), f"after {a.first}": (a.first, None), "all workers but one": (0, a.workers - 1)}
+    for rep in range(a.repeat):
+        for name, (first, front) in layouts.items():
+            if a.layout and name != a.layout:
+                continue
+            work = Path(tempfile.mkdtemp(prefix="kevolve-bench-order-"))
+            try:
+                out, wall = service_builds(specs, a.workers, work / "cache", a.isolation, a.warm, first, front)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            row = {"repeat": rep, "pch": name, "wall_s": round(wall, 1),
+                   "first_built_s": min(o["done_s"] for o in out.values()), "builds": out}
+            res["runs"].append(row)
+            print(f"PCH {row['pch']}: first candidate built at {row['first_built_s']} s, all at {wall:.1f} s; "
+                  + ", ".join(f"{k} {o['done_s']} s ({o['seconds']} s, PCH {o['pch']})" for k, o in out.items()),
+                  flush=True)
+    (a.out / "build_order.json").write_text(json.dumps(res, indent=1))
 
 
 def service_main(a: argparse.Namespace) -> None:
@@ -261,12 +303,20 @@ def main() -> None:
     ap.add_argument("--warm", default="default", choices=sorted(_WARM),
                     help="service mode: precompiled headers built first (default: no flags and -O3)")
     ap.add_argument("--skip-plain", action="store_true", help="service mode: no plain load_inline pass")
+    ap.add_argument("--order", action="store_true", help="order mode: cold service builds with the precompiled "
+                    "headers submitted first, and after the first --first candidates")
+    ap.add_argument("--first", type=int, default=1, help="order mode: candidates submitted ahead of the headers")
+    ap.add_argument("--repeat", type=int, default=1, help="order mode: how many times each order runs")
+    ap.add_argument("--layout", default=None, choices=["first", "after 1", "all workers but one"],
+                    help="order mode: only this order (default: all three)")
     ap.add_argument("--out", type=Path, default=Path("runs/bench_build"))
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if a.service:
         return service_main(a)
+    if a.order:
+        return order_main(a)
     if a.candidate is None:
         ap.error("--candidate (phase mode) or --service")
     args = capture_load_inline(a.candidate)

@@ -17,7 +17,9 @@ Phases (each fits one 10-minute device call; default: all of them):
                evaluation on the H100 fits few in a call); a sample the phase's budget cuts is not recorded.
   report       WORK/throughput.json and throughput.md: evaluations per GPU-minute, the ratio (seconds per
                evaluation, each harness over what it evaluated), kevolve's per-phase table (`--timings`' rows,
-               set-up counted once per problem), and both harnesses' verdicts and timings per candidate.
+               set-up counted once per problem), its time outside evaluations (the run folder's timeline.jsonl:
+               build service, the lane's waits for builds, references, the start until the first evaluation), and
+               both harnesses' verdicts and timings per candidate.
 --dry-run checks the samples, their problems in the suite, the harness's import, and prints the bench command.
 
 The KernelBench checkout is only read (its src/ put on sys.path); modules it imports for LLM calls
@@ -106,8 +108,9 @@ def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: boo
         os.killpg(proc.pid, 9)
         log, _ = proc.communicate()
         rc = f"stopped after --budget-s {args.budget_s:g}"
-    wall = time.monotonic() - t0
+    wall, ended = time.monotonic() - t0, time.time()
     (work / f"kevolve-{tag}.log").write_text(log)
+    from kevolve.kernelbench import timeline
     from kevolve.kernelbench.store import ResultRow
     from kevolve.report import phase_summary
 
@@ -124,6 +127,8 @@ def run_kevolve(args: argparse.Namespace, work: Path, tag: str, fresh_cache: boo
            "gpus": len(args.gpus.split(",")) if args.gpus else 1,
            "statuses": dict(Counter(x.status for x in cands).most_common()),
            "phases": phase_summary([x.evaluation for x in evals if x.evaluation is not None]),
+           # outside evaluations: build service, waits, references, the start (the bench's timeline.jsonl)
+           "timeline": timeline.summary(timeline.read(run_dir / timeline.FILE), ended_unix=ended),
            "per_candidate": {f"{x.level}/{x.number}/{x.label.removeprefix('sample_')}": {
                "status": x.status, "reason": x.reason[:160], "runtime_ms": x.runtime_ms, "eager_ms": x.eager_ms,
                "speedup": x.speedup, "wall_s": x.wall_s,
@@ -312,6 +317,10 @@ def report(args: argparse.Namespace, work: Path) -> dict:
         lines += ["", "kevolve cold, per phase (set-up phases `ref.*` counted once per problem):", "",
                   "| phase | evaluations | median s | total s | where |", "|---|---|---|---|---|"]
         lines += [f"| {' | '.join(map(str, row))} |" for row in cold["phases"]]
+    if cold and cold.get("timeline"):
+        lines += ["", "kevolve cold, outside evaluations (its timeline.jsonl; spans overlap across lanes and builds):", "",
+                  "| span | count | median s | total s | what |", "|---|---|---|---|---|"]
+        lines += [f"| {' | '.join(map(str, row))} |" for row in cold["timeline"]]
     lines += ["", "| level/problem/sample | kevolve | kevolve ms | eager ms | kevolve wall s | KernelBench correct | "
               "KernelBench ms | KB ref ms | KB wall s |", "|---|---|---|---|---|---|---|---|---|"]
     kb_by = {r["key"]: r for r in kb_rows}

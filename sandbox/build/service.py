@@ -49,6 +49,11 @@ from kevolve.sandbox.build.recipe import (BY_SOURCE, BuildTarget, StepResult, To
                                           make_pch, module_name, pch_id)
 
 log = logging.getLogger(__name__)
+# main.cpp's host flags a precompiled header is made for ahead of time, most used first: 44 KernelBench-leaderboard
+# candidates (runs/lbmix) pass extra_cflags [''] (25) or -O3 (3)
+WARM_FLAGS: tuple[tuple[str, ...], ...] = ((), ("-O3",))
+
+
 class BuildStatus(StrEnum):
     """How a submitted extension ended."""
 
@@ -67,6 +72,7 @@ class BuildResult(Record):
     key: str
     status: BuildStatus
     seconds: float = Field(default=0.0, description="wall time from when a build worker took it (0 when cached)")
+    queued_s: float = Field(default=0.0, description="from its submission until a build worker took it")
     recipe: str = Field(default="", description="'slim' or 'fallback' for the .cu; '' for C++ only")
     phases: dict[str, float] = Field(default_factory=dict, description="seconds per compile step")
     log_tail: str = Field(default="", description="the failing compiler's output, or why it was declined")
@@ -178,6 +184,7 @@ class BuildService:
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="build", initializer=initializer)
         self._futures: dict[str, Future[BuildResult]] = {}
         self._pch: dict[str, Future[bool]] = {}
+        self.pch_seconds: dict[str, float] = {}  # each precompiled header built here: its build's wall
         self._lock = threading.Lock()
 
     def submit(self, spec: ExtensionSpec) -> Future[BuildResult]:
@@ -193,7 +200,7 @@ class BuildService:
             elif why := spec.unsafe_reason():
                 fut.set_result(BuildResult(ok=False, key=key, status=BuildStatus.DECLINED, log_tail=why))
             else:
-                fut = self._pool.submit(self._build, spec, key)
+                fut = self._pool.submit(self._build, spec, key, time.monotonic())
             self._futures[key] = fut
         return fut
 
@@ -204,7 +211,7 @@ class BuildService:
             log.debug("not built ahead: %s", why)
         return [self.submit(s) for s in found.specs]
 
-    def warm(self, flag_sets: tuple[tuple[str, ...], ...] = ((), ("-O3",))) -> list[Future[bool]]:
+    def warm(self, flag_sets: tuple[tuple[str, ...], ...] = WARM_FLAGS) -> list[Future[bool]]:
         """Build the precompiled headers that most candidates' main.cpp can use (C++ or CUDA by target)."""
         cuda = bool(self.target.arch)
         specs = [ExtensionSpec(name="pch", cpp_sources=("",), with_cuda=cuda, extra_cflags=f) for f in flag_sets]
@@ -236,6 +243,8 @@ class BuildService:
     def _build_pch(self, spec: ExtensionSpec, pid: str) -> bool:
         res = make_pch(self.cache_dir / "pch" / pid, Toolchain.detect(), spec, self.run, self.cache_dir / "tmp",
                        self.timeout_s)
+        if res is not None:
+            self.pch_seconds[pid] = res.seconds
         if res is not None and res.rc != 0:
             log.warning("precompiled header %s failed: %s", pid, res.output[-300:])
             return False
@@ -243,8 +252,9 @@ class BuildService:
             log.info("precompiled header %s built in %.1f s", pid, res.seconds)
         return True
 
-    def _build(self, spec: ExtensionSpec, key: str) -> BuildResult:
+    def _build(self, spec: ExtensionSpec, key: str, submitted: float) -> BuildResult:
         t0 = time.monotonic()
+        queued = t0 - submitted
         mod = module_name(key)
         work = Path(tempfile.mkdtemp(prefix=f"{key[:8]}-", dir=self.cache_dir / "tmp"))
         try:
@@ -255,15 +265,16 @@ class BuildService:
             if not got.ok:
                 status = BuildStatus.TIMEOUT if got.timed_out else BuildStatus.FAILED
                 log.info("build %s (%s) %s after %.1f s", key[:12], spec.name, status.value, secs)
-                return BuildResult(ok=False, key=key, status=status, seconds=secs, recipe=got.recipe,
+                return BuildResult(ok=False, key=key, status=status, seconds=secs, queued_s=queued, recipe=got.recipe,
                                    phases=got.phases, log_tail=got.log[-4000:], pch=pch is not None)
             checked = check_module(work / f"{mod}.so")
             phases = {**got.phases, "symbols": checked.seconds}
             if not checked.ok:  # never cached as built: a runner that wants it builds (and checks) it itself
                 log.info("build %s (%s) refused: %s", key[:12], spec.name, checked.reason(spec.name))
-                return BuildResult(ok=False, key=key, status=BuildStatus.REFUSED, seconds=secs, recipe=got.recipe,
+                return BuildResult(ok=False, key=key, status=BuildStatus.REFUSED, seconds=secs, queued_s=queued,
+                                   recipe=got.recipe,
                                    phases=phases, log_tail=checked.reason(spec.name), pch=pch is not None)
-            res = BuildResult(ok=True, key=key, status=BuildStatus.BUILT, seconds=secs, recipe=got.recipe,
+            res = BuildResult(ok=True, key=key, status=BuildStatus.BUILT, seconds=secs, queued_s=queued, recipe=got.recipe,
                               phases=phases, pch=pch is not None)
             self._publish(work, mod, key, res)
             log.info("built %s (%s) in %.1f s, %s", key[:12], spec.name, secs, got.recipe or "c++")
@@ -271,7 +282,7 @@ class BuildService:
         except Exception as e:  # noqa: BLE001 - the service's own failure: logged, the worker builds instead
             log.exception("build service failed on %s", key[:12])
             return BuildResult(ok=False, key=key, status=BuildStatus.FAILED, seconds=time.monotonic() - t0,
-                               log_tail=f"build service error: {type(e).__name__}: {e}")
+                               queued_s=queued, log_tail=f"build service error: {type(e).__name__}: {e}")
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -294,4 +305,4 @@ class BuildService:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-__all__ = ["BuildResult", "BuildService", "BuildStatus", "IsolatedRunner", "Prebuilder", "gpu_arch"]
+__all__ = ["WARM_FLAGS", "BuildResult", "BuildService", "BuildStatus", "IsolatedRunner", "Prebuilder", "gpu_arch"]

@@ -72,18 +72,32 @@ def error_stats(x: torch.Tensor, t: torch.Tensor, mask: torch.Tensor | None = No
     alpha = tiny(x.dtype)
     x, t = x.reshape(-1), t.reshape(-1)
     m = mask.reshape(-1) if mask is not None else None
+    # Three buffers reused by every chunk, reductions that make no temporary, nothing written into x or t: a fresh
+    # float64 temporary per operation made a CPU judge's float64 truth of a 100 MB ReLU stand-in of KernelBench L1 19
+    # take 34 of its 38 s in page faults (2026-11-28); the same sums, maxima and far count as before.
+    size = min(chunk, t.numel())
+    d_buf = torch.empty(size, dtype=torch.float64, device=t.device)
+    a_buf = torch.empty_like(d_buf)
+    b_buf = torch.empty(size, dtype=torch.bool, device=t.device)
     # max|t|, sum t^2, max|d|, sum d^2, far count
     acc = torch.zeros(5, dtype=torch.float64, device=t.device)
     for s in range(0, t.numel(), chunk):
-        tc, xc = t[s:s + chunk].double(), x[s:s + chunk].double()
-        d = xc - tc
+        tc = t[s:s + chunk].double()  # t itself when it is float64: read, never written
+        n = tc.numel()
+        d, ta, b = d_buf[:n], a_buf[:n], b_buf[:n]
+        torch.sub(x[s:s + chunk], tc, out=d)  # float64: tc is
+        torch.abs(tc, out=ta)
         if m is not None:
-            mc = m[s:s + chunk]
-            tc, d = torch.where(mc, tc, 0.0), torch.where(mc, d, 0.0)
-        far = (d.abs() > RHO * tc.abs() + alpha).sum().double()
-        part = torch.stack([tc.abs().max(), tc.square().sum(), d.abs().max(), d.square().sum(), far])
-        acc = torch.stack([torch.maximum(acc[0], part[0]), acc[1] + part[1],
-                           torch.maximum(acc[2], part[2]), acc[3] + part[3], acc[4] + part[4]])
+            torch.logical_not(m[s:s + chunk], out=b)
+            d.masked_fill_(b, 0.0)
+            ta.masked_fill_(b, 0.0)
+        d.abs_()
+        part_t = torch.stack([ta.max(), torch.dot(ta, ta), d.max(), torch.dot(d, d)])
+        ta.mul_(RHO).add_(alpha)  # RHO |t| + tiny, in the order the element rule reads
+        torch.gt(d, ta, out=b)
+        far = b.sum().double()
+        acc = torch.stack([torch.maximum(acc[0], part_t[0]), acc[1] + part_t[1],
+                           torch.maximum(acc[2], part_t[2]), acc[3] + part_t[3], acc[4] + far])
     scale_inf, sq_t, e_inf, sq_d, far_n = acc.tolist()
     return (*_relative(scale_inf, sq_t, e_inf, sq_d), far_n)
 

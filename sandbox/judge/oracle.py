@@ -173,7 +173,12 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         plan = fit_draws(plan, 0, sizes, memory_limit)
     model = h.build_model(module.Model, module, seed, device, "Model")
     f64 = _Float64(model, device)
-    spent = {"reference_load": time.perf_counter() - t0, "reference_draws": 0.0, "reference_truth": 0.0}
+    spent = {"reference_load": time.perf_counter() - t0, "reference_draws": 0.0, "reference_truth": 0.0,
+             # reference_truth's parts, to see where a 6.4 GB problem's 48 s go (H200, 2026-11-28): the float64
+             # forward, eager's error and the rounded truth, the host copies of a host-resident problem
+             "reference_truth_f64": 0.0, "reference_truth_f64_cpu": 0.0, "reference_truth_errors": 0.0,
+             "reference_truth_host": 0.0,
+             "reference_again": 0.0}
     draws: dict[str, DrawData] = {}
     unusable: list[DrawReport] = []
     specs: tuple[OutputSpec, ...] = ()
@@ -209,7 +214,9 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
                 plan = [p for p in plan if p.key in ("d1", "negate", "f0")]
                 if make_room is not None:
                     make_room((len(plan) + 1) * (pinned_bytes(x) + pinned_bytes(y)))
+        t1 = time.perf_counter()
         again = _again(model, x) if varies is not False else None
+        spent["reference_again"] += time.perf_counter() - t1
         if varies is None:
             varies = again is not None and not all(torch.equal(a, b) for a, b in zip(y, again, strict=True)
                                                    if isinstance(b, torch.Tensor))
@@ -225,12 +232,18 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         y64 = f64(x)
         if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
             y64 = None
+        t2 = _synced(device)
+        on_host = device.type == "cuda" and y64 is not None and any(t.device.type == "cpu" for t in y64)
+        spent["reference_truth_f64_cpu" if on_host else "reference_truth_f64"] += t2 - t1  # cpu: the device had no room
         errs, truth = _errors_and_truth(y, y64, device)
         if varies and again is not None:
             errs = with_own_variation(errs, y, again)
         del again
+        t3 = _synced(device)
+        spent["reference_truth_errors"] += t3 - t2
         if residency == "host":
             x, truth = _pinned(x), _pinned(truth)
+            spent["reference_truth_host"] += _synced(device) - t3
         report = DrawReport(key=d.key, finite=finite, eager_err=errs,
                             eager_vs_f64=None if y64 is None else max((e[0] for e in errs), default=0.0))
         draws[d.key] = DrawData(d, x, truth, report)
@@ -250,6 +263,13 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         torch.cuda.empty_cache()
     return ProblemState(problem, seed, module, init_args, draws, unusable, specs, residency, min_bytes, flops,
                         {"reference_outputs": time.perf_counter() - t0, **spent}, aliases_inputs=aliases)
+
+
+def _synced(device: torch.device) -> float:
+    """perf_counter once the device's queued work is done, so a sub-phase is charged its own kernels."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
 
 
 def _timing_draws(draws: dict[str, DrawData], module: ModuleType, model: Any, f64: Any, device: torch.device,

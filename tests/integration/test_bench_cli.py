@@ -165,3 +165,31 @@ def test_baselines_fill_the_cache_compare_with_published_and_are_reused(fixtures
     assert "| level1 | eager | 2 |" in (tmp_path / "b.md").read_text()
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.stdout.count("(cached)") == 3  # every problem that was measured comes from the cache
+
+
+def test_the_timeline_shows_the_build_and_the_lane_evaluates_what_is_built_while_it_waits(
+        fixtures: Path, cpu_config, tmp_path: Path) -> None:
+    """L1/1's sample_0 is a C++ `load_inline` kernel built by the build service on the second core (a fresh cache:
+    a cold build); sample_1 has nothing to build. The lane evaluates sample_1 while sample_0 builds, and the run
+    folder's timeline.jsonl shows the build, the reference, the wait and both evaluations (`--timings` prints it)."""
+    from kevolve.kernelbench.timeline import read, summary
+
+    run_dir = tmp_path / "run"
+    cmd = bench(fixtures, tmp_path / "cache", run_dir, "--level", "1", "--problems", "1", "--compile-workers", "1",
+                "--warm-workers", "1", "--timings")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert r.returncode == bench_exit_code(run_dir), r.stdout[-3000:] + r.stderr[-3000:]
+    assert "outside evaluations" in r.stdout and "timeline.build" in r.stdout
+    spans = read(run_dir / "timeline.jsonl")
+    [build] = [s for s in spans if s["what"] == "build"]
+    assert build["status"] == "built" and build["s"] > 0
+    [ref] = [s for s in spans if s["what"] == "reference"]
+    evals = {s["label"]: s for s in spans if s["what"] == "evaluation"}
+    assert set(evals) == {"sample_0", "sample_1"}
+    built_at = build["t"] + build["s"]
+    assert evals["sample_0"]["t"] >= built_at - 0.5  # never evaluated before its build was done
+    if built_at > ref["t"] + ref["s"]:  # still building when the problem was ready: the other one went first
+        assert evals["sample_1"]["t"] < evals["sample_0"]["t"]
+        assert [s["label"] for s in spans if s["what"] == "build_wait"] in ([], ["sample_0"])
+    assert [x["label"] for x in rows(run_dir)] == sorted(evals, key=lambda k: evals[k]["t"])
+    assert {"timeline.until_first_evaluation", "timeline.lane_idle"} <= {row[0] for row in summary(spans)}
