@@ -51,7 +51,10 @@ def test_both_sides_kernel_order_splits_the_call_into_parts(sandbox, config) -> 
     assert ev.outcome is Outcome.OK, ev.reason
     assert ev.profile.order and ev.ref_profile is not None and ev.ref_profile.order
     got = parts(ev)
-    assert got and got[0][0].startswith("part 1: relu_k") and got[0][2] == "100%", got
+    # part 1 is the ReLU (eager's elementwise kernel -> the CuPy kernel); a kernel both sides run alike
+    # (the harness's own copy) may stay in a "kept" row with the rest of the time.
+    assert got and got[0][0].startswith("part 1: relu_k") and "elementwise" in got[0][1], got
+    assert int(got[0][2].rstrip("%")) >= 80, got
 
 
 def test_launch_work_counts_in_the_speedup_the_search_ranks_by(sandbox, config) -> None:
