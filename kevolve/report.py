@@ -148,7 +148,7 @@ _WHERE = {"start": "judge (runner warm-up wait)", "compile": "runner: build + im
           "ref_calls": "judge: reference calls interleaved with the candidate's, request to answer",
           "ref_calls_device": "reference runner: device time by its events (inside ref_calls)",
           "ref_calls_pad": "reference runner: the GPU pad before each call (inside ref_calls)",
-          "slots": "judge: a draw's inputs put in a runner slot (host residency: copied in)",
+          "slots": "judge: a draw's inputs put in a runner slot (host residency: copied in; regenerated: made again)",
           "flush": "judge: its cache flush before every call",
           "retire": "judge: the runner stopped, its scratch checked and removed",
           "retime": "runner calls: a second timing pass after a suspect first one",

@@ -70,7 +70,8 @@ def main() -> int:
     from kevolve.contract import ProblemError, load_problem
     from kevolve.sandbox.common.harness import StageError
     from kevolve.sandbox.config import SandboxConfig
-    from kevolve.sandbox.judge.oracle import prepare, release_pinned
+    from kevolve.sandbox.judge.oracle import prepare
+    from kevolve.sandbox.judge.residency import release_pinned
 
     if a.alloc_conf:
         try:

@@ -118,7 +118,8 @@ class ReferenceSummary(Record):
     min_bytes: int | None = None
     flops: int | None = None
     phase_s: dict[str, float] = Field(default_factory=dict)
-    residency: str = Field(default="device", description="where inputs and truth are kept: device | host")
+    residency: str = Field(default="device", description="where inputs and truth are kept: device | host | "
+                           "regenerated (made again on the device when used)")
 
 
 class Progress(Record):

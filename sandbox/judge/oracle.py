@@ -2,7 +2,8 @@
 
 Computed once per (problem, device, seed) in the judge process, where no candidate code runs, and
 reused by every candidate of the problem. Inputs and truth stay on the device when they fit
-(comparisons then never leave it); a problem too large for that keeps them in host memory.
+(comparisons then never leave it); a problem too large for that makes them again on the device when a call
+needs them where that is cheap and exact, else keeps them in host memory (residency.py).
 `get_inputs()` runs here only: a runner receives input *values*, so a candidate cannot patch the
 problem module to compute answers while inputs are drawn.
 """
@@ -22,8 +23,10 @@ import torch
 from kevolve.records import Problem
 from kevolve.sandbox.common import harness as h
 from kevolve.sandbox.common.protocol import Draw, DrawReport, OutputSpec
+from kevolve.sandbox.judge.checks import fingerprint
 from kevolve.sandbox.judge.reference import (OWN_VARIATION_MAX, _Float64, _work, eager_errors, own_variation,
                                               truth_of, with_own_variation)
+from kevolve.sandbox.judge.residency import Pristine, Remake, eligible, kept, pinned, tensors
 
 FRESH = 3  # draws a runner has never seen, timed once each (caches keyed on input content show)
 # Timing draws (CPU): each timed call on values no call has had before, so that an answer kept from an
@@ -59,6 +62,8 @@ class DrawData:
     inputs: list[Any]
     truth: list[torch.Tensor]
     report: DrawReport
+    remake: Remake | None = None  # residency "regenerated": inputs and truth above are shapes; made again when used
+    input_print: tuple[int, ...] = ()  # the inputs' fingerprint, to check each remaking against
 
     @property
     def eager_err(self) -> tuple[tuple[float, ...], ...]:
@@ -85,11 +90,28 @@ class ProblemState:
 
     def truth_prints(self, device: torch.device) -> dict[str, tuple[int, ...]]:
         """Each draw's truth fingerprinted (checks.classify tells a stale answer by it), computed once."""
-        from kevolve.sandbox.judge.checks import fingerprint
-
         if self._prints is None:
             self._prints = {k: fingerprint([t.to(device) for t in d.truth]) for k, d in self.draws.items()}
         return self._prints
+
+    def inputs_of(self, key: str) -> list[Any]:
+        """A draw's pristine inputs: kept, or made again (residency "regenerated") and checked against their print."""
+        d = self.draws[key]
+        if d.remake is None:
+            return d.inputs
+        x = d.remake.inputs(d.draw)
+        if fingerprint(tensors(x)) != d.input_print:
+            raise h.StageError("problem_error", f"get_inputs() gave other values when draw {key} was made again")
+        return x
+
+    def truth_of(self, key: str) -> list[torch.Tensor]:
+        """A draw's truth, where it is kept, or made again on the device."""
+        d = self.draws[key]
+        return d.truth if d.remake is None else d.remake.truth(d.draw, self.inputs_of(key))
+
+    def pristine(self, keys: list[str] | None = None) -> Pristine:
+        """The draws' inputs for a runner's slots (Slots): made when a slot is filled where they are not kept."""
+        return Pristine(self, list(self.draws) if keys is None else keys)
 
     @property
     def pool(self) -> list[str]:
@@ -177,17 +199,20 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
              # reference_truth's parts, to see where a 6.4 GB problem's 48 s go (H200, 2026-11-28): the float64
              # forward, eager's error and the rounded truth, the host copies of a host-resident problem
              "reference_truth_f64": 0.0, "reference_truth_f64_cpu": 0.0, "reference_truth_errors": 0.0,
-             "reference_truth_host": 0.0,
+             "reference_truth_host": 0.0, "reference_truth_remake": 0.0,
              "reference_again": 0.0}
     draws: dict[str, DrawData] = {}
     unusable: list[DrawReport] = []
     specs: tuple[OutputSpec, ...] = ()
     residency = "device"
+    remake: Remake | None = None  # residency "regenerated": every draw made again when used (residency.py)
+    prints: dict[str, tuple[int, ...]] = {}
+    need_pins = 0
     aliases = False
     varies: bool | None = None  # does a second forward on the same inputs differ? (the first usable draw says)
     while plan:
         d = plan.pop(0)
-        t1 = time.perf_counter()
+        t1 = tw = time.perf_counter()
         x = h.draw_inputs(module, d, device)
         spent["reference_draws"] += time.perf_counter() - t1
         try:
@@ -212,10 +237,10 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
             residency = _residency(x, y, len(plan) + 1, device)
             if residency == "host":  # too large to keep every draw: two plain, one shifted, one fresh
                 plan = [p for p in plan if p.key in ("d1", "negate", "f0")]
-                if make_room is not None:
-                    make_room((len(plan) + 1) * (pinned_bytes(x) + pinned_bytes(y)))
+                need_pins = (len(plan) + 1) * (pinned_bytes(x) + pinned_bytes(y))
         t1 = time.perf_counter()
         again = _again(model, x) if varies is not False else None
+        tw += time.perf_counter() - t1  # not part of making the draw again
         spent["reference_again"] += time.perf_counter() - t1
         if varies is None:
             varies = again is not None and not all(torch.equal(a, b) for a, b in zip(y, again, strict=True)
@@ -241,28 +266,46 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         del again
         t3 = _synced(device)
         spent["reference_truth_errors"] += t3 - t2
-        if residency == "host":
-            x, truth = _pinned(x), _pinned(truth)
-            spent["reference_truth_host"] += _synced(device) - t3
         report = DrawReport(key=d.key, finite=finite, eager_err=errs,
                             eager_vs_f64=None if y64 is None else max((e[0] for e in errs), default=0.0))
-        draws[d.key] = DrawData(d, x, truth, report)
-        del y, y64
+        del y, y64  # before a second copy is made below: a 6.4 GB problem's float64 result is 12.8 GB
+        if residency == "host" and not draws:  # made again when used where that is cheap and exact, else pinned
+            maker = Remake(module, model, f64, device, lambda a, b: _errors_and_truth(a, b, device)[1])
+            if os.environ.get("KEVOLVE_RESIDENCY") != "pinned" and eligible(model, varies, t3 - tw) and \
+                    maker.same(d, x, truth):
+                residency, remake = "regenerated", maker
+            elif make_room is not None:
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()  # what a failed second copy left cached
+                make_room(need_pins)
+            spent["reference_truth_remake"] += _synced(device) - t3
+            t3 = time.perf_counter()
+        if residency == "host":
+            x, truth = pinned(x), pinned(truth)
+            spent["reference_truth_host"] += _synced(device) - t3
+        if remake is not None:
+            prints[d.key], x_print = fingerprint(truth), fingerprint(tensors(x))
+            draws[d.key] = DrawData(d, *kept(x, truth), report, remake, x_print)
+        else:
+            draws[d.key] = DrawData(d, x, truth, report)
         spent["reference_truth"] += time.perf_counter() - t1
-    if residency != "host" and draws:  # CPU and GPU: every timed call on values never seen (clock.py)
+    if residency == "device" and draws:  # CPU and GPU: every timed call on values never seen (clock.py)
         t1 = time.perf_counter()
         _timing_draws(draws, module, model, f64, device, memory_limit, bool(varies))
         spent["reference_timing_draws"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     with torch.no_grad():
-        first = draws[next(iter(draws))].inputs
-        min_bytes, flops = _work(model, h.to_device(first, device))
+        first = next(iter(draws.values()))
+        first_x = first.inputs if first.remake is None else first.remake.inputs(first.draw)
+        min_bytes, flops = _work(model, h.to_device(first_x, device))
+        del first_x
     spent["reference_work"] = time.perf_counter() - t1
     del model, f64
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return ProblemState(problem, seed, module, init_args, draws, unusable, specs, residency, min_bytes, flops,
-                        {"reference_outputs": time.perf_counter() - t0, **spent}, aliases_inputs=aliases)
+                        {"reference_outputs": time.perf_counter() - t0, **spent}, aliases_inputs=aliases,
+                        _prints=prints or None)
 
 
 def _synced(device: torch.device) -> float:
@@ -386,43 +429,18 @@ def fit_draws(plan: list[Draw], done: int, sizes: tuple[int, int, int], limit: i
         f"{gib(available_bytes())} available on this machine)"))
 
 
-def _pinned(obj: Any) -> Any:
-    """Host copies in page-locked memory where it can be had: a draw that is not in a device slot is
-    copied in again whenever calls move to it, and from pageable memory that is slow (6.4 GB per draw
-    of KernelBench level 1 #19). Pageable where pinning fails, and for non-contiguous tensors."""
-    if isinstance(obj, torch.Tensor):
-        if obj.device.type != "cuda" or not obj.is_contiguous():
-            return obj.cpu()  # keeps a non-contiguous input's strides, which the runner's slots copy
-        try:
-            return torch.empty(obj.shape, dtype=obj.dtype, pin_memory=True).copy_(obj)
-        except RuntimeError:
-            return obj.cpu()
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_pinned(o) for o in obj)
-    return obj
-
-
 def _residency(x: list[Any], y: list[torch.Tensor], n: int, device: torch.device) -> str:
-    """'device' when every draw's inputs and truth (plus a runner's copies) fit in the share."""
+    """'device' when every draw's inputs and truth (plus a runner's copies) fit in the share. KEVOLVE_RESIDENCY=host
+    (regenerated where it can be) or =pinned (host copies) sends any problem off the device: the paths of the
+    largest problems, tested on small ones."""
+    forced = os.environ.get("KEVOLVE_RESIDENCY", "")
+    if forced in ("host", "pinned"):
+        return "host"
     if device.type != "cuda":
         return "device"
     per = 2 * _nbytes(x) + 2 * _nbytes(y)  # pristine + a runner's slot; truth + staging
     return "device" if n * per <= _DEVICE_SHARE * _free_device_bytes(device) else "host"
 
 
-def release_pinned() -> None:
-    """Give freed pinned host memory back to the system: PyTorch's pinned-memory allocator keeps freed
-    blocks for reuse, so dropping a problem's host copies frees nothing until this (where torch has it)."""
-    import gc
-
-    gc.collect()
-    empty = getattr(torch._C, "_host_emptyCache", None)
-    if empty is not None:
-        try:
-            empty()
-        except RuntimeError:
-            pass
-
-
 __all__ = ["DrawData", "FRESH", "ProblemState", "fit_draws", "fresh_draws", "judge_bytes", "make_draws", "pinned_bytes",
-           "prepare", "release_pinned"]
+           "prepare"]

@@ -50,7 +50,7 @@ class ReferenceRunner:
         # its outputs as a candidate does (not compared: trusted), so that both sides' windows hold the same.
         self.room = batch_room(state.call_bytes(), device.type, max(1, len(timing) // 5) if timing else 0
                                ) if state.residency == "device" else 1
-        self.slots = Slots({k: state.draws[k].inputs for k in state.pool + timing}, True, folder, device,
+        self.slots = Slots(state.pristine(state.pool + timing), True, folder, device,
                            hidden=timing, min_slots=self.room if timing else 1)
         self.staging = staging_sets(state, self.room, folder, device)
         job = RunnerJob(role=role, source=state.problem.source, init_seed=state.seed,  # type: ignore[arg-type]

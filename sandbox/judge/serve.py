@@ -23,7 +23,8 @@ from kevolve.records import Candidate, Evaluation, Problem
 from kevolve.sandbox.common import harness as h
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.isolate.cores import pin_group
-from kevolve.sandbox.judge.oracle import ProblemState, prepare, release_pinned
+from kevolve.sandbox.judge.oracle import ProblemState, prepare
+from kevolve.sandbox.judge.residency import release_pinned
 from kevolve.sandbox.judge.reference_runner import STARTUP_S, ReferenceRunner, encode_args
 from kevolve.sandbox.common.protocol import JudgeReply, ReferenceSummary, RunnerJob
 from kevolve.sandbox.judge.runner_proc import RunnerProcess, runner_key, start_local

@@ -51,7 +51,7 @@ class Session:
         self.facts = Facts()
         self.truths = DeviceTruths(state, device)
         folder = None if device.type == "cuda" else runner.scratch
-        inputs = {k: d.inputs for k, d in state.draws.items()}
+        inputs = state.pristine()  # made again when used where the problem's draws are not kept (residency.py)
         # never-seen draws and timing draws get no slot of their own: copied in just before their call, so
         # nothing of the candidate's can read them ahead (Slots)
         self.batch_n = self._batch_n(eager)
@@ -403,7 +403,7 @@ class Session:
             self.slots.refill(i, key)  # random values may have reached an input: not the candidate's doing
         if res.ablated and res.staged:
             draw = self.state.draws[key]
-            c = check_call(0, key, "ablation", [s.tensor for s in self.staging], draw.truth, draw.eager_err,
+            c = check_call(0, key, "ablation", [s.tensor for s in self.staging], self.truths.get(key), draw.eager_err,
                            self.config.tolerance_factor, 0.0, 0.0)
             self.facts.ablation_still_right = c.miss is None
         self.facts.ablated = res.ablated

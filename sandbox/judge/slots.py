@@ -8,7 +8,7 @@ them untouched. With room for it every draw has a slot of its own; a problem too
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,9 @@ class Slot:
         self.holds = ""
         self.print_: tuple[int, ...] = ()  # of the values filled in, where pristine lives on the host
 
-    def fill(self, key: str, pristine: list[Any]) -> bool:
-        """Copy a draw's values in; False if its non-tensor arguments differ from this slot's."""
+    def fill(self, key: str, pristine: list[Any], by_print: bool = False) -> bool:
+        """Copy a draw's values in; False if its non-tensor arguments differ from this slot's. `by_print`: the
+        pristine values are made again when asked for (residency "regenerated"): checked by fingerprint."""
         for i, v in enumerate(pristine):
             if self.bufs[i] is None and v != self.values[i]:
                 return False
@@ -49,7 +50,7 @@ class Slot:
             if b is not None:
                 b.tensor.copy_(v)
         self.holds = key
-        self.print_ = self._print() if self._host(pristine) else ()
+        self.print_ = self._print() if by_print or self._host(pristine) else ()
         return True
 
     def _host(self, pristine: list[Any]) -> bool:
@@ -61,12 +62,13 @@ class Slot:
 
         return fingerprint([b.tensor for b in self.bufs if b is not None])
 
-    def changed(self, pristine: list[Any]) -> int | None:
+    def changed(self, pristine: Any) -> int | None:
         """Index of an input the call changed (exact where the pristine copy is on the same device;
-        by fingerprint where it lives in host memory, to spare a copy of every input per call)."""
+        by fingerprint where it lives in host memory or is made again, to spare a copy of every input per call).
+        `pristine`: the values, or a function that gives them (not called when the fingerprint decides)."""
         if self.print_:
             return None if self._print() == self.print_ else 0
-        return intact(self.values, pristine)
+        return intact(self.values, pristine() if callable(pristine) else pristine)
 
     def hide(self) -> None:
         for b in self.bufs:
@@ -93,21 +95,23 @@ def _plain(v: Any) -> Any:
 class Slots:
     """A runner's slots, and which draw each holds."""
 
-    def __init__(self, draws: dict[str, list[Any]], per_draw: bool, folder: Path | None,
+    def __init__(self, draws: Mapping[str, list[Any]], per_draw: bool, folder: Path | None,
                  device: torch.device, hidden: Collection[str] = (), min_slots: int = 1) -> None:
         """`hidden` draws get no slot of their own: `slot_for` copies them into a slot (already mapped and
         touched by earlier calls) just before their call. The input-cache check's never-seen inputs are
         hidden: mapped from the start, a candidate could find and precompute them (held-out corpus,
         2026-11-24), and their first touch inside a timed call page-faulted (an honest kernel on a 4 MB
-        input read 0.3 ms slower there, and was judged `input_cache`)."""
+        input read 0.3 ms slower there, and was judged `input_cache`). `draws` may make some values only
+        when asked (residency.Pristine: `lazy`, `like`)."""
         keys = [k for k in draws if k not in hidden] or list(draws)
         # at least `min_slots` (a timed batch's calls each read a slot of their own: clock.py)
         n = max(len(keys), min_slots) if per_draw else min(2, len(keys))
-        first = draws[keys[0]]
+        self.lazy: Collection[str] = getattr(draws, "lazy", ())
+        first = draws.like(keys[0]) if hasattr(draws, "like") else draws[keys[0]]
         self.slots = [Slot(first, folder, device) for _ in range(n)]
         self.pristine = draws
         for s, k in zip(self.slots, keys, strict=False):
-            s.fill(k, draws[k])
+            s.fill(k, draws[k], k in self.lazy)
 
     def encodings(self) -> tuple[dict[str, Any], ...]:
         return tuple(s.encoding for s in self.slots)
@@ -118,7 +122,7 @@ class Slots:
             if s.holds == key and i != avoid:
                 return i
         i = next(i for i in range(len(self.slots)) if i != avoid) if avoid is not None else 0
-        if not self.slots[i].fill(key, self.pristine[key]):
+        if not self.slots[i].fill(key, self.pristine[key], key in self.lazy):
             raise ValueError(f"draw {key} has other non-tensor inputs")
         return i
 
@@ -133,18 +137,18 @@ class Slots:
                 continue
             taken = set(picked) | {i for i, s in enumerate(self.slots) if s.holds in keys}
             i = next(i for i in range(len(self.slots)) if i not in taken)
-            if not self.slots[i].fill(key, self.pristine[key]):
+            if not self.slots[i].fill(key, self.pristine[key], key in self.lazy):
                 raise ValueError(f"draw {key} has other non-tensor inputs")
             picked.append(i)
         return picked
 
     def refill(self, i: int, key: str) -> bool:
         """Put `key`'s values into slot i in place (same buffers, new values)."""
-        return self.slots[i].fill(key, self.pristine[key])
+        return self.slots[i].fill(key, self.pristine[key], key in self.lazy)
 
     def changed(self, i: int) -> int | None:
         s = self.slots[i]
-        return s.changed(self.pristine[s.holds])
+        return s.changed(lambda: self.pristine[s.holds])
 
     def hide(self) -> None:
         """Their files unnamed, once the runner has mapped them (SharedBuffer.hide)."""

@@ -66,8 +66,9 @@ class JudgeClient:
         from kevolve.sandbox.isolate import pycache
 
         env[pycache.ROOT_VAR] = str(pycache.default_root())  # the user's cache, not the judge's scratch HOME
-        if "KEVOLVE_FUSED_COMPARE" in os.environ:  # the judge's own switch (side-by-side measurements)
-            env["KEVOLVE_FUSED_COMPARE"] = os.environ["KEVOLVE_FUSED_COMPARE"]
+        for var in ("KEVOLVE_FUSED_COMPARE", "KEVOLVE_RESIDENCY"):  # the judge's own switches (side by side, tests)
+            if var in os.environ:
+                env[var] = os.environ[var]
         cores = lambda c: ",".join(map(str, sorted(c))) if c else ""  # noqa: E731
         with open(self.dir / "judge.log", "wb") as logf:
             self.proc = subprocess.Popen(

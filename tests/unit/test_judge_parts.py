@@ -392,12 +392,12 @@ def test_a_truth_with_no_room_on_the_device_empties_the_cache_and_keeps_one_from
     truths = truths_mod.DeviceTruths(SimpleNamespace(draws=draws, pool=["d0", "d1"]), torch.device("meta"))
     real, copies = truths_mod._copy_in, []
 
-    def copy_in(truth, device):  # noqa: ANN001, ANN202
+    def copy_in(state, key, device):  # noqa: ANN001, ANN202
         if len(copies) == 1 and truths.cache:  # the second copy finds no room while the first truth is kept
             copies.append("oom")
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
         copies.append("ok")
-        return real(truth, device)
+        return real(state, key, device)
 
     monkeypatch.setattr(truths_mod, "_copy_in", copy_in)
     assert truths.get("d0")[0].device.type == "meta"
