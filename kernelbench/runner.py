@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from kevolve.archive.ingest import bench_candidate
 from kevolve.kernelbench.baselines import BaselineCache, BenchSandbox
-from kevolve.kernelbench.solutions import SolutionFile
+from kevolve.kernelbench.solutions import SolutionFile, names_other
 from kevolve.kernelbench.store import MEMORY_LIMIT, NO_SOLUTION, PROBLEM_ERROR, UNAVAILABLE, ResultRow
 from kevolve.kernelbench.suite import SuiteProblem
 from kevolve.records import Candidate, Evaluation, Outcome, Record
@@ -86,6 +86,7 @@ def failed_problem_row(sp: SuiteProblem, e: Exception, worker: str, t0: float) -
 def make_plan(problems: list[SuiteProblem], solutions: dict[tuple[int, int], list[SolutionFile]],
               finished: set[tuple[str, str, str]], why_missing: dict[tuple[int, int], str] | None = None) -> Plan:
     jobs, rows, skipped = [], [], 0
+    files_of = {lv: [p.file for p in problems if p.level == lv] for lv in {p.level for p in problems}}
     for sp in problems:
         pid = sp.problem.id if sp.problem else f"L{sp.level}/{sp.file}"
         if (pid, "", "") in finished:
@@ -95,8 +96,13 @@ def make_plan(problems: list[SuiteProblem], solutions: dict[tuple[int, int], lis
             rows.append(problem_row(sp, status, sp.unavailable))
             continue
         files = solutions.get((sp.level, sp.number), [])
+        other = [f for f in files if names_other(f, sp.file, files_of[sp.level])]  # by number; named for another one
+        files = [f for f in files if f not in other]
         if not files:
             why = (why_missing or {}).get((sp.level, sp.number), "no_solution: the solution set has no candidate for it")
+            if other:
+                why = (f"no_solution: the solution set's {Path(other[0].path).name} names another problem than "
+                       f"{sp.file} (pairing is by level and number: another KernelBench version?)")
             rows.append(problem_row(sp, Outcome.INFRA_ERROR.value if why.startswith("infra_error") else NO_SOLUTION,
                                     why))
             continue

@@ -47,3 +47,22 @@ def test_lanes_and_the_compile_pool_get_disjoint_cores() -> None:
     assert lanes == [{0}] and comp == {1}
     lanes, comp = split_cores(4, 8, [0, 1, 2])  # fewer cores than lanes: no compile pool, lanes share
     assert comp == set() and all(lanes)
+
+
+def test_a_solution_named_for_another_problem_of_the_suite_is_not_paired_by_its_number(fixtures: Path,
+                                                                                       tmp_path: Path) -> None:
+    """Pairing is by level and number; a mirror-layout file named for another problem of the same level (another
+    KernelBench version's numbering) is not evaluated against the problem of its number: the reason says why.
+    Any other name after the number still pairs."""
+    probs = load_suite(fixtures / "suite", [1])
+    relu_src = Path(discover(fixtures / "suite_solutions")[(1, 1)][0].path).read_text()
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level1" / "2_Tanh.py").write_text(relu_src)  # the suite's Tanh is 6, its 2 is Sigmoid
+    (tmp_path / "level1" / "1_relu-fast.py").write_text(relu_src)  # its own name: paired with 1_ReLU
+    (tmp_path / "level1" / "3_my_kernel.py").write_text(relu_src)  # a name no problem has: paired with 3
+    plan = make_plan(probs, discover(tmp_path), set())
+    planned = {job.problem.file: [c.label for c in job.candidates] for job in plan.jobs}
+    assert planned == {"1_ReLU.py": ["1_relu-fast"], "3_Scale.py": ["3_my_kernel"]}
+    why = {r.file: r.reason for r in plan.problem_rows}
+    assert why["2_Sigmoid.py"].startswith("no_solution: the solution set's 2_Tanh.py names another problem than "
+                                          "2_Sigmoid.py"), why
