@@ -16,7 +16,8 @@ import typer
 
 from kevolve import defaults
 from kevolve.cli_common import (ALLOW_HELP, LANGUAGE_HELP, SLOWDOWN_HELP, check_archive, check_compile_baseline,
-                                default_device, device_problem, env_cache_dir, fail, ingest_mode, or_fail, parse_allow)
+                                default_device, device_problem, env_cache_dir, fail, gpu_indices, ingest_mode, or_fail,
+                                parse_allow)
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, invoke_without_command=True,
                   help="Run a KernelBench suite: solution sets, baselines, reports, comparisons.")
@@ -50,16 +51,11 @@ def _devices(device: str | None, gpus: str | None) -> tuple[str, list[str]]:
         if gpus:
             fail("--gpus needs --device cuda")
         return device, ["cpu"]
-    import torch
-
     if gpus:
         try:
-            idx = [int(g) for g in gpus.split(",") if g.strip()]
-        except ValueError:
-            fail(f"--gpus must be indices like 0,1, not {gpus!r}")
-        bad = [i for i in idx if i >= torch.cuda.device_count() or i < 0]
-        if bad or not idx:
-            fail(f"--gpus {gpus}: this machine has {torch.cuda.device_count()} GPU(s)")
+            idx = gpu_indices(gpus)
+        except ValueError as e:
+            fail(str(e))
         return "cuda", [f"cuda:{i}" for i in idx]
     return device, [device if ":" in device else "cuda:0"]
 

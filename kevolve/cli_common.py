@@ -54,6 +54,27 @@ def or_fail(parse: Callable[..., T], *args: object) -> T:
         fail(str(e))
 
 
+def gpu_indices(gpus: str, visible: bool = True) -> tuple[int, ...]:
+    """`--gpus 0,1` as distinct indices, with `visible` each one on this machine (optimize and bench alike);
+    ValueError with one line otherwise."""
+    try:
+        lanes = tuple(int(g) for g in gpus.split(",") if g.strip())
+    except ValueError:
+        raise ValueError(f"--gpus takes GPU indices like 0,1, not {gpus!r}") from None
+    if not lanes or min(lanes) < 0 or len(set(lanes)) != len(lanes):
+        raise ValueError(f"--gpus takes distinct GPU indices like 0,1, not {gpus!r}")
+    if not visible:
+        return lanes
+    from kevolve.sandbox.parent.device_probe import cuda_surely_visible
+
+    if not all(cuda_surely_visible(f"cuda:{g}") for g in lanes):  # the driver's list cannot say: ask torch
+        import torch
+
+        if max(lanes) >= torch.cuda.device_count():
+            raise ValueError(f"--gpus {gpus}: this machine has {torch.cuda.device_count()} GPU(s)")
+    return lanes
+
+
 def default_device() -> str:
     """cuda if PyTorch sees a GPU, else cpu (sandbox/config.py: without importing a CPU-only PyTorch)."""
     from kevolve.sandbox.parent.device_probe import default_device as device

@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from kevolve.cli_common import (ALLOW_HELP, LANGUAGE_HELP, NO_GPU, SLOWDOWN_HELP, check_archive, default_device, device_problem,
-                                fail, ingest_mode, parse_allow)
+                                fail, gpu_indices, ingest_mode, parse_allow)
 
 
 def optimize_cmd(
@@ -176,11 +176,9 @@ def _gpu_lanes(gpus: str | None, device: str, parallel: int | None) -> tuple[int
     if not gpus:
         return ()
     try:
-        lanes = tuple(int(g) for g in gpus.split(",") if g.strip())
-    except ValueError:
-        raise SettingsError(f"--gpus takes GPU indices like 0,1, not {gpus!r}") from None
-    if not lanes or min(lanes) < 0 or len(set(lanes)) != len(lanes):
-        raise SettingsError(f"--gpus takes distinct GPU indices like 0,1, not {gpus!r}")
+        lanes = gpu_indices(gpus, visible=False)
+    except ValueError as e:
+        raise SettingsError(str(e)) from None
     if not device.startswith("cuda"):
         raise SettingsError(f"--gpus gives each GPU an evaluation lane: it needs --device cuda, not {device}")
     if device not in ("cuda", *(f"cuda:{g}" for g in lanes)):
@@ -188,14 +186,10 @@ def _gpu_lanes(gpus: str | None, device: str, parallel: int | None) -> tuple[int
     if parallel is not None and parallel != len(lanes):
         raise SettingsError(f"--gpus {gpus} runs {len(lanes)} evaluations at once, one per GPU: leave out "
                             f"--parallel-evaluations {parallel}")
-    from kevolve.sandbox.parent.device_probe import cuda_surely_visible
-
-    if not all(cuda_surely_visible(f"cuda:{g}") for g in lanes):  # the driver's list cannot say: ask torch
-        import torch
-
-        if max(lanes) >= torch.cuda.device_count():
-            raise SettingsError(f"--gpus {gpus}: this machine has {torch.cuda.device_count()} GPU(s)")
-    return lanes
+    try:
+        return gpu_indices(gpus)  # each one on this machine
+    except ValueError as e:
+        raise SettingsError(str(e)) from None
 
 
 def _terminated(signum: int, frame: object) -> None:

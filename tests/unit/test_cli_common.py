@@ -35,3 +35,17 @@ def test_a_bad_flag_value_ends_in_one_line_and_a_good_one_is_returned(capsys) ->
     with pytest.raises(typer.Exit) as e:
         or_fail(ingest_mode, "sometimes", False)
     assert e.value.exit_code == 2 and capsys.readouterr().err.startswith("error: ")
+
+
+def test_gpus_are_read_one_way_for_optimize_and_bench() -> None:
+    """kevolve/cli_common.gpu_indices serves both commands' --gpus (one line each, as ValueError)."""
+    import pytest
+
+    from kevolve.cli_common import gpu_indices
+
+    assert gpu_indices("1, 0", visible=False) == (1, 0)
+    for bad, says in (("a", "GPU indices like 0,1"), ("0,0", "distinct"), ("", "distinct"), ("-1", "distinct")):
+        with pytest.raises(ValueError, match=says):
+            gpu_indices(bad, visible=False)
+    with pytest.raises(ValueError, match=r"--gpus 0,7: this machine has \d+ GPU"):
+        gpu_indices("0,7")  # none here; on a GPU machine fewer than eight
