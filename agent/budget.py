@@ -167,6 +167,8 @@ def budget_reason(trials: Sequence[Trial], cfg: StopConfig, call_cost: float | N
     if cfg.budget_device_s is not None:
         held = device_used(trials)
         if held + 2 * nxt.device_s > cfg.budget_device_s:
+            first = "" if trials else (f" (before any evaluation is measured one is priced at {nxt.device_s:.0f} s: "
+                                       f"give --budget-device {2 * nxt.device_s:.0f}s or more)")
             return (f"budget_device_s: evaluations held the device {held:.0f} s of {cfg.budget_device_s:.0f} s; the "
-                    f"next could take up to {nxt.device_s:.0f} s, and as much is kept for the final audit")
+                    f"next could take up to {nxt.device_s:.0f} s, and as much is kept for the final audit{first}")
     return None

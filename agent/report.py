@@ -99,6 +99,8 @@ def _answer(r: Result) -> str:
     if r.answer is Answer.NOT_FASTER:
         return (f"**Nothing beat eager (best {r.speedup or 0:.2f}x): keep your module.** The fastest correct "
                 f"candidate, slower than PyTorch eager, is in `{r.best_path}` for reference.")
+    if not r.proposals:
+        return f"Nothing was tried ({r.stop_reason}): keep your module."
     return "No candidate was correct: keep your module."
 
 

@@ -58,6 +58,8 @@ class Result(Record):
     def message(self) -> str:
         """One line for the user: what the run found and what to do with it."""
         line = self.answer.line(self.speedup)
+        if self.answer is Answer.NONE_CORRECT and not self.proposals:
+            return f"nothing was tried ({self.stop_reason}): keep your module"
         if self.answer is Answer.IMPROVED:
             return f"{line}: drop in {self.best_path} (class ModelNew, same constructor as Model)"
         return line

@@ -204,6 +204,9 @@ def test_the_device_budget_keeps_the_evaluations_and_the_audit_within_it(tmp_pat
     r = run_optimize(PROBLEM, cfg.model_copy(update={"stop": StopConfig(max_candidates=40, budget_device_s=100.0)}),
                      llm=none, sandbox=Slow(wall_s=20.0))
     assert not none.calls and r.stop_reason.startswith("budget_device_s: "), r.stop_reason
+    assert "give --budget-device 120s or more" in r.stop_reason, r.stop_reason  # what would do, not just "no"
+    assert r.message.startswith("nothing was tried (budget_device_s: ") and r.message.endswith("keep your module")
+    assert "Nothing was tried (budget_device_s: " in (r.run_dir / "report.md").read_text()
 
 
 def test_budget_strings_name_tokens_and_device_time() -> None:
