@@ -38,17 +38,25 @@ class Remake:
     """Makes a draw's inputs and truth again on the device, as `oracle.prepare` made them the first time."""
 
     def __init__(self, module: ModuleType, model: Any, f64: Any, device: torch.device,
-                 truth_of: Callable[[list[torch.Tensor], list[torch.Tensor] | None], list[torch.Tensor]]) -> None:
+                 truth_of: Callable[[list[torch.Tensor], list[torch.Tensor] | None], list[torch.Tensor]],
+                 like: list[torch.Tensor]) -> None:
+        """`like`: the first draw's truth (its shapes and dtypes)."""
         self.module, self.model, self.f64, self.device, self._truth_of = module, model, f64, device, truth_of
+        self.like = [(t.shape, t.dtype) for t in like]
 
     def inputs(self, d: Draw) -> list[Any]:
         return h.draw_inputs(self.module, d, self.device)
 
     def truth(self, d: Draw, x: list[Any] | None = None) -> list[torch.Tensor]:
+        """The float64 forward rounded to the outputs' dtypes, as prepare made it (eager's forward only where an
+        output is not floating point or the float64 forward fails: its error was measured once, at prepare)."""
         x = self.inputs(d) if x is None else x
+        y64 = self.f64(x)
+        if y64 is not None and [t.shape for t in y64] == [s for s, _dt in self.like] and all(
+                dt.is_floating_point for _s, dt in self.like):
+            return [t.to(dt).to(self.device) for t, (_s, dt) in zip(y64, self.like, strict=True)]
         with torch.no_grad():
             y = [t.detach() for t in h.flatten_outputs(self.model(*x))]
-        y64 = self.f64(x)
         if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
             y64 = None
         return self._truth_of(y, y64)
