@@ -271,8 +271,8 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         del y, y64  # before a second copy is made below: a 6.4 GB problem's float64 result is 12.8 GB
         if residency == "host" and not draws:  # made again when used where that is cheap and exact, else pinned
             maker = Remake(module, model, f64, device, lambda a, b: _errors_and_truth(a, b, device)[1], truth)
-            if os.environ.get("KEVOLVE_RESIDENCY") != "pinned" and eligible(model, varies, t3 - tw) and \
-                    maker.same(d, x, truth):
+            if os.environ.get("KEVOLVE_RESIDENCY") != "pinned" and eligible(
+                    model, varies, t3 - tw, _nbytes(x), _nbytes(truth), device) and maker.same(d, x, truth):
                 residency, remake = "regenerated", maker
             elif make_room is not None:
                 if device.type == "cuda":

@@ -23,6 +23,7 @@ from kevolve.sandbox.common.protocol import Draw
 
 REMAKE_MAX_S = 2.0  # one draw's inputs, eager's and the float64 forward and the truth: at most this, else host copies
 PARAM_MAX = 2**30  # the eager model and its float64 copy stay in the judge for it: not for larger weights
+ROOM_SHARE = 0.9  # of the device's memory that the session's data and one remaking may fill (eligible)
 
 
 def _meta(xs: list[Any]) -> list[Any]:
@@ -76,11 +77,16 @@ class Remake:
             return False
 
 
-def eligible(model: Any, varies: bool | None, cost_s: float) -> bool:
-    """Worth trying: a forward that gives the same outputs each time, cheap to run again, small weights."""
+def eligible(model: Any, varies: bool | None, cost_s: float, x_bytes: int, y_bytes: int, device: torch.device) -> bool:
+    """Worth trying: a forward that gives the same outputs each time, cheap to run again, small weights, and room on
+    the device to make a draw again while the session's data is there: two truths kept and both runners' slots and
+    staging (4 inputs' and 4 outputs' worth), the remaking itself (the inputs, their float64 copy, the float64 result
+    and the rounded truth: 3 of each). KernelBench L1 19 needs 90 GB: the H200's 143 GB has it, the H100's 80 GB
+    not (host copies there, as before)."""
     params = sum(t.numel() * t.element_size() for t in list(model.parameters()) + list(model.buffers())
                  ) if isinstance(model, torch.nn.Module) else 0
-    return varies is False and cost_s <= REMAKE_MAX_S and 3 * params <= PARAM_MAX
+    room = device.type != "cuda" or 7 * (x_bytes + y_bytes) <= ROOM_SHARE * torch.cuda.mem_get_info(device)[1]
+    return varies is False and cost_s <= REMAKE_MAX_S and 3 * params <= PARAM_MAX and room
 
 
 def kept(x: list[Any], truth: list[torch.Tensor]) -> tuple[list[Any], list[torch.Tensor]]:
@@ -142,4 +148,4 @@ def release_pinned() -> None:
             pass
 
 
-__all__ = ["PARAM_MAX", "REMAKE_MAX_S", "Pristine", "Remake", "eligible", "kept", "pinned", "release_pinned", "tensors"]
+__all__ = ["PARAM_MAX", "REMAKE_MAX_S", "ROOM_SHARE", "Pristine", "Remake", "eligible", "kept", "pinned", "release_pinned", "tensors"]

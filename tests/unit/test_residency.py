@@ -97,3 +97,22 @@ def test_a_draw_that_comes_out_otherwise_when_made_again_is_a_problem_error(tmp_
     with pytest.raises(h.StageError) as e:
         state.inputs_of("d1")
     assert e.value.status == "problem_error" and "other values when draw d1 was made again" in e.value.reason
+
+
+def test_a_draw_is_made_again_only_where_the_device_has_room_for_it_beside_the_session(monkeypatch) -> None:  # noqa: ANN001
+    """KernelBench L1 19 (6.4 GB in, 6.4 GB out): 90 GB with the session's slots and truths and one remaking; an
+    H200 (143 GB) makes its draws again, an H100 (80 GB) keeps host copies as before. Weights, a forward that varies
+    and a slow one keep host copies too."""
+    from kevolve.sandbox.judge import residency
+
+    gb = 6_442_450_944
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10 * 2**30, 143_771 * 2**20))
+    assert residency.eligible(torch.nn.Identity(), False, 0.9, gb, gb, cuda)
+    assert not residency.eligible(torch.nn.Identity(), True, 0.9, gb, gb, cuda)  # varies
+    assert not residency.eligible(torch.nn.Identity(), False, 2.5, gb, gb, cuda)  # slow to make again
+    assert not residency.eligible(torch.nn.Linear(16384, 16384), False, 0.9, gb, gb, cuda)  # 1 GiB of weights
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10 * 2**30, 81_559 * 2**20))
+    assert not residency.eligible(torch.nn.Identity(), False, 0.9, gb, gb, cuda)
+    assert residency.eligible(torch.nn.Identity(), False, 0.9, gb // 2, gb // 2, cuda)
+    assert residency.eligible(torch.nn.Identity(), False, 0.9, gb, gb, CPU)  # host memory: no device to share
