@@ -41,13 +41,27 @@ class _Size:
     index: int | None
 
 
+def _unpacked(t: ast.expr) -> list[str] | None:
+    """The names of a tuple target (`N_EMBD, N_HEAD = 768, 12`), None for any other target."""
+    if isinstance(t, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in t.elts):
+        return [e.id for e in t.elts]  # type: ignore[attr-defined]
+    return None
+
+
+def _value(t: ast.expr, ns: dict[str, Any]) -> Any:
+    """What a target holds after its statement ran: a name's value, a tuple target's values as a tuple."""
+    names = _unpacked(t)
+    return ns.get(t.id) if isinstance(t, ast.Name) else tuple(ns.get(n) for n in names or ())
+
+
 def _sizes(tree: ast.Module, ns: dict[str, Any]) -> dict[_Size, int]:
     out: dict[_Size, int] = {}
     for i, st in enumerate(tree.body):
-        if not isinstance(st, ast.Assign) or not all(isinstance(t, ast.Name) for t in st.targets):
+        if not isinstance(st, ast.Assign) or not (
+                all(isinstance(t, ast.Name) for t in st.targets) or (len(st.targets) == 1 and _unpacked(st.targets[0]))):
             continue
-        name = st.targets[0].id  # type: ignore[attr-defined]
-        v = ns.get(name)
+        name = ast.unparse(st.targets[0])
+        v = _value(st.targets[0], ns)
         if any(isinstance(n, ast.Name) for n in ast.walk(st.value)):
             continue  # derived from other sizes (`shape = (channels, height)`): follows them
         if isinstance(v, int) and not isinstance(v, bool) and v >= 2 * MIN_SIZE:
@@ -66,12 +80,12 @@ def with_sizes(source: str, sizes: dict[_Size, int]) -> str:
         by_stmt.setdefault(s.stmt, {})[s] = v
     for i in sorted(by_stmt, reverse=True):
         st = tree.body[i]
-        names = [t.id for t in st.targets]  # type: ignore[attr-defined]
+        names = [ast.unparse(t) for t in st.targets]  # type: ignore[attr-defined]
         vals = by_stmt[i]
         if any(s.index is not None for s in vals):
             ns: dict[str, Any] = {}
             exec(compile(ast.Module([st], []), "<size>", "exec"), _fresh(source, i), ns)  # noqa: S102
-            cur = list(ns.get(names[0], ()))
+            cur = list(_value(st.targets[0], ns) or ())
             for s, v in vals.items():
                 cur[s.index] = v  # type: ignore[index]
             value = repr(tuple(cur))
@@ -102,7 +116,16 @@ def cost(source: str) -> tuple[int, float]:
     mod = types.ModuleType("kevolve_shrink")
     exec(compile(source, "<problem>", "exec"), mod.__dict__)  # noqa: S102 — the user's own problem
     ns = mod.__dict__
-    with FakeTensorMode(allow_non_fake_inputs=True):
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            model = ns["Model"](*ns["get_init_inputs"]()).eval()
+    except RuntimeError:
+        # a constructor that converts its parameters (`self.to(torch.bfloat16)`) cannot swap fake parameters:
+        # the meta device allocates nothing either
+        mode: Any = torch.device("meta")
+    else:
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with mode:
         model = ns["Model"](*ns["get_init_inputs"]()).eval()
         inputs = list(ns["get_inputs"]())
         counter = FlopCounterMode(display=False)
