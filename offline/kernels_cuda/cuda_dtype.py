@@ -25,7 +25,7 @@ __device__ __forceinline__ float kv_f16_f32(unsigned short h) {
   float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
 #else
   unsigned int s = ((unsigned int)h & 0x8000u) << 16, e = ((unsigned int)h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 31u) return __uint_as_float(s | 0x7f800000u | (m << 13));
+  if (e == 31u) return __uint_as_float(s | 0x7f800000u | (m ? 0x400000u | (m << 13) : 0u));  // inf; NaN quiet
   if (e == 0u) { float v = (float)m * 5.9604644775390625e-08f; return s ? -v : v; }  // subnormal: m * 2^-24
   return __uint_as_float(s | ((e + 112u) << 23) | (m << 13));
 #endif

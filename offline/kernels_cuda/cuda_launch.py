@@ -29,7 +29,7 @@ def aligned_all(g: Group, tensors: list[str], vec: int) -> str:
     dts = [leaf.dtype for leaf in g.leaves] + [g.out_dtype]
     if set(dts) == {"float32"}:  # one width for all: the fp32 launchers' own line
         return f"all(t.data_ptr() % {4 * vec} == 0 for t in ({', '.join(tensors)},))"
-    return " and ".join(aligned(t, d, vec) for t, d in zip(tensors, dts, strict=True))
+    return "(" + " and ".join(aligned(t, d, vec) for t, d in zip(tensors, dts, strict=True)) + ")"
 
 
 def out_line(g: Group) -> str:
