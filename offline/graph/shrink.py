@@ -41,27 +41,13 @@ class _Size:
     index: int | None
 
 
-def _unpacked(t: ast.expr) -> list[str] | None:
-    """The names of a tuple target (`N_EMBD, N_HEAD = 768, 12`), None for any other target."""
-    if isinstance(t, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in t.elts):
-        return [e.id for e in t.elts]  # type: ignore[attr-defined]
-    return None
-
-
-def _value(t: ast.expr, ns: dict[str, Any]) -> Any:
-    """What a target holds after its statement ran: a name's value, a tuple target's values as a tuple."""
-    names = _unpacked(t)
-    return ns.get(t.id) if isinstance(t, ast.Name) else tuple(ns.get(n) for n in names or ())
-
-
 def _sizes(tree: ast.Module, ns: dict[str, Any]) -> dict[_Size, int]:
     out: dict[_Size, int] = {}
     for i, st in enumerate(tree.body):
-        if not isinstance(st, ast.Assign) or not (
-                all(isinstance(t, ast.Name) for t in st.targets) or (len(st.targets) == 1 and _unpacked(st.targets[0]))):
+        if not isinstance(st, ast.Assign) or not all(isinstance(t, ast.Name) for t in st.targets):
             continue
-        name = ast.unparse(st.targets[0])
-        v = _value(st.targets[0], ns)
+        name = st.targets[0].id  # type: ignore[attr-defined]
+        v = ns.get(name)
         if any(isinstance(n, ast.Name) for n in ast.walk(st.value)):
             continue  # derived from other sizes (`shape = (channels, height)`): follows them
         if isinstance(v, int) and not isinstance(v, bool) and v >= 2 * MIN_SIZE:
@@ -80,12 +66,12 @@ def with_sizes(source: str, sizes: dict[_Size, int]) -> str:
         by_stmt.setdefault(s.stmt, {})[s] = v
     for i in sorted(by_stmt, reverse=True):
         st = tree.body[i]
-        names = [ast.unparse(t) for t in st.targets]  # type: ignore[attr-defined]
+        names = [t.id for t in st.targets]  # type: ignore[attr-defined]
         vals = by_stmt[i]
         if any(s.index is not None for s in vals):
             ns: dict[str, Any] = {}
             exec(compile(ast.Module([st], []), "<size>", "exec"), _fresh(source, i), ns)  # noqa: S102
-            cur = list(_value(st.targets[0], ns) or ())
+            cur = list(ns.get(names[0], ()))
             for s, v in vals.items():
                 cur[s.index] = v  # type: ignore[index]
             value = repr(tuple(cur))
