@@ -6,7 +6,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-N_EMBD, N_HEAD, SEQ, BATCH = 768, 12, 1024, 8
+N_EMBD = 768
+N_HEAD = 12
+SEQ = 1024
+BATCH = 8  # one size per line: the CPU checks shrink them (offline/graph/shrink.py)
 
 
 class Model(nn.Module):

@@ -55,6 +55,10 @@ template <class T> static inline T min(T a, T b) { return b < a ? b : a; }
 template <class T> static inline T max(T a, T b) { return a < b ? b : a; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+static inline float __uint_as_float(unsigned int i) { float f; std::memcpy(&f, &i, 4); return f; }
+static inline unsigned int __float_as_uint(float f) { unsigned int i; std::memcpy(&i, &f, 4); return i; }
+struct alignas(8) uint2 { unsigned int x, y; };  // four 16-bit (bf16 / fp16) elements of a vector access
+static inline uint2 make_uint2(unsigned int x, unsigned int y) { return {x, y}; }
 using std::isnan;  // CUDA's isnan is a global function
 
 // Fibers: a minimal x86-64 SysV context switch (callee-saved registers and the stack pointer).
@@ -170,13 +174,19 @@ def kernels(cuda: str) -> dict[str, tuple[int, int]]:
     return {m.group(2): (int(m.group(1)), m.group(3).count(",") + 1) for m in _SIG.finditer(cuda)}
 
 
+def _param_types(cuda: str) -> dict[str, list[str]]:
+    """The kernels of a CUDA text: name -> the C type of each pointer parameter (`const unsigned short*` …)."""
+    return {m.group(2): [p.strip().rsplit(" ", 1)[0].replace(" __restrict__", "") for p in m.group(3).split(",")]
+            for m in _SIG.finditer(cuda)}
+
+
 def build(cuda: str, workdir: Path | None = None) -> Callable[[str], Callable]:
     """Compile a CUDA text for the CPU; returns `fn(name)`, a launcher `(grid, block, tensors)` like CuPy's."""
-    ks = kernels(cuda)
+    ks, types_ = kernels(cuda), _param_types(cuda)
     runners = []
     for name, (_, n) in ks.items():
-        args = ", ".join(f"a[{i}]" for i in range(n))
-        runners.append(f'extern "C" void kvrun_{name}(unsigned gx, unsigned gy, unsigned bx, float** a) '
+        args = ", ".join(f"({types_[name][i]})a[{i}]" for i in range(n))
+        runners.append(f'extern "C" void kvrun_{name}(unsigned gx, unsigned gy, unsigned bx, void** a) '
                        f"{{ kv_launch(gx, gy, bx, [&] {{ {name}({args}); }}); }}")
     text = SHIM + cuda + "\n" + "\n".join(runners) + "\n"
     tag = hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -199,7 +209,7 @@ def build(cuda: str, workdir: Path | None = None) -> Callable[[str], Callable]:
         def launch(grid: tuple, block: tuple, tensors: tuple) -> None:
             g = (*grid, 1, 1)
             assert block[0] == bound, f"{name}: launched with {block[0]} threads, written for {bound}"
-            assert len(tensors) == n and all(t.dtype == torch.float32 for t in tensors)
+            assert len(tensors) == n and all(t.dtype in STORAGE for t in tensors)
             ptrs = (ctypes.c_void_p * n)(*(t.data_ptr() for t in tensors))
             run(ctypes.c_uint(g[0]), ctypes.c_uint(g[1]), ctypes.c_uint(block[0]), ptrs)
         return launch
@@ -215,6 +225,8 @@ def available() -> bool:
 
 GUARD = 4096  # elements past the end of each buffer the launcher allocates, checked after every launch
 _SENTINEL = 1234.5
+STORAGE = (torch.float32, torch.bfloat16, torch.float16)
+"""the tensors a kernel may be given: fp32, and 16-bit storage (an `unsigned short` in the kernel)"""
 
 
 class OutOfBounds(AssertionError):
@@ -229,8 +241,8 @@ def _guarded_empty(guards: list) -> Callable:
         for d in shape:
             n *= int(d)
         buf = torch.full((n + GUARD,), float("nan"), **kw)
-        buf[n:] = _SENTINEL
-        guards.append(buf[n:])
+        buf[n:] = _SENTINEL  # rounded in a 16-bit buffer: the guard compares with what it holds
+        guards.append((buf[n:], buf[n:].clone()))
         return buf[:n].view(shape)
     return empty
 
@@ -252,7 +264,7 @@ def load(candidate: str, workdir: Path | None = None, strict: bool = True) -> di
         def call(grid: tuple, block: tuple, tensors: tuple) -> None:
             launches.append((name, tuple(grid), tuple(block)))
             run(grid, block, tensors)
-            if any(bool((g != _SENTINEL).any()) for g in guards):
+            if any(bool((g != want).any()) for g, want in guards):
                 oob.append(f"{name} {grid}: wrote past the end of a buffer its launcher allocated")
                 if strict:
                     raise OutOfBounds(oob[-1])

@@ -1,7 +1,8 @@
 """Build one `Group` (the IR of one kernel) from a set of fx nodes ending in a sink node.
 
 Raises `Unfusable` when the nodes do not form one kernel (reductions over different dimensions,
-shapes that do not broadcast, non-fp32 tensors); the partitioner then leaves them apart.
+shapes that do not broadcast, tensors of a dtype no group stores, mixed dtypes PyTorch would round
+differently: `dtypes.py`); the partitioner then leaves them apart.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import torch
 import torch.fx
 from kevolve.offline.graph.canon import ALIAS, COMPOSITE, PW, REDUCE, Canon, ParamRef
+from kevolve.offline.graph.dtypes import ROUND_OP, name_of, widens_exactly
 from kevolve.offline.graph.ir import (
     ELEM,
     ROW,
@@ -120,8 +122,10 @@ class _Builder:
         return (*s_strides[:1], s_strides[1] * cg, s_strides[1], *s_strides[2:])
 
     # -- values -------------------------------------------------------------------------------
-    def leaf(self, ref: Any, shape: tuple[int, ...], where: tuple[int, ...], ctx_shape: tuple[int, ...]) -> Leaf:
-        """A tensor of `shape` broadcast (right-aligned) against a value of `ctx_shape` placed on S dims `where`."""
+    def leaf(self, ref: Any, shape: tuple[int, ...], where: tuple[int, ...], ctx_shape: tuple[int, ...],
+             dtype: str = "float32") -> Leaf:
+        """A tensor of `shape` (stored as `dtype`) broadcast (right-aligned) against a value of `ctx_shape`
+        placed on S dims `where`."""
         if len(shape) > len(ctx_shape):
             raise Unfusable("operand has more dims than its result")
         s_strides = [0] * len(self.S)
@@ -135,7 +139,7 @@ class _Builder:
             acc *= shape[j]
         strides = self._to_l(tuple(s_strides))
         name = ref.name if isinstance(ref, torch.fx.Node) else f"self.{ref.path}"
-        spec = LeafSpec(name=name, strides=strides)
+        spec = LeafSpec(name=name, strides=strides, dtype=dtype)
         if spec not in self.leaves:
             self.leaves.append(spec)
             self.leaf_refs.append(ref)
@@ -149,49 +153,54 @@ class _Builder:
             self.leaf_refs.append(ref)
         return Leaf(self.leaves.index(spec))
 
-    def channel_leaf(self, ref: Any) -> Expr | None:
-        """A per-channel (dim 1) parameter of a norm layer, or None."""
+    def channel_leaf(self, ref: Any, dtype: str) -> Expr | None:
+        """A per-channel (dim 1) parameter of a norm layer whose result is `dtype`, or None."""
         if ref is None:
             return None
         shape = node_shape(ref) if isinstance(ref, torch.fx.Node) else ref.shape
         if shape != (self.S[1],):
             raise Unfusable("norm parameter shape")
-        return self.leaf(ref, shape, (1,), (self.S[1],))
+        return _promoted(self.leaf(ref, shape, (1,), (self.S[1],), _storage(ref)), _storage(ref), dtype, False)
 
-    def value(self, v: Any, ctx_shape: tuple[int, ...], where: tuple[int, ...]) -> tuple[Expr, tuple[int, ...]]:
-        """The expression of an operand and its layout (the S dim of each of its dims)."""
+    def value(self, v: Any, ctx_shape: tuple[int, ...], where: tuple[int, ...],
+              dtype: str = "float32") -> tuple[Expr, tuple[int, ...]]:
+        """The expression of an operand of an op whose result is `dtype`, as PyTorch's type promotion reads
+        it (`_promoted`), and its layout (the S dim of each of its dims)."""
         if isinstance(v, bool) or v is None:
             raise Unfusable("non-numeric operand")
         if isinstance(v, (int, float)):
             return Const(float(v)), ()
         if isinstance(v, torch.fx.Node) and v in self.members:
-            return self.expr(v)
+            e, lay = self.expr(v)
+            return _promoted(e, _storage(v), dtype, True), lay
         if isinstance(v, torch.fx.Node) and "tensor_meta" not in v.meta and v.meta.get("type") in (float, int):
             return self.scalar_leaf(v), ()
         if isinstance(v, torch.fx.Node):
             shape = node_shape(v)
-            if shape is None or node_dtype(v) != torch.float32:
-                raise Unfusable("operand is not an fp32 tensor")
-            return self.leaf(v, shape, where, ctx_shape), where[len(where) - len(shape):]
+            if shape is None:
+                raise Unfusable("operand is not a tensor")
+            d = _storage(v)
+            return _promoted(self.leaf(v, shape, where, ctx_shape, d), d, dtype, False), where[len(where) - len(shape):]
         if isinstance(v, ParamRef):
-            return self.leaf(v, v.shape, where, ctx_shape), where[len(where) - len(v.shape):]
+            d = _storage(v)
+            return _promoted(self.leaf(v, v.shape, where, ctx_shape, d), d, dtype, False), \
+                where[len(where) - len(v.shape):]
         raise Unfusable(f"operand {type(v).__name__}")
 
     def expr(self, n: torch.fx.Node) -> tuple[Expr, tuple[int, ...]]:
         if n in self.memo:
             return self.memo[n]
-        if node_dtype(n) != torch.float32:
-            raise Unfusable("non-fp32 node")
+        _storage(n)
         c, shape = self.canon[n], node_shape(n)
         assert shape is not None
         if c.op == "batch_norm_eval":
-            out = self._batch_norm_eval(c, shape)
+            out = self._batch_norm_eval(n, c, shape)
         elif c.kind == PW:
-            out = self._pointwise(c, shape)
+            out = self._pointwise(n, c, shape)
         elif c.kind == ALIAS:
-            out = self.value(c.inputs[0], shape, self._full(len(shape)))
+            out = self.value(c.inputs[0], shape, self._full(len(shape)), _storage(n))
         else:
-            out = self._rowop(c, shape)
+            out = self._rowop(n, c, shape)
         self.memo[n] = out
         return out
 
@@ -201,15 +210,15 @@ class _Builder:
             raise Unfusable("value of higher rank than the group")
         return tuple(range(r - rank, r))
 
-    def _pointwise(self, c: Canon, shape: tuple[int, ...]) -> tuple[Expr, tuple[int, ...]]:
+    def _pointwise(self, n: torch.fx.Node, c: Canon, shape: tuple[int, ...]) -> tuple[Expr, tuple[int, ...]]:
         inner = [a for a in c.inputs if isinstance(a, torch.fx.Node) and a in self.members]
         lays = [self.expr(a)[1] for a in inner]
         where = next((lay for lay in lays if len(lay) == len(shape)), None)
         if where is None:
             where = self._full(len(shape))
-        args = []
+        args, dt = [], _storage(n)
         for a in c.inputs:
-            e, lay = self.value(a, shape, where)
+            e, lay = self.value(a, shape, where, dt)
             if isinstance(a, torch.fx.Node) and a in self.members and lay != where[len(where) - len(lay):]:
                 raise Unfusable("operands laid out differently")
             args.append(e)
@@ -218,12 +227,13 @@ class _Builder:
             return _const_pow(args[0], args[1].value), where
         return Op(name, tuple(args), params), where
 
-    def _batch_norm_eval(self, c: Canon, shape: tuple[int, ...]) -> tuple[Expr, tuple[int, ...]]:
+    def _batch_norm_eval(self, n: torch.fx.Node, c: Canon, shape: tuple[int, ...]) -> tuple[Expr, tuple[int, ...]]:
         """(x - running_mean) / sqrt(running_var + eps) * weight + bias, per channel (dim 1)."""
         if shape != self.S:
             raise Unfusable("batch norm inside a group of another shape")
-        x, _ = self.value(c.inputs[0], shape, self._full(len(shape)))
-        rm, rv, w, b = (self.channel_leaf(r) for r in c.inputs[1:])
+        dt = _storage(n)
+        x, _ = self.value(c.inputs[0], shape, self._full(len(shape)), dt)
+        rm, rv, w, b = (self.channel_leaf(r, dt) for r in c.inputs[1:])
         if rm is None or rv is None:
             raise Unfusable("batch norm without running stats")
         y: Expr = Op("div", (Op("sub", (x, rm)), Op("sqrt", (Op("add", (rv, Const(c.params["eps"]))),))))
@@ -237,8 +247,9 @@ class _Builder:
         self.reductions.append(Reduction(combine, e))
         return Stat(len(self.reductions) - 1)
 
-    def _rowop(self, c: Canon, shape: tuple[int, ...]) -> tuple[Expr, tuple[int, ...]]:
-        x, lay = self.value(c.inputs[0], self.S, self._full(len(self.S)))
+    def _rowop(self, n: torch.fx.Node, c: Canon, shape: tuple[int, ...]) -> tuple[Expr, tuple[int, ...]]:
+        dt = _storage(n)
+        x, lay = self.value(c.inputs[0], self.S, self._full(len(self.S)), dt)
         if lay != self._full(len(self.S)):
             raise Unfusable("reduction input is not full-shape")
         keep = self._full(len(self.S)) if len(shape) == len(self.S) else tuple(
@@ -264,10 +275,10 @@ class _Builder:
         y: Expr = Op("mul", (d, Op("rsqrt", (Op("add", (var, Const(c.params["eps"]))),))))
         w, b = c.inputs[1], c.inputs[2]
         if c.op == "layer_norm":
-            we = None if w is None else self.value(w, shape, keep)[0]
-            be = None if b is None else self.value(b, shape, keep)[0]
+            we = None if w is None else self.value(w, shape, keep, dt)[0]
+            be = None if b is None else self.value(b, shape, keep, dt)[0]
         else:
-            we, be = self.channel_leaf(w), self.channel_leaf(b)
+            we, be = self.channel_leaf(w, dt), self.channel_leaf(b, dt)
         if we is not None:
             y = Op("mul", (y, we))
         if be is not None:
@@ -285,12 +296,34 @@ class _Builder:
                 raise Unfusable("pointwise sink smaller than the group")
             scope = ELEM
         g = Group(shape=self.L, reduce_dims=self.D, leaves=self.leaves, reductions=self.reductions, out=out,
-                  out_scope=scope, out_shape=shape, nodes=[n.name for n in self.nodes])
+                  out_scope=scope, out_shape=shape, nodes=[n.name for n in self.nodes], out_dtype=_storage(self.sink))
         if scope == ROW and (scope_of(out, g) != ROW or math.prod(shape) != g.rows):
             raise Unfusable("row output depends on elements")
         if all(leaf.scalar for leaf in self.leaves):
             raise Unfusable("no tensor input")
         return g
+
+
+def _storage(v: torch.fx.Node | ParamRef) -> str:
+    """The storage name of a tensor node's or parameter's dtype; Unfusable for one no group stores."""
+    dt = v.dtype if isinstance(v, ParamRef) else node_dtype(v)
+    name = name_of(dt)
+    if name is None:
+        raise Unfusable(f"{dt} tensor (fused groups store float32, bfloat16 and float16)")
+    return name
+
+
+def _promoted(e: Expr, have: str, want: str, stored: bool) -> Expr:
+    """An operand held as `have` read by an op whose result is `want`, as PyTorch's type promotion reads it:
+    unchanged when the dtypes agree or `e` is a leaf widened exactly; rounded to `have` first when `e` is an
+    intermediate (`stored`: PyTorch stored it as `have`, the group holds it in fp32). Unfusable when the
+    operand is wider than the result (a 0-d fp32 tensor in a bf16 op: PyTorch rounds it to bf16 on the GPU
+    and not on the CPU) or the two are bf16 and fp16."""
+    if have == want:
+        return e
+    if not widens_exactly(have, want):
+        raise Unfusable(f"a {have} operand of a {want} result (PyTorch would round it to {want}): left to PyTorch")
+    return Op(ROUND_OP[have], (e,)) if stored else e
 
 
 def _const_pow(x: Expr, e: float) -> Expr:

@@ -217,8 +217,8 @@ def _global_avg(x: Any, nd: int) -> Canon:
 class ParamRef:
     """A parameter of a module called in the graph, named by its attribute path (e.g. 'norm.weight')."""
 
-    def __init__(self, path: str, shape: tuple[int, ...]) -> None:
-        self.path, self.shape = path, shape
+    def __init__(self, path: str, shape: tuple[int, ...], dtype: torch.dtype = torch.float32) -> None:
+        self.path, self.shape, self.dtype = path, shape, dtype
 
     def __repr__(self) -> str:
         return f"ParamRef({self.path!r})"
@@ -226,7 +226,7 @@ class ParamRef:
 
 def _attr(node: torch.fx.Node, name: str, mod: nn.Module) -> ParamRef | None:
     t = getattr(mod, name, None)
-    return None if t is None else ParamRef(f"{node.target}.{name}", tuple(t.shape))
+    return None if t is None else ParamRef(f"{node.target}.{name}", tuple(t.shape), t.dtype)
 
 
 def _clamp(x: Any, lo: Any, hi: Any) -> Canon | None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.fx
+from kevolve.offline.graph.dtypes import NARROW, STORAGE
 from kevolve.offline.graph.ir import Const, Expr, Group, Leaf, Op, Stat
 from kevolve.offline.graph.ops import torch_call
 
@@ -70,15 +71,24 @@ def run_group(group: Group, leaves: list[torch.Tensor]) -> torch.Tensor:
         stats.append(_reduce(red.combine, val, dims) if dims else val)
     out = ev(group.out)
     if group.out_scope == "elem":
-        return out.expand(group.shape).contiguous().reshape(group.out_shape)
+        return _stored(out.expand(group.shape).contiguous().reshape(group.out_shape), group)
     out = out.expand(group.shape)  # a per-row value (leaves broadcast along the row): read it at the row's start
     for d in group.reduce_dims:
         out = out.narrow(d, 0, 1)
-    return out.contiguous().reshape(group.out_shape)
+    return _stored(out.contiguous().reshape(group.out_shape), group)
+
+
+def _stored(out: torch.Tensor, group: Group) -> torch.Tensor:
+    """The fp32 result as the kernel stores it: rounded to a 16-bit output dtype (to nearest even, as
+    the kernel's store), kept as is for fp32 outputs and for a float64 truth (`triton_sweep.py`)."""
+    if out.dtype == torch.float32 and group.out_dtype in NARROW:
+        return out.to(STORAGE[group.out_dtype])
+    return out
 
 
 def _dtype(t: object) -> torch.dtype:
-    """float64 for a float64 leaf (a group's truth, `triton_sweep.py`), float32 for anything else."""
+    """float64 for a float64 leaf (a group's truth, `triton_sweep.py`), float32 for anything else (a bf16 or
+    fp16 leaf widens exactly, as the kernel's load)."""
     return torch.float64 if isinstance(t, torch.Tensor) and t.dtype == torch.float64 else torch.float32
 
 

@@ -65,6 +65,8 @@ class LeafSpec:
     strides: tuple[int, ...]
     scalar: bool = False
     """a Python number passed to forward (strides all 0): the launcher makes it a 0-d fp32 tensor"""
+    dtype: str = "float32"
+    """its storage dtype ('float32', 'bfloat16', 'float16': `dtypes.py`); loads widen it to fp32"""
 
 
 @dataclass
@@ -87,7 +89,8 @@ class Group:
     spec: object = None
     """a direct kernel's spec (its kind's frozen dataclass of sizes and settings)"""
     out_dtype: str = "float32"
-    """'float32', or 'int64' for index outputs (argmax / argmin)"""
+    """the output's storage: 'float32', 'bfloat16' or 'float16' (fused groups: the fp32 result rounded to
+    nearest even), or 'int64' for index outputs (argmax / argmin)"""
 
     @property
     def kept_dims(self) -> tuple[int, ...]:

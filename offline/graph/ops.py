@@ -80,6 +80,9 @@ OPS: dict[str, OpDef] = {
                    lambda a, b, delta: torch.nn.functional.huber_loss(a, b, reduction="none", delta=delta)),
     "sqdiff": OpDef(2, "(({0} - {1}) * ({0} - {1}))", lambda a, b: torch.nn.functional.mse_loss(a, b, reduction="none")),
     "absdiff": OpDef(2, "fabsf({0} - {1})", lambda a, b: torch.nn.functional.l1_loss(a, b, reduction="none")),
+    # a value PyTorch stored in 16 bits, read by a wider op (type promotion): rounded to nearest even, widened
+    "round_bf16": OpDef(1, "kv_bf16_f32(kv_f32_bf16({0}))", lambda x: x.to(torch.bfloat16).to(x.dtype)),
+    "round_fp16": OpDef(1, "kv_f16_f32(kv_f32_f16({0}))", lambda x: x.to(torch.float16).to(x.dtype)),
 }
 
 COMBINE = {"sum": ("0.0f", "({0} + {1})"), "max": ("-INFINITY", "fmaxf({0}, {1})"),

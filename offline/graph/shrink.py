@@ -102,7 +102,16 @@ def cost(source: str) -> tuple[int, float]:
     mod = types.ModuleType("kevolve_shrink")
     exec(compile(source, "<problem>", "exec"), mod.__dict__)  # noqa: S102 — the user's own problem
     ns = mod.__dict__
-    with FakeTensorMode(allow_non_fake_inputs=True):
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            model = ns["Model"](*ns["get_init_inputs"]()).eval()
+    except RuntimeError:
+        # a constructor that converts its parameters (`self.to(torch.bfloat16)`) cannot swap fake parameters:
+        # the meta device allocates nothing either
+        mode: Any = torch.device("meta")
+    else:
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with mode:
         model = ns["Model"](*ns["get_init_inputs"]()).eval()
         inputs = list(ns["get_inputs"]())
         counter = FlopCounterMode(display=False)

@@ -20,6 +20,7 @@ from kevolve.offline.graph.ir import (
     walk,
 )
 from kevolve.offline.graph.ops import cuda_call, cuda_float
+from kevolve.offline.kernels_cuda.cuda_dtype import STORAGE_PRELUDE, ctype, lanes, narrow, pack, vec_type, widen
 
 PRELUDE = r"""
 #ifndef INFINITY
@@ -51,7 +52,7 @@ __device__ __forceinline__ void kv_softmax_merge(float& m, float& s, float mb, f
   float mm = fmaxf(m, mb);
   s = (m == mm ? s : s * expf(m - mm)) + (mb == mm ? sb : sb * expf(mb - mm)); m = mm;
 }
-"""
+""" + STORAGE_PRELUDE
 
 
 def _runs(shape: tuple[int, ...], strides: tuple[int, ...], dims: tuple[int, ...]) -> list[tuple[int, int]]:
@@ -111,9 +112,12 @@ def _leaves_in(e: Expr) -> list[int]:
     return sorted({x.index for x in walk(e) if isinstance(x, Leaf)})
 
 
-def _signature(name: str, group: Group, p: KernelParams) -> str:
-    args = ", ".join(f"const float* __restrict__ in{i}" for i in range(len(group.leaves)))
-    return f'extern "C" __global__ void __launch_bounds__({p.block}) {name}({args}, float* __restrict__ out)'
+def _signature(name: str, group: Group, p: KernelParams, extra: str = "") -> str:
+    """The kernel's header: one const pointer per leaf, then the output, each of its storage type (`extra`:
+    more parameters after them)."""
+    args = ", ".join(f"const {ctype(leaf.dtype)}* __restrict__ in{i}" for i, leaf in enumerate(group.leaves))
+    return (f'extern "C" __global__ void __launch_bounds__({p.block}) {name}({args}, '
+            f"{ctype(group.out_dtype)}* __restrict__ out{extra})")
 
 
 def _idx_type(group: Group) -> str:
@@ -125,23 +129,24 @@ def pointwise_kernel(name: str, group: Group, p: KernelParams) -> str:
     idx, vec, n = _idx_type(group), p.vec, group.numel
     full = contiguous_strides(group.shape)
     dims = tuple(range(len(group.shape)))
-    vt = {1: "float", 2: "float2", 4: "float4"}[vec]
-    comps = ("x", "y", "z", "w")
     body: list[str] = [f"{idx} i0 = s * {vec}u;"]
     lane_leaf: list[dict[int, str]] = [{} for _ in range(vec)]
     for li, spec in enumerate(group.leaves):
+        dt = spec.dtype
         if all(st == 0 for st in spec.strides):
-            body.append(f"float l{li} = __ldg(in{li});")
+            body.append(f"float l{li} = {widen(dt, f'__ldg(in{li})')};")
             for lane in range(vec):
                 lane_leaf[lane][li] = f"l{li}"
         elif spec.strides == full and vec > 1:
+            vt = vec_type(dt, vec)
             body.append(f"{vt} l{li} = __ldg(reinterpret_cast<const {vt}*>(in{li}) + s);")
-            for lane in range(vec):
-                lane_leaf[lane][li] = f"l{li}.{comps[lane]}"
+            for lane, x in enumerate(lanes(dt, vec, f"l{li}")):
+                lane_leaf[lane][li] = x
         else:
             for lane in range(vec):
                 var = "i0" if lane == 0 else f"(i0 + {lane}u)"
-                body.append(f"float l{li}_{lane} = __ldg(in{li} + {offset(group.shape, spec.strides, dims, var, idx)});")
+                ld = f"__ldg(in{li} + {offset(group.shape, spec.strides, dims, var, idx)})"
+                body.append(f"float l{li}_{lane} = {widen(dt, ld)};")
                 lane_leaf[lane][li] = f"l{li}_{lane}"
     results = []
     for lane in range(vec):
@@ -149,10 +154,11 @@ def pointwise_kernel(name: str, group: Group, p: KernelParams) -> str:
         r = em(group.out)
         body += em.lines
         results.append(r)
+    od = group.out_dtype
     if vec == 1:
-        body.append(f"out[s] = {results[0]};")
+        body.append(f"out[s] = {narrow(od, results[0])};")
     else:
-        body.append(f"reinterpret_cast<{vt}*>(out)[s] = make_{vt}({', '.join(results)});")
+        body.append(f"reinterpret_cast<{vec_type(od, vec)}*>(out)[s] = {pack(od, vec, results)};")
     inner = "\n        ".join(body)
     return f"""{_signature(name, group, p)} {{
   const {idx} nv = {n // vec}u;

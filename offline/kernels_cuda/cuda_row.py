@@ -38,9 +38,8 @@ from kevolve.offline.graph.ir import (
     contiguous_strides,
 )
 from kevolve.offline.graph.ops import COMBINE
+from kevolve.offline.kernels_cuda.cuda_dtype import lanes, narrow, pack, vec_type, widen, zero
 
-VEC_TYPE = {2: "float2", 4: "float4"}
-LANES = ("x", "y", "z", "w")
 SHARED = "  __shared__ float kv_red[33];\n  __shared__ float kv_pr[3][33];\n"
 UNUSED = "  (void)kv_red; (void)kv_pr; (void)lane; (void)warp;\n"
 
@@ -99,16 +98,18 @@ class _RowWriter:
         out = [f"const {idx} {kv} = kb + {u * self.v_step}u;"]
         out += [f"const {idx} k{u}_{lane} = {kv} * {v}u + {lane}u;" for lane in range(v)]
         for li in used:
+            dt = self.g.leaves[li].dtype
             if vector_leaf(self.g, li, v):
-                vt = VEC_TYPE[v]
-                out += [f"{vt} v{li}_{u} = make_{vt}({', '.join(['0.0f'] * v)});",
+                vt = vec_type(dt, v)
+                out += [f"{vt} v{li}_{u} = {zero(dt, v)};",
                         f"if ({kv} < {end}) v{li}_{u} = __ldg(reinterpret_cast<const {vt}*>(in{li} + b{li}) + {kv});"]
-                for lane in range(v):
-                    lane_leaf[lane][li] = f"v{li}_{u}.{LANES[lane]}"
+                for lane, x in enumerate(lanes(dt, v, f"v{li}_{u}")):
+                    lane_leaf[lane][li] = x
                 continue
             for lane in range(v):
                 koff = self.koff(self.g.leaves[li].strides, f"k{u}_{lane}")
-                out.append(f"float e{li}_{u}_{lane} = {kv} < {end} ? __ldg(in{li} + b{li} + {koff}) : 0.0f;")
+                ld = widen(dt, f"__ldg(in{li} + b{li} + {koff})")
+                out.append(f"float e{li}_{u}_{lane} = {kv} < {end} ? {ld} : 0.0f;")
                 lane_leaf[lane][li] = f"e{li}_{u}_{lane}"
         return out
 
@@ -179,21 +180,23 @@ class _RowWriter:
         g = self.g
         if g.out_scope == ELEM:
             ostr = contiguous_strides(g.shape)
+            od = g.out_dtype
             if vector_out(g, self.vec):
-                vt = VEC_TYPE[self.vec]
+                vt = vec_type(od, self.vec)
 
                 def store(vals: list[str], u: int) -> list[str]:
-                    return [f"reinterpret_cast<{vt}*>(out + ob)[kv{u}] = make_{vt}({', '.join(vals)});"]
+                    return [f"reinterpret_cast<{vt}*>(out + ob)[kv{u}] = {pack(od, self.vec, vals)};"]
             else:
                 def store(vals: list[str], u: int) -> list[str]:
-                    return [f"out[ob + {self.koff(ostr, f'k{u}_{lane}')}] = {x};" for lane, x in enumerate(vals)]
+                    return [f"out[ob + {self.koff(ostr, f'k{u}_{lane}')}] = {narrow(od, x)};"
+                            for lane, x in enumerate(vals)]
             self.lines += self.loop(g.out, "o_", store)
             return
         em = _Emitter(self.row_vals, self.stats, "o_")
         res = em(g.out)
         first = {"block": "threadIdx.x == 0", "warp": "lane == 0", "thread": "true",
                  "split": "threadIdx.x == 0"}[self.p.strategy]
-        self.lines += em.lines + [f"if ({first}) out[r] = {res};"]
+        self.lines += em.lines + [f"if ({first}) out[r] = {narrow(g.out_dtype, res)};"]
 
     def head(self) -> list[str]:
         """Per-row base offsets of the leaves (and the output), and the leaves constant along the row."""
@@ -201,7 +204,8 @@ class _RowWriter:
         kept = g.kept_dims
         used = sorted({li for e in [g.out, *(r.expr for r in g.reductions)] for li in _leaves_in(e)})
         head = [f"const {idx} b{li} = {offset(g.shape, g.leaves[li].strides, kept, 'r', idx)};" for li in used]
-        head += [f"const float rl{li} = __ldg(in{li} + b{li});" for li in used if li in self.row_vals]
+        head += [f"const float rl{li} = {widen(g.leaves[li].dtype, f'__ldg(in{li} + b{li})')};"
+                 for li in used if li in self.row_vals]
         if g.out_scope == ELEM:
             head.append(f"const {idx} ob = {offset(g.shape, contiguous_strides(g.shape), kept, 'r', idx)};")
         return head

@@ -11,7 +11,8 @@ and two walks over memory.
 from __future__ import annotations
 
 from kevolve.kernel_params import KernelParams
-from kevolve.offline.kernels_cuda.cuda_launch import leaf_prologue, vector_choice
+from kevolve.offline.kernels_cuda.cuda import _signature
+from kevolve.offline.kernels_cuda.cuda_launch import leaf_prologue, out_line, vector_choice
 from kevolve.offline.kernels_cuda.cuda_pair import combine_lines, merge_partials_lines, partial_lines, result_lines
 from kevolve.offline.kernels_cuda.cuda_row import SHARED, UNUSED, _RowWriter, block_combine
 from kevolve.offline.graph.ir import ELEM, Group
@@ -32,12 +33,6 @@ def chunk_len(group: Group, p: KernelParams) -> int:
     vec = p.vec if group.row_len % p.vec == 0 else 1
     per = -(-group.row_len // chunks(group, p))
     return -(-per // vec) * vec
-
-
-def _signature(name: str, group: Group, p: KernelParams) -> str:
-    args = ", ".join(f"const float* __restrict__ in{i}" for i in range(len(group.leaves)))
-    return (f'extern "C" __global__ void __launch_bounds__({p.block}) {name}({args}, float* __restrict__ out, '
-            f"float* __restrict__ part)")
 
 
 def _merge_earlier(w: _RowWriter, stage: int, n_chunks: int, ch: int) -> list[str]:
@@ -90,7 +85,7 @@ def _kernel(name: str, group: Group, p: KernelParams, stage: int, vec: int | Non
         w.output()
         lines += [ln.replace("if (threadIdx.x == 0)", "if (threadIdx.x == 0 && c == 0)") for ln in w.lines]
     body = "\n  ".join(lines)
-    return f"""{_signature(name, group, p)} {{
+    return f"""{_signature(name, group, p, ", float* __restrict__ part")} {{
 {SHARED}  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 {UNUSED}  {body}
 }}
@@ -116,7 +111,7 @@ def split_launcher(group: Group, k: int, name: str, p: KernelParams) -> str:
     last_grid = n if group.out_scope == ELEM else 1
     lines = [f"def _kv_launch_{k}({', '.join(args)}):", f'    """{group.describe()} (rows split in {n})"""']
     lines += leaf_prologue(group)
-    lines += [f"    out = torch.empty({tuple(group.out_shape)!r}, device=dev, dtype=torch.float32)",
+    lines += [out_line(group),
               f"    part = torch.empty({parts}, device=dev, dtype=torch.float32)",
               vector_choice(group, name, p, [*args, "out"]),
               "    with _kv_stream():",

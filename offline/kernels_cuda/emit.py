@@ -21,7 +21,7 @@ import torch.fx
 from kevolve.kernel_params import KernelParams
 from kevolve.offline.graph.canon import ParamRef
 from kevolve.offline.kernels_cuda.cuda import PRELUDE, pointwise_kernel
-from kevolve.offline.kernels_cuda.cuda_launch import has_scalar_twin, leaf_prologue, vector_choice
+from kevolve.offline.kernels_cuda.cuda_launch import aligned_all, has_scalar_twin, leaf_prologue, out_line, vector_choice
 from kevolve.offline.kernels_cuda.cuda_row import row_grid, row_kernel
 from kevolve.offline.graph.partition import Fused
 from kevolve.offline.space import describe_all
@@ -130,12 +130,12 @@ def launcher_source(fz: Fused, k: int, name: str, p: KernelParams) -> str:
         return split_launcher(g, k, name, p)
     args = [f"a{i}" for i in range(len(g.leaves))]
     lines = [f"def _kv_launch_{k}({', '.join(args)}):", f'    """{g.describe()}"""', *leaf_prologue(g)]
-    lines.append(f"    out = torch.empty({tuple(g.out_shape)!r}, device=dev, dtype=torch.float32)")
+    lines.append(out_line(g))
     if g.is_pointwise:
         need = -(-g.numel // (p.vec * p.block * p.ilp))
         lines.append(f"    grid = max(1, min({need}, _kv_sms(dev) * {p.waves}))")
         if p.vec > 1:
-            lines += [f"    if any(t.data_ptr() % {4 * p.vec} for t in ({', '.join(args)}, out)):",
+            lines += [f"    if not {aligned_all(g, [*args, 'out'], p.vec)}:",
                       f"        grid1 = max(1, min({-(-g.numel // (p.block * p.ilp))}, _kv_sms(dev) * {p.waves}))",
                       f"        _kv_launch({name + '_v1'!r}, grid1, {p.block}, ({', '.join(args)}, out))",
                       "        return out"]

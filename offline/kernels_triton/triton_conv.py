@@ -33,7 +33,7 @@ from kevolve.offline.graph.ir import Group
 from kevolve.offline.graph.partition import Fused
 from kevolve.offline.kernels_triton.triton_cl import big_offsets, channels_last_source, library_call
 from kevolve.offline.kernels_triton.triton_launch import compile_kernel, launch_tail
-from kevolve.offline.kernels_triton.triton_ops import emit, supported
+from kevolve.offline.kernels_triton.triton_ops import emit, fp32_only, supported
 
 KIND = "tconv"
 
@@ -102,7 +102,7 @@ def fuse_epilogue(conv: Fused, fz: Fused) -> Fused | None:
     g = fz.group
     spec: TConvSpec = conv.group.spec  # type: ignore[assignment]
     node = conv.sink
-    if not g.is_pointwise or not supported(g.out) or spec.conv_leaf >= 0:
+    if not g.is_pointwise or not supported(g.out) or not fp32_only(g) or spec.conv_leaf >= 0:
         return None
     idx = [i for i, r in enumerate(fz.leaf_refs) if r is node]
     shape = conv.group.out_shape

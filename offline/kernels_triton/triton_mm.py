@@ -28,7 +28,7 @@ from kevolve.offline.space import bare_product
 from kevolve.offline.graph.meta import node_dtype, node_shape
 from kevolve.offline.kernels_triton import triton_conv
 from kevolve.offline.kernels_triton.triton_launch import compile_kernel, launch_tail
-from kevolve.offline.kernels_triton.triton_ops import emit, supported
+from kevolve.offline.kernels_triton.triton_ops import emit, fp32_only, supported
 
 _MATMUL = {torch.matmul, torch.mm, torch.bmm, operator.matmul}
 
@@ -152,7 +152,7 @@ def _mm_group(prod: _Product, epi: Group | None, epi_nodes: list[str], mm_leaf: 
 def _fuse_one(gm: torch.fx.GraphModule, fz: Fused) -> Fused | None:
     """`fz` (a pointwise group) with the product it reads folded in, if it reads exactly one it can own."""
     g = fz.group
-    if not g.is_pointwise or not supported(g.out):
+    if not g.is_pointwise or not supported(g.out) or not fp32_only(g):
         return None
     prods = [(i, r) for i, r in enumerate(fz.leaf_refs) if isinstance(r, torch.fx.Node) and _product(gm, r)]
     if len(prods) != 1:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from kevolve.offline.graph.ir import Const, Expr, Leaf, Op, walk
+from kevolve.offline.graph.ir import Const, Expr, Group, Leaf, Op, walk
 from kevolve.offline.graph.ops import SELU_ALPHA, SELU_SCALE
 
 _TANH = "(2.0 * tl.sigmoid(2.0 * {0}) - 1.0)"
@@ -84,6 +84,12 @@ def supported(e: Expr) -> bool:
         if isinstance(sub, Op) and not all(math.isfinite(p) for p in sub.params):
             return False
     return True
+
+
+def fp32_only(g: Group) -> bool:
+    """Whether a group reads and writes float32 only: the Triton kernels' epilogues load and store fp32 (a bf16
+    or fp16 group stays a CUDA kernel after the library product)."""
+    return g.out_dtype == "float32" and all(leaf.dtype == "float32" for leaf in g.leaves)
 
 
 def emit(e: Expr, leaf: dict[int, str], tag: str) -> tuple[list[str], str]:

@@ -67,6 +67,31 @@ def test_generated_kernels_compute_what_the_module_computes_on_cuda(name):
             assert torch.equal(got, want)
 
 
+HALF = ["bf16_chain", "bf16_layernorm_softmax", "fp16_layernorm", "bf16_promoted"]
+
+
+@pytest.mark.parametrize("name", HALF)
+def test_16_bit_kernels_compute_what_the_module_computes_on_cuda(name):
+    """bf16 / fp16 groups (issue 34), every variant: within the IR check's 16-bit tolerance of eager, which
+    rounds after every op where a kernel rounds once (`coverage.ir_mismatch`)."""
+    from kevolve.offline.coverage import coarsest_dtype, ir_mismatch
+
+    problem = _problem(name)
+    p = plan(problem)
+    for src in variants(p):
+        ns, ref, new = _build(src, problem)
+        torch.manual_seed(1)
+        inputs = [t.cuda() if isinstance(t, torch.Tensor) else t for t in load_namespace(problem)["get_inputs"]()]
+        with torch.no_grad():
+            want, got = ref(*inputs), new(*inputs)
+        torch.cuda.synchronize()
+        assert ns["_KV_FN"], "the candidate fell back to the reference forward"
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert torch.equal(torch.isfinite(got), torch.isfinite(want))
+        why, _ = ir_mismatch(got.cpu(), want.cpu(), coarsest_dtype(p, want.dtype))
+        assert why == "", why
+
+
 def _build(src: str, problem):
     ns: dict = {}
     exec(compile(src, "candidate.py", "exec"), ns)  # noqa: S102 — a generated candidate

@@ -76,9 +76,11 @@ def test_every_offline_gpu_case_resolves_to_a_problem_with_the_plan_its_test_unp
     path = GPU / "test_offline_gpu.py"
     mod = _module(path)
     by_test = {k: _values(mod, v[0]) for k, v in _parametrized_names(ast.parse(path.read_text())).items()}
-    assert len(by_test) == 3, sorted(by_test)  # a new parametrized test: say here how its names resolve
-    for name in by_test["test_generated_kernels_compute_what_the_module_computes_on_cuda"]:
-        assert plan(mod._problem(name)) is not None, name
+    assert len(by_test) == 4, sorted(by_test)  # a new parametrized test: say here how its names resolve
+    for test in ("test_generated_kernels_compute_what_the_module_computes_on_cuda",
+                 "test_16_bit_kernels_compute_what_the_module_computes_on_cuda"):
+        for name in by_test[test]:
+            assert plan(mod._problem(name)) is not None, (test, name)
     for test, kind in (("test_triton_convolutions_compute_what_the_module_computes_in_each_precision", "tconv"),
                        ("test_triton_products_compute_what_the_module_computes_with_k_in_slices", "mm")):
         for name in by_test[test]:
