@@ -80,7 +80,10 @@ def test_the_time_left_is_shown_once_the_judge_can_bound_it_and_goes_down(termin
     assert [(w, n) for w, n in drawn if w in unknown and n is not None] == []
     etas = [(w, n) for w, n in drawn if n is not None]
     assert {w for w, _ in etas} >= {PHASE_WORDS["correctness"], PHASE_WORDS["timing"]}, drawn
-    assert etas[-1][1] < etas[0][1], etas  # the bound shrinks as the judge gets through the phases
+    # the bound shrinks as the judge gets through the phases; the line shows whole seconds rounded up, so a bound
+    # under a second from the start (fast calls: CI's 2 cores drew 'up to 1 s' throughout) can only stay at 1
+    # (tests/unit/test_eta.py checks the bound itself going down)
+    assert etas[-1][1] < etas[0][1] or etas[0][1] == etas[-1][1] == 1, etas
 
 
 def test_no_live_line_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
