@@ -26,7 +26,8 @@ def import_targets(tree: ast.Module) -> dict[str, str]:
 
 
 def _stored(nodes: list[ast.AST]) -> set[str]:
-    """Names a function or class body binds itself (not inside nested functions, classes or lambdas)."""
+    """Names a function or class body binds itself (not inside nested functions, classes, lambdas or
+    comprehensions)."""
     found: set[str] = set()
     declared: set[str] = set()
     todo = list(nodes)
@@ -42,8 +43,8 @@ def _stored(nodes: list[ast.AST]) -> set[str]:
             continue
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
             found.update((a.asname or a.name).split(".")[0] for a in n.names)
-        elif isinstance(n, ast.Lambda):
-            continue
+        elif isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue  # their own scopes (a comprehension's target is not the function's)
         todo.extend(ast.iter_child_nodes(n))
     return found - declared
 

@@ -143,7 +143,8 @@ def spell(value: Any, made: dict[int, Made], ns: dict[str, Any]) -> str:
         return "[" + ", ".join(spell(v, made, ns) for v in value) + "]"
     if isinstance(value, dict) and all(isinstance(k, (str, int)) for k in value):
         return "{" + ", ".join(f"{k!r}: {spell(v, made, ns)}" for k, v in value.items()) + "}"
-    raise Unspellable(f"a constructor argument of type {type(value).__name__}")
+    kind = "Tensor" if isinstance(value, torch.Tensor) else type(value).__name__  # a fake tensor too
+    raise Unspellable(f"a constructor argument of type {kind}")
 
 
 def _bound(stmt: ast.stmt) -> set[str]:
