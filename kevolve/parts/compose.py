@@ -70,7 +70,7 @@ def _extensions(tree: ast.Module) -> list[tuple[ast.Constant, str]]:
     found = []
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) in ("load_inline", "load"):
-            what = ast.dump(Resolve().visit(ast.parse(ast.unparse(n), mode="eval")))
+            what = ast.dump(Resolve().visit(parse_python(ast.unparse(n), mode="eval")))
             found += [(k.value, what) for k in n.keywords if k.arg == "name" and isinstance(k.value, ast.Constant)
                       and isinstance(k.value.value, str)]
     return found

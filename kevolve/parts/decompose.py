@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from pydantic import Field
 
-from kevolve.contract import ProblemError, problem_from_source
+from kevolve.contract import ProblemError, parse_python, problem_from_source
 from kevolve.parts.spell import Unspellable, definitions, recording, spell
 from kevolve.records import Problem, Record
 
@@ -179,7 +179,7 @@ def part_source(problem_source: str, spelled: str, sig: tuple) -> str:
     """The part problem's file: the definitions it needs, a Model holding the part, its inputs."""
     import ast
 
-    names = {n.id for n in ast.walk(ast.parse(spelled, mode="eval")) if isinstance(n, ast.Name)}
+    names = {n.id for n in ast.walk(parse_python(spelled, mode="eval")) if isinstance(n, ast.Name)}
     args = [f"x{i}" for i in range(len(sig))]
     draws = [f"torch.randn({', '.join(map(str, shape))}" + ("" if dtype == torch.float32 else f", dtype={dtype}") + ")"
              for _, dtype, shape in sig]

@@ -38,6 +38,7 @@ def test_graph_prints_mermaid() -> None:
     (["{relu}", "--llm", "vllm:m", "--time-limit", "soon"], "duration"),
     (["--llm", "vllm:m"], "MODULE"),
     (["--resume", "no-such-run", "--llm", "vllm:m"], "no such run"),
+    (["--parts", "--resume", "some-run", "--llm", "vllm:m"], "--parts cannot be resumed as a whole"),
     (["{relu}", "--llm", "vllm:m", "--archive-ingest", "best"], "--archive-ingest must be winners, all or none"),
     (["{relu}", "--llm", "vllm:m", "--archive-db", "postgresql+psycopg://nobody:pw@127.0.0.1:1/none"],
      "cannot open the archive"),
