@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
-from kevolve.contract import parse_python
+from kevolve.contract import parse_python, top_level_names
 from kevolve.parts.decompose import Decomposition
 from kevolve.parts.rename import import_targets, prefixed
 from kevolve.parts.spell import without
@@ -87,7 +87,9 @@ def compose(dec: Decomposition, chosen: Mapping[int, str]) -> str:
     base = parse_python(without(dec.problem.source))
     assert isinstance(base, ast.Module)
     futures, base_body = _future(base)
-    bound = import_targets(base)
+    # a name is kept by the first file that imports it, renamed in any other that binds it to something else; the
+    # problem's own definitions are never imported over
+    bound = {n: "<problem>" for n in top_level_names(base)} | import_targets(base)
     trees, seen_ext = [], {c.value: what for c, what in _extensions(base)}
     for i in sorted(chosen):
         try:

@@ -119,6 +119,9 @@ def test_compose_names_each_part_and_refuses_what_it_cannot_compose() -> None:
     assert "kv_parts_ext_kv3" not in other  # the same build in both: left alone
     changed = compose(dec, {2: block, 3: block.replace("o[i] = relu", "o[i] = !relu")})
     assert "name='kv_parts_ext_kv3'" in changed  # another extension under the same name gets its own
+    shadowing = compose(dec, {3: "import torch\nfrom torch import relu as Block\nclass ModelNew(torch.nn.Linear):\n"
+                                  "    def __init__(self):\n        super().__init__(8, 10)\n"})
+    assert "from torch import relu as _kv3_Block" in shadowing  # the problem's own Block is not imported over
     with pytest.raises(CompositionError, match="no part 7"):
         compose(dec, {7: block})
     with pytest.raises(CompositionError, match="defines no ModelNew"):
