@@ -26,7 +26,7 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
              sandbox: Sandbox | None = None,
              env: Mapping[str, str] | None = None, evolution: Mapping[str, object] | None = None,
              sandbox_options: Mapping[str, object] | None = None, prompts: str | Path | None = None,
-             offline: bool = False, language: str | None = None) -> Result:
+             offline: bool = False, language: str | None = None, parts: bool = False) -> Result:
     """Optimize a module and return the Result: its `load_model_class()` gives the drop-in ModelNew when the run
     found a correct kernel faster than eager (`result.answer` is 'improved'); otherwise it gives the original
     `Model` back, and this function logs a warning saying so ('nothing beat eager (best 0.23x): keep your module').
@@ -40,7 +40,9 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
     the offline generator instead of an LLM (CUDA only), as `--offline`. `language` is the kernel language
     the LLM is asked for: 'cuda' (load_inline), 'cupy' or 'triton' (GPU only), as `--language`; None lets
     the target choose. `budget_tokens` and `budget_device_s` are hard limits on the LLM's tokens and on the
-    evaluations' device time, as `--budget-tokens` and `--budget-device`. A bad value raises SettingsError (a ValueError) with the CLI's one-line message.
+    evaluations' device time, as `--budget-tokens` and `--budget-device`. `parts` optimizes a whole model part by
+    part and judges the composition as the whole model, as `--parts` (docs/optimize.md; not with `resume`). A bad
+    value raises SettingsError (a ValueError) with the CLI's one-line message.
     """
     from kevolve.agent.inputs import load_target, problem_from_module
     from kevolve.agent.run import run_optimize
@@ -59,6 +61,10 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
                                     target_speedup=target_speedup, budget_tokens=budget_tokens,
                                     budget_device_s=budget_device_s), evolution=evolution,
                           prompts_dir=None if prompts is None else Path(prompts))
+    if parts and resume is not None:
+        from kevolve.agent.settings import SettingsError
+
+        raise SettingsError("parts cannot be resumed as a whole: resume a part's own run (RUN/parts/PART_RUN)")
     problem = None
     if resume is None:
         if isinstance(target, (str, Path)):
@@ -68,8 +74,13 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
             problem = problem_from_module(target, inputs or (), [] if init is None or isinstance(init, str) else init)
     cache_dir = config.llm.cache_dir if config.llm is not None else None
     wrapped = llm if isinstance(llm, str) or cache_dir is None else _cached(llm, cache_dir)
-    result = run_optimize(problem, config, llm=None if isinstance(wrapped, str) else wrapped, sandbox=sandbox,
-                          resume=resume)
+    injected = None if isinstance(wrapped, str) else wrapped
+    if parts and problem is not None:
+        from kevolve.agent.parts import run_parts
+
+        result = run_parts(problem, config, llm=injected, sandbox=sandbox)
+    else:
+        result = run_optimize(problem, config, llm=injected, sandbox=sandbox, resume=resume)
     if result.answer is not Answer.IMPROVED:
         log.warning("kevolve.optimize, run %s: %s (result.load_model_class() returns the original Model)",
                     result.run_id, result.message)

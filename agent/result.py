@@ -26,6 +26,21 @@ class LineageStep(Record):
     lines_changed: int = Field(default=0, description="lines added + removed against its first parent")
 
 
+class PartSummary(Record):
+    """One part of a whole model optimized in parts (`optimize --parts`): where it is, its loop, what it became."""
+
+    index: int
+    paths: tuple[str, ...] = Field(description="where it is in the model (submodule paths)")
+    spelled: str = Field(description="the submodule's constructor call, e.g. 'Block(64)'")
+    share: float | None = Field(default=None, description="its share of eager's CPU time of one forward of the model")
+    run_id: str | None = Field(default=None, description="its own optimize run (under the run's parts/); None when "
+                               "it was not optimized")
+    answer: Answer | None = Field(default=None, description="its own run's answer")
+    speedup: float | None = Field(default=None, description="its best correct candidate's speedup over its eager")
+    candidate_id: str | None = Field(default=None, description="the candidate put in the composition, if any")
+    note: str = Field(default="", description="why it stays PyTorch, where it does")
+
+
 class Result(Record):
     """A finished (or stopped) run."""
 
@@ -53,6 +68,9 @@ class Result(Record):
     cached_replies: int = 0
     elapsed_s: float = 0.0
     lineage: tuple[LineageStep, ...] = ()
+    parts: tuple[PartSummary, ...] = Field(default=(), description=(
+        "optimize --parts: each part's loop and what it became; the fields above are then the composition's verdict "
+        "as the whole model (speedup vs the whole model's eager and torch.compile) and the parts' runs summed"))
 
     @property
     def message(self) -> str:

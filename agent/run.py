@@ -103,7 +103,7 @@ def _archive_hooks(config: OptimizeConfig, retriever: Retriever | None | Literal
     return retriever, storer
 
 
-def _sandbox(config: OptimizeConfig) -> Sandbox:
+def open_sandbox(config: OptimizeConfig) -> Sandbox:
     """The backend config.sandbox names (local or docker), whichever entry point started the run."""
     from kevolve.sandbox.isolate.bwrap import IsolationUnavailable
     from kevolve.sandbox.isolate.container import DockerUnavailable
@@ -178,7 +178,7 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
     if resume is not None:
         prompts = _prompts(config)  # the saved config's folder
     own = sandbox is None  # a sandbox made here is closed here: its judge and spare runners hold device memory
-    sandbox = sandbox if sandbox is not None else _sandbox(config)
+    sandbox = sandbox if sandbox is not None else open_sandbox(config)
     try:
         return _drive(problem, config, run, proposer, sandbox, retriever, storer, archive_url, prebuild, prompts)
     finally:

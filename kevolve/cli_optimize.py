@@ -73,6 +73,10 @@ def optimize_cmd(
                                                            "(default: $KEVOLVE_CACHE_DIR/llm)")] = None,
     prompts: Annotated[Optional[Path], typer.Option(help="a folder of prompt files (system.md, translate.md, repair.md, "
                                                         "mutate.md, crossover.md) replacing the built-in ones")] = None,
+    parts: Annotated[bool, typer.Option("--parts", help="a whole model: split it into its parts (submodules), run the loop "
+                                                        "on each part's own problem (one prompt per part; budgets are "
+                                                        "per part), compose the winners and judge them as the whole "
+                                                        "model")] = False,
     graph: Annotated[bool, typer.Option("--graph", help="print the loop's graph (mermaid) and exit")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the result as one JSON object")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
@@ -91,6 +95,8 @@ def optimize_cmd(
 
     if module is None and resume is None:
         fail("give a MODULE to optimize (or --resume RUN_ID)")
+    if parts and resume:
+        fail("--parts cannot be resumed as a whole: resume a part's own run (runs/RUN/parts/PART_RUN) with --resume")
     try:
         stop: dict[str, object] = parse_budget(budget) if budget else {}
         stop.update({k: v for k, v in dict(budget_usd=budget_usd, max_candidates=max_candidates, budget_tokens=budget_tokens,
@@ -145,7 +151,12 @@ def optimize_cmd(
 
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        result = run_optimize(problem, config, resume=resume, on_start=announce, archive_url=db_url)
+        if parts:
+            from kevolve.agent.parts import run_parts
+
+            result = run_parts(problem, config, on_start=announce, archive_url=db_url)
+        else:
+            result = run_optimize(problem, config, resume=resume, on_start=announce, archive_url=db_url)
     except OptimizeError as e:
         fail(str(e), code=2 if isinstance(e, UsageError) else 1)
     except KeyboardInterrupt as e:

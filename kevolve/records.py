@@ -45,6 +45,7 @@ class Origin(StrEnum):
     CROSSOVER = "crossover"
     OFFLINE = "offline"
     IMPORTED = "imported"
+    COMPOSED = "composed"  # a whole model's part candidates put together in one ModelNew (kevolve/parts)
 
 
 class Answer(StrEnum):

@@ -115,6 +115,7 @@ SKIP = {
     "kevolve optimize problem.py --llm openai:gpt-4o": KEY,
     "python scripts/run_offline_gpu.py --suite ~/KernelBench --sample 30 --out runs/offline_h100": GPU,
     "kevolve optimize model.py --llm anthropic:claude-sonnet-4-6 --budget '$5,40,30m'": KEY,
+    "kevolve optimize resnet.py --parts --llm openai:gpt-4o --budget 8": KEY,
     "kevolve optimize mylib/layers.py:FusedMLP --init '1024, 4096' --input 'float16[64,1024]' --llm openai:gpt-4o": KEY,
     "kevolve optimize mypkg.layers:FusedMLP --init '1024, 4096' --input 'float16[64,1024]' --llm "
     "vllm:Qwen/Qwen2.5-Coder-32B-Instruct": KEY,

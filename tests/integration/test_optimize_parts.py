@@ -1,0 +1,62 @@
+"""`kevolve optimize --parts` end to end on the CPU: a whole model (the small ResNet at 8 channels) split into parts,
+each part's loop prompted on its own (the real openai SDK against the local fake server, which sees one prompt per
+part and never the whole model), the parts' C++ candidates judged, composed, and the composition judged as the whole
+model by the real evaluator."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fake_llm_server import FakeLLMServer
+from testpaths import BUILD_CACHE, FIXTURES, OPTIMIZE_EXIT
+
+PARTS = FIXTURES / "solutions" / "parts"
+# what only each part's problem holds (its constructor call), and the C++ candidate the server answers it with
+MARKERS = {1: ("torch.nn.Conv2d(3, 8, 3, padding=1, bias=False)", "stem_cpp.py"), 2: ("Block(8)", "block_cpp.py"),
+           3: ("torch.nn.Linear(8, 10)", "head_cpp.py")}
+
+
+def reply(name: str) -> str:
+    return f"Here is the part, faster.\n\n```python\n{(PARTS / name).read_text()}```\n"
+
+
+def test_optimize_parts_prompts_each_part_alone_and_judges_the_composition_as_the_whole(tmp_path: Path) -> None:
+    src = (FIXTURES / "problems" / "small_resnet.py").read_text()
+    problem = tmp_path / "tiny_resnet.py"
+    problem.write_text(src.replace("torch.randn(32, 3, 64, 64)", "torch.randn(2, 3, 16, 16)")
+                       .replace("return [64, 100]", "return [8, 10]"))
+    server = FakeLLMServer(rules=[(m, [reply(f)]) for m, f in MARKERS.values()]).start()
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
+        env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.openai_url, KEVOLVE_CACHE_DIR=str(BUILD_CACHE))
+        p = subprocess.run([sys.executable, "-m", "kevolve.cli", "optimize", str(problem), "--parts", "--llm",
+                            "openai:gpt-4o", "--device", "cpu", "--no-archive", "--islands", "1",
+                            "--jobs-per-generation", "1", "--max-candidates", "1", "--seed", "3", "--timeout", "400",
+                            "--runs-dir", str(tmp_path / "runs"), "--llm-cache", str(tmp_path / "llm"), "--json",
+                            "--quiet"], env=env, capture_output=True, text=True, timeout=1200)
+    finally:
+        server.stop()
+    result = json.loads(p.stdout)
+    assert p.returncode == OPTIMIZE_EXIT[result["answer"]], p.stderr[-3000:]
+    parts = {s["index"]: s for s in result["parts"]}
+    prompted = {i for i, s in parts.items() if s["run_id"]}
+    assert 2 in prompted and prompted <= {1, 2, 3}  # the blocks (most of the time) at least; a part under 1% has none
+    prompts = [s.prompt for s in server.seen]
+    assert len(prompts) == len(prompted)  # one translation per part: identical blocks are one problem
+    assert sorted(next(i for i, (m, _) in MARKERS.items() if m in q) for q in prompts) == sorted(prompted)
+    for q in prompts:  # a part's prompt shows that part alone, never the whole model's forward or its other parts
+        assert sum(m in q for m, _ in MARKERS.values()) == 1
+        assert "adaptive_avg_pool2d" not in q and "self.blocks" not in q
+    assert parts[2]["paths"] == ["blocks.0", "blocks.1"] and parts[2]["candidate_id"]
+    run = Path(result["run_dir"])
+    composed = (run / "candidates" / f"{result['best_candidate_id']}.json")
+    verdict = json.loads(composed.read_text())["evaluation"]
+    assert verdict["outcome"] == "ok" and result["eager_ms"] == verdict["ref_timing"]["median_ms"]  # the whole's eager
+    assert verdict["audit"] is not None  # measured again, as a winner is
+    assert "blocks.0" in (run / "best_model.py").read_text() and "class ModelNew(Model)" in (run / "best_model.py").read_text()
+    report = (run / "report.md").read_text()
+    assert "Composition as the whole model: **ok**" in report and "| 2 | blocks.0, blocks.1 | `Block(8)` |" in report
