@@ -103,6 +103,20 @@ def _archive_hooks(config: OptimizeConfig, retriever: Retriever | None | Literal
     return retriever, storer
 
 
+def _archive_seeded(proposer: object, problem: Problem, config: OptimizeConfig, url: str | None) -> object:
+    """`proposer`, starting with the archive's own kernels of this very problem where it holds some (archive.known)."""
+    from kevolve.agent.proposer import ArchiveSeeded
+
+    try:
+        from kevolve.archive import known
+    except ImportError:  # a partial install: the archive's packages are missing (archive_storer says so)
+        return proposer
+    kernels = known(problem.id, config.sandbox.is_cuda, k=config.archive_reuse, db_url=url)
+    if kernels:
+        log.info("the archive holds %d kernel(s) of this very problem: evaluated first", len(kernels))
+    return ArchiveSeeded(proposer, kernels) if kernels else proposer  # type: ignore[arg-type]
+
+
 def open_sandbox(config: OptimizeConfig) -> Sandbox:
     """The backend config.sandbox names (local or docker), whichever entry point started the run."""
     from kevolve.sandbox.isolate.bwrap import IsolationUnavailable
@@ -207,6 +221,8 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
     from kevolve.agent.report import write_results
     from kevolve.contract import ProblemError
 
+    if config.archive and config.archive_reuse and retriever == "archive":
+        proposer = _archive_seeded(proposer, problem or run.problem(), config, archive_url)
     retriever, storer = _archive_hooks(config, retriever, storer, archive_url)
     ctx = Context(proposer=proposer, sandbox=sandbox, config=config, run=run,
                   novelty=NoveltyIndex(config.evolution.novelty_threshold), retrieve=retriever, store=storer,
