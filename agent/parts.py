@@ -77,14 +77,40 @@ def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None
     # each part's own winner is not audited: the composition that carries it is, as the whole model
     part_config = config.model_copy(update={"runs_dir": run.path / "parts", "audit": False})
     out: dict[int, Result | str] = {}
-    for part in dec.parts:
+    won: dict[str, tuple[int, Result]] = {}  # a family's first part whose loop found a correct candidate
+    # the larger parts first: a family's largest member is the one its loop runs on (the others try its winner)
+    for part in sorted(dec.parts, key=lambda p: -(p.share or 0.0)):
         if part.share is not None and part.share < MIN_SHARE:
             out[part.index] = f"{100 * part.share:.1f}% of eager's time: not worth a loop"
             continue
         log.info("part %d/%d: %s at %s (%s of eager's CPU time)", part.index, len(dec.parts), part.spelled[:80],
                  ", ".join(part.paths), "—" if part.share is None else f"{100 * part.share:.0f}%")
-        out[part.index] = run_optimize(part.problem, part_config, llm=llm, sandbox=sandbox, archive_url=archive_url)
+        kin = won.get(part.family) if part.family else None
+        if kin is not None and (tried := _sibling(part, kin, part_config, llm, sandbox)) is not None:
+            out[part.index] = tried
+            continue
+        out[part.index] = r = run_optimize(part.problem, part_config, llm=llm, sandbox=sandbox, archive_url=archive_url)
+        if part.family and r.best_candidate_id is not None:
+            won.setdefault(part.family, (part.index, r))
     return out
+
+
+def _sibling(part, kin: tuple[int, Result], config: OptimizeConfig, llm: LLM | None,  # noqa: ANN001
+             sandbox: Sandbox) -> Result | None:
+    """The best candidate of a part of the same family (the same part but for its sizes) judged on `part`'s own
+    problem, in a run of one candidate and no LLM call: the family is optimized once. Its Result where it is correct
+    at this part's sizes (faster than this part's eager or not, as the family's loop found it), else None: a kernel
+    written for the other sizes alone, and the part gets a loop of its own."""
+    index, r = kin
+    source = (r.run_dir / "candidates" / f"{r.best_candidate_id}.py").read_text()
+    seed = Candidate.from_source(source, part.problem.id, origin=Origin.IMPORTED, proposer=f"part {index}")
+    one = config.model_copy(update={"stop": config.stop.model_copy(update={"max_candidates": 1})})
+    tried = run_optimize(part.problem, one, llm=llm, sandbox=sandbox, retriever=None, seeds=[seed],
+                         seeded_by=f"part {index}")
+    ok = tried.best_candidate_id == seed.id
+    log.info("part %d: part %d's kernel at its sizes: %s", part.index, index,
+             f"correct, {tried.speedup or 0:.2f}x" if ok else "not correct here: a loop of its own")
+    return tried if ok else None
 
 
 def _chosen(results: dict[int, Result | str]) -> dict[int, Result]:
@@ -138,9 +164,22 @@ def _summaries(dec, results: dict[int, Result | str], chosen: dict[int, Result])
         used = p.index in chosen
         note = "" if used else ("no correct candidate" if r.best_candidate_id is None else
                                 "slower than its eager: stays PyTorch")
+        if r.best_candidate_id is not None and (by := _proposer(r)).startswith("part "):
+            note = f"{by}'s kernel, judged at this part's sizes" + (f"; {note}" if note else "")
         out.append(PartSummary(**base, run_id=r.run_id, answer=r.answer, speedup=r.speedup, note=note,
                                candidate_id=r.best_candidate_id if used else None))
     return tuple(out)
+
+
+def _proposer(r: Result) -> str:
+    """Who wrote a loop's best candidate (its record in the part's run folder)."""
+    import json
+
+    try:
+        return str(json.loads((r.run_dir / "candidates" / f"{r.best_candidate_id}.json").read_text())
+                   ["candidate"]["proposer"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
 
 
 def _finish(dec, results: dict[int, Result | str], chosen: dict[int, Result], run: RunFolder,  # noqa: ANN001

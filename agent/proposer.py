@@ -99,13 +99,13 @@ class SeededProposer:
 
 
 class ArchiveSeeded:
-    """A proposer whose run starts with kernels the archive already holds for this very problem (a part met in
-    another model, a problem optimized before: archive.known): the first translate jobs of generation 0 are answered
-    with their sources, judged again here like any candidate; everything else by `base`, which can then improve on
-    them (their mutations)."""
+    """A proposer whose run starts with kernels known to solve this very problem or one like it (the archive's for the
+    same problem, archive.known; a sibling part's winner, agent/parts.py): the first translate jobs of generation 0
+    are answered with their sources, judged again here like any candidate; everything else by `base`, which can then
+    improve on them (their mutations). `by` is what the candidates' `proposer` field records."""
 
-    def __init__(self, base: Proposer, kernels: Sequence[object]) -> None:
-        self.base, self.name = base, base.name
+    def __init__(self, base: Proposer, kernels: Sequence[object], by: str = "archive") -> None:
+        self.base, self.name, self.by = base, base.name, by
         self._left = [(str(getattr(k, "id", "")), str(getattr(k, "source", ""))) for k in kernels]
         self._lock = threading.Lock()
 
@@ -115,9 +115,9 @@ class ArchiveSeeded:
             got = self._left.pop(0) if take else None
         if got is None:
             return self.base.propose(job, parents, messages, sample)
-        log.info("%s: answered by archived kernel %s (this problem's, from another run)", job.id, got[0])
-        return Proposal(reply=Completion(text="", model="archive"), source=got[1], origin=Origin.IMPORTED,
-                        proposer="archive")
+        log.info("%s: answered by kernel %s (%s)", job.id, got[0], self.by)
+        return Proposal(reply=Completion(text="", model=self.by), source=got[1], origin=Origin.IMPORTED,
+                        proposer=self.by)
 
 
 def make_proposer(problem: Problem, config: OptimizeConfig, llm: LLM | None = None) -> Proposer:

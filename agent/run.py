@@ -13,7 +13,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from kevolve.agent.config import OptimizeConfig
@@ -25,7 +25,7 @@ from kevolve.agent.result import Result
 from kevolve.agent.rundir import RunFolder
 from kevolve.agent.stopping import HeldSignal, holding_saver
 from kevolve.archive.ingest import IngestMode
-from kevolve.records import Problem
+from kevolve.records import Candidate, Problem
 from kevolve.sandbox import Sandbox
 from kevolve.sandbox.build.service import Prebuilder
 
@@ -167,7 +167,7 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
                  retriever: Retriever | None | Literal["archive"] = "archive",
                  storer: Storer | None | Literal["archive"] = "archive",
                  on_start: Callable[[RunFolder], None] | None = None, archive_url: str | None = None,
-                 prebuild: Prebuilder | None = None) -> Result:
+                 prebuild: Prebuilder | None = None, seeds: Sequence[Candidate] = (), seeded_by: str = "") -> Result:
     """Run (or continue) the loop to a stop rule and return the result; raises OptimizeError.
 
     The proposer is built here from the config (agent/proposer.py: offline, LLM, or LLM seeded with
@@ -178,6 +178,9 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
 
     `retriever` / `storer` "archive" mean the archive at `archive_url` (the entry point resolves it;
     None = the default archive), used as `config.archive` / `config.ingest` say.
+
+    `seeds`: candidates (of this problem or one like it) that answer generation 0's first translate jobs, judged
+    like any other; `seeded_by` is what their records name as proposer (agent/parts.py: a sibling part's winner).
     """
     from kevolve.agent.proposer import make_proposer
 
@@ -187,6 +190,10 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
         on_start(run)
     try:
         proposer = make_proposer(problem or run.problem(), config, llm)
+        if seeds:
+            from kevolve.agent.proposer import ArchiveSeeded
+
+            proposer = ArchiveSeeded(proposer, seeds, by=seeded_by or "seed")
     except NonRetryableLLMError as e:
         raise OptimizeError(str(e)) from None
     if resume is not None:
