@@ -7,6 +7,8 @@ compared with the truth of the draw whose values were in the slot, with the tole
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,48 @@ def _sums(v: torch.Tensor, chunk: int = _PRINT_CHUNK) -> tuple[int, int]:
         acc += torch.stack([c.sum(dtype=torch.int64), c[::7].sum(dtype=torch.int64)])
     a, b = acc.tolist()
     return int(a), int(b)
+
+
+_KEY_WORDS = 1 << 22  # weights a keyed print cycles through (32 MiB of int64 on each device that needs them)
+_key_weights: dict[str, torch.Tensor] = {}
+_KEY = secrets.token_bytes(32)  # this judge's own: no runner can know it
+
+
+def _chunk_factor(j: int) -> int:
+    """The secret odd multiplier of a keyed print's j-th run of weights (two runs never share a weighting)."""
+    return int.from_bytes(hashlib.blake2b(j.to_bytes(8, "little"), key=_KEY, digest_size=8).digest(), "little",
+                          signed=True) | 1
+
+
+def _weights(device: torch.device) -> torch.Tensor:
+    w = _key_weights.get(str(device))
+    if w is None:
+        g = torch.Generator(device="cpu").manual_seed(int.from_bytes(_KEY[:8], "little"))
+        w = torch.randint(-(2**63), 2**63 - 1, (_KEY_WORDS,), generator=g, dtype=torch.int64).to(device)
+        _key_weights[str(device)] = w
+    return w
+
+
+def keyed_print(ts: list[torch.Tensor]) -> tuple[int, ...]:
+    """Integers identifying the exact bits of some tensors under this judge's secret key: the sum of every 32-bit word
+    times a secret random 64-bit weight (wrapping), the weights differing from run to run of `_KEY_WORDS` words. An
+    input changed in place goes unseen only if its changes cancel under weights the runner cannot know: a chance of
+    2**-32 or less for any change it chooses (`fingerprint`'s plain sums are kept by any swap of two words that are
+    both, or both not, at a multiple of 7: red team 6)."""
+    out: list[int] = []
+    for t in ts:
+        if not t.numel():
+            out.append(0)
+            continue
+        b = t.detach().contiguous().view(torch.uint8).reshape(-1)
+        v = b.view(torch.int32) if b.numel() % 4 == 0 else b
+        w = _weights(v.device)
+        acc = torch.zeros((), dtype=torch.int64, device=v.device)
+        for j, s in enumerate(range(0, v.numel(), _KEY_WORDS)):
+            c = v[s:s + _KEY_WORDS]
+            acc += (c.to(torch.int64) * w[:c.numel()]).sum() * _chunk_factor(j)
+        out += [t.numel(), int(acc)]
+    return tuple(out)
 
 
 def intact(slot: list[Any], pristine: list[Any]) -> int | None:

@@ -42,7 +42,7 @@ class Slot:
 
     def fill(self, key: str, pristine: list[Any], by_print: bool = False) -> bool:
         """Copy a draw's values in; False if its non-tensor arguments differ from this slot's. `by_print`: the
-        pristine values are made again when asked for (residency "regenerated"): checked by fingerprint."""
+        pristine values are made again when asked for (residency "regenerated"): checked by keyed print."""
         for i, v in enumerate(pristine):
             if self.bufs[i] is None and v != self.values[i]:
                 return False
@@ -58,13 +58,15 @@ class Slot:
                    for v, b in zip(pristine, self.bufs, strict=True))
 
     def _print(self) -> tuple[int, ...]:
-        from kevolve.sandbox.judge.checks import fingerprint
+        """The slot's inputs under the judge's secret key (checks.keyed_print: no change a runner chooses keeps it)."""
+        from kevolve.sandbox.judge.checks import keyed_print
 
-        return fingerprint([b.tensor for b in self.bufs if b is not None])
+        return keyed_print([b.tensor for b in self.bufs if b is not None])
 
     def changed(self, pristine: Any) -> int | None:
         """Index of an input the call changed (exact where the pristine copy is on the same device;
-        by fingerprint where it lives in host memory or is made again, to spare a copy of every input per call).
+        by the judge's keyed print where it lives in host memory or is made again, to spare a copy of every input per
+        call).
         `pristine`: the values, or a function that gives them (not called when the fingerprint decides)."""
         if self.print_:
             return None if self._print() == self.print_ else 0
