@@ -49,7 +49,9 @@ _ARCH = {
         "perf_event_open": 298, "adjtimex": 159, "clock_adjtime": 305, "clock_settime": 227, "settimeofday": 164,
         "process_vm_readv": 310, "process_vm_writev": 311, "open_by_handle_at": 304, "iopl": 172, "ioperm": 173,
         "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163, "userfaultfd": 323, "pidfd_getfd": 438,
-        "setpriority": 141, "sched_setscheduler": 144, "sched_setattr": 314}),
+        "setpriority": 141, "sched_setscheduler": 144, "sched_setattr": 314, "ioprio_set": 251, "kcmp": 312,
+        "process_madvise": 440}, {
+        "prlimit64": 302, "sched_setaffinity": 203, "sched_setparam": 142, "migrate_pages": 256, "move_pages": 279}),
     "aarch64": (0xC00000B7, {
         "socket": 198, "shmget": 194, "shmat": 196, "shmctl": 195, "semget": 190, "semop": 193, "semctl": 191,
         "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "semtimedop": 192, "clone3": 435,
@@ -60,10 +62,16 @@ _ARCH = {
         "perf_event_open": 241, "adjtimex": 171, "clock_adjtime": 266, "clock_settime": 112, "settimeofday": 170,
         "process_vm_readv": 270, "process_vm_writev": 271, "open_by_handle_at": 265, "reboot": 142,
         "swapon": 224, "swapoff": 225, "acct": 89, "userfaultfd": 282, "pidfd_getfd": 438, "setpriority": 140,
-        "sched_setscheduler": 119, "sched_setattr": 274}),
+        "sched_setscheduler": 119, "sched_setattr": 274, "ioprio_set": 30, "kcmp": 272, "process_madvise": 440}, {
+        "prlimit64": 261, "sched_setaffinity": 122, "sched_setparam": 118, "migrate_pages": 238, "move_pages": 239}),
 }
 DENIED = tuple(sorted(_ARCH["x86_64"][1]))
 """The refused system calls (by name; each machine's numbers in _ARCH)."""
+OWN_ONLY = tuple(sorted(_ARCH["x86_64"][2]))
+"""Calls refused when their first argument names another process than the caller (a pid other than 0): another
+process's resource limits, CPU set, priority or pages. Red team 6 (2026-11-28), isolation `none`: a candidate's
+native code lowered the judge's open-file limit to 12, and a warm judge answered infra_error to every later
+evaluation; the same call reaches the spare runners and the reference's. glibc's own calls pass 0."""
 
 
 def supported() -> bool:
@@ -81,13 +89,18 @@ def _jump(code: int, k: int, jt: int, jf: int) -> bytes:
 def program(machine: str | None = None) -> bytes:
     """The classic-BPF filter: the wrong architecture (or x86-64's x32 calls) refused, each DENIED call refused
     (clone3 as not implemented), everything else allowed."""
-    arch, numbers = _ARCH[machine or platform.machine()]
+    arch, numbers, own_only = _ARCH[machine or platform.machine()]
     ld_w_abs, jeq_k, jge_k, ret_k = 0x20, 0x15, 0x35, 0x06
     perm, nosys = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.ENOSYS
     denied = sorted(numbers.items(), key=lambda kv: kv[1])
     out = [_stmt(ld_w_abs, 4), _jump(jeq_k, arch, 1, 0), _stmt(ret_k, perm), _stmt(ld_w_abs, 0)]
     if arch == _ARCH["x86_64"][0]:
         out += [_jump(jge_k, _X32_BIT, 0, 1), _stmt(ret_k, perm)]
+    # per own-only call: "not it -> on; its first argument's low word (pid_t) 0 -> on; else refused", the number
+    # loaded again after (seccomp_data: nr at 0, arch at 4, ip at 8, args from 16, little-endian)
+    for _name, nr in sorted(own_only.items(), key=lambda kv: kv[1]):
+        out += [_jump(jeq_k, nr, 0, 3), _stmt(ld_w_abs, 16), _jump(jeq_k, 0, 1, 0), _stmt(ret_k, perm),
+                _stmt(ld_w_abs, 0)]
     # per denied call: "jeq nr -> its return", laid out as jeq + ret pairs
     for name, nr in denied:
         out += [_jump(jeq_k, nr, 0, 1), _stmt(ret_k, nosys if name == "clone3" else perm)]
@@ -114,4 +127,4 @@ def install() -> str:
     return ""
 
 
-__all__ = ["DENIED", "install", "program", "supported"]
+__all__ = ["DENIED", "OWN_ONLY", "install", "program", "supported"]

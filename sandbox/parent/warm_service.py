@@ -178,7 +178,7 @@ class Service:
 
     def _judge_one(self, req: dict[str, Any], peer: _Peer) -> tuple[dict[str, Any], Callable[[], None] | None]:
         from kevolve.contract import ProblemError
-        from kevolve.records import Candidate, Problem
+        from kevolve.records import Candidate, Outcome, Problem
         from kevolve.sandbox.config import SandboxConfig
         from kevolve.sandbox.parent.local import JudgeLost
 
@@ -210,7 +210,19 @@ class Service:
         self.served += 1
         reply = {"evaluation": ev.model_dump(mode="json"), "pid": os.getpid(), "served": self.served,
                  "prepared_ahead": ahead, "evaluate_s": time.monotonic() - t0}
+        if ev.outcome is Outcome.INFRA_ERROR:  # the judge itself may be what broke: the next request gets a new one
+            self._retire()  # (red team 6: a candidate lowered the warm judge's open-file limit; every later verdict
+            return reply, None  # was infra_error until warm-stop)
         return reply, lambda: self._prepare_next(problem, config, match)
+
+    def _retire(self) -> None:
+        """Close the sandbox (its judge and runners) after an evaluation that ended in infra_error."""
+        box, self.box, self.ahead = self.box, None, None
+        if box is not None:
+            try:
+                box.close()
+            except Exception:  # noqa: BLE001 — a judge that broke may not close cleanly: it is dropped either way
+                pass
 
     def _check(self, given: dict[str, Any]) -> str | None:
         """Why this request is not for this service (its flags are the key's), or None."""

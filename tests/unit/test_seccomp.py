@@ -24,6 +24,16 @@ out = {
   "clone3": sc(435, 0, 88), "setpriority": sc(141, 0, 0, -5 & 0xffffffff), "sched_setscheduler": sc(144, 0, 1, 0),
   "pidfd_getfd": sc(438, 0, 0, 0),
 }
+# another process's limits, CPU set, I/O priority (red team 6: the judge's open-file limit lowered to 12); the
+# caller's own (pid 0) stay: a 16-byte rlimit read back, the CPU set it already has
+import os
+buf = ctypes.create_string_buffer(16); mask = ctypes.create_string_buffer(128)
+assert libc.syscall(ctypes.c_long(204), ctypes.c_long(0), ctypes.c_long(128), mask) > 0  # sched_getaffinity
+out.update(prlimit_other=sc(302, os.getppid(), 7, 0, 0), setaffinity_other=sc(203, os.getppid(), 128, 0),
+           ioprio_set=sc(251, 1, 0, 0), kcmp=sc(312, 0, 0, 0, 0, 0))
+own = {"prlimit_own": libc.syscall(ctypes.c_long(302), ctypes.c_long(0), ctypes.c_long(7), None, buf),
+       "setaffinity_own": libc.syscall(ctypes.c_long(203), ctypes.c_long(0), ctypes.c_long(128), mask)}
+assert own == {"prlimit_own": 0, "setaffinity_own": 0}, own
 print({k: v[1] for k, v in out.items() if v[0] == -1})
 t = threading.Thread(target=lambda: None); t.start(); t.join()
 print(len(socket.socketpair()), subprocess.run(["/bin/echo", "child"], capture_output=True, text=True).stdout.strip())
@@ -36,7 +46,8 @@ def test_the_filter_refuses_what_it_names_and_leaves_threads_children_and_socket
     assert done.returncode == 0, done.stderr[-2000:]
     refused, rest = done.stdout.splitlines()
     assert eval(refused) == {"socket": 1, "x32_socket": 1, "shmget": 1, "clone3": 38, "setpriority": 1,  # noqa: S307
-                             "sched_setscheduler": 1, "pidfd_getfd": 1}
+                             "sched_setscheduler": 1, "pidfd_getfd": 1, "prlimit_other": 1, "setaffinity_other": 1,
+                             "ioprio_set": 1, "kcmp": 1}
     assert rest == "2 child"
 
 
