@@ -208,6 +208,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
     remake: Remake | None = None  # residency "regenerated": every draw made again when used (residency.py)
     prints: dict[str, tuple[int, ...]] = {}
     need_pins = 0
+    cut: list[Draw] = []  # the draws a host-resident problem does without
     aliases = False
     varies: bool | None = None  # does a second forward on the same inputs differ? (the first usable draw says)
     while plan:
@@ -236,6 +237,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
             aliases = _shares_memory(y, x)
             residency = _residency(x, y, len(plan) + 1, device)
             if residency == "host":  # too large to keep every draw: two plain, one shifted, one fresh
+                cut = [p for p in plan if p.key not in ("d1", "negate", "f0")]
                 plan = [p for p in plan if p.key in ("d1", "negate", "f0")]
                 need_pins = (len(plan) + 1) * (pinned_bytes(x) + pinned_bytes(y))
         t1 = time.perf_counter()
@@ -274,6 +276,8 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
             if os.environ.get("KEVOLVE_RESIDENCY") != "pinned" and eligible(
                     model, varies, t3 - tw, _nbytes(x), _nbytes(truth), device) and maker.same(d, x, truth):
                 residency, remake = "regenerated", maker
+                plan += [p for p in cut if p.key.startswith("f")]  # every never-seen draw (no memory): evidence on
+                # one no call saw, input_cache on more than one (red team 6 a04b: a memo's evidence on a seen draw)
             elif make_room is not None:
                 if device.type == "cuda":
                     torch.cuda.empty_cache()  # what a failed second copy left cached

@@ -31,7 +31,8 @@ def test_a_problem_off_the_device_keeps_shapes_and_prints_and_makes_each_draw_ag
     kept = _prepare(tmp_path / "a", monkeypatch, None)
     made = _prepare(tmp_path / "b", monkeypatch, "host")
     assert kept.residency == "device" and made.residency == "regenerated"
-    assert list(made.draws) == ["d0", "d1", "negate", "f0"]  # two plain, one shifted, one fresh, as host copies
+    # two plain, one shifted (as host copies would be) and every never-seen draw: they cost nothing kept (red team 6)
+    assert list(made.draws) == ["d0", "d1", "negate", "f0", "f1", "f2"]
     for key, d in made.draws.items():
         assert d.remake is not None and all(t.device.type == "meta" for t in d.inputs + d.truth), key
         x, truth = made.inputs_of(key), made.truth_of(key)
