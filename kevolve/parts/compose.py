@@ -37,6 +37,21 @@ def _kv_adopt(new, old):
     return new.train(old.training)
 
 
+import torch as _kv_torch
+
+
+class _kv_Opened(_kv_torch.nn.Module):
+    """A part's ModelNew, which takes its tensors one by one, called as the model calls the module it replaces (with
+    a tuple of tensors among the arguments: an LSTM's state)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args):
+        return self.inner(*[t for a in args for t in (a if isinstance(a, (tuple, list)) else (a,))])
+
+
 class ModelNew(Model):
     """{name} with {count} of its parts replaced by their optimized ModelNew (kevolve parts)."""
 
@@ -123,7 +138,11 @@ def compose(dec: Decomposition, chosen: Mapping[int, str]) -> str:
         out.append(f"# ---- part {i}: {p.spelled[:120]} at {', '.join(p.paths)} ----\n"
                    + ast.unparse(ast.Module(body=body, type_ignores=[])))
     # one call per place, each class named where it is made (the candidate policy refuses classes passed as values)
-    places = "\n".join(f"        self.set_submodule({path!r}, _kv_adopt(_kv{i}_ModelNew({_args(by_index[i].init)}), "
-                       f"self.get_submodule({path!r})))" for i, _ in trees for path in by_index[i].paths)
+    def made(i: int) -> str:
+        new = f"_kv{i}_ModelNew({_args(by_index[i].init)})"
+        return f"_kv_Opened({new})" if by_index[i].nested else new
+
+    places = "\n".join(f"        self.set_submodule({path!r}, _kv_adopt({made(i)}, self.get_submodule({path!r})))"
+                       for i, _ in trees for path in by_index[i].paths)
     out.append(_TAIL.format(places=places, name=dec.problem.name, count=len(trees)).lstrip("\n"))
     return "\n\n\n".join(out)

@@ -48,6 +48,8 @@ class Part(Record):
                                   "constructor call (parts/params.py)")
     family: str = Field(default="", description="equal for parts that differ only in those numbers and their input "
                         "shapes (same definitions, same call, same input dtypes and ranks)")
+    nested: bool = Field(default=False, description="the model passes it a tuple of tensors (an LSTM's state): its "
+                         "problem takes them one by one, and the composition opens the tuple for it")
 
 
 class Kept(Record):
@@ -100,10 +102,26 @@ def units(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
 
 
 def _signature(args: tuple, kwargs: dict) -> tuple:
+    """Per argument ("tensor", dtype, shape), ("tensors", ((dtype, shape), …)) for a tuple or list of tensors (an
+    LSTM's `(h0, c0)`), else ("other", type name); ("keywords",) for a call with keywords."""
     if kwargs:
         return ("keywords",)
-    return tuple(("tensor", a.dtype, tuple(a.shape)) if isinstance(a, torch.Tensor) else ("other", type(a).__name__)
-                 for a in args)
+
+    def one(a: Any) -> tuple:
+        if isinstance(a, torch.Tensor):
+            return ("tensor", a.dtype, tuple(a.shape))
+        if isinstance(a, (tuple, list)) and a and all(isinstance(t, torch.Tensor) for t in a):
+            return ("tensors", tuple((t.dtype, tuple(t.shape)) for t in a))
+        return ("other", type(a).__name__)
+    return tuple(one(a) for a in args)
+
+
+def flat(sig: tuple) -> list[tuple[torch.dtype, tuple[int, ...]]]:
+    """A call's tensors in order, tuples opened: (dtype, shape) each."""
+    out: list[tuple[torch.dtype, tuple[int, ...]]] = []
+    for kind, *rest in sig:
+        out += list(rest[0]) if kind == "tensors" else [(rest[0], rest[1])]
+    return out
 
 
 class _Recorder:
@@ -169,9 +187,9 @@ def _why_not(mod: torch.nn.Module, sigs: list[tuple]) -> str | None:
         return "called with keyword arguments"
     if len(set(sigs)) > 1:
         return f"called at {len(set(sigs))} different input shapes"
-    if not sigs[0] or any(kind != "tensor" for kind, *_ in sigs[0]):
+    if not sigs[0] or any(kind not in ("tensor", "tensors") for kind, *_ in sigs[0]):
         return "takes a non-tensor argument" if sigs[0] else "takes no input"
-    if any(not dtype.is_floating_point for _, dtype, _ in sigs[0]):
+    if any(not dtype.is_floating_point for dtype, _ in flat(sigs[0])):
         return "takes an integer tensor"
     return None
 
@@ -188,10 +206,16 @@ def part_source(problem_source: str, spelled: str, sig: tuple, ns: dict[str, Any
 
     names = {n.id for n in ast.walk(parse_python(spelled, mode="eval")) if isinstance(n, ast.Name)}
     call, params, init = parameterised(spelled, ns)
-    args = [f"x{i}" for i in range(len(sig))]
+    tensors = flat(sig)
+    args = [f"x{i}" for i in range(len(tensors))]
+    passed, k = [], 0  # the part called as the model calls it: a tuple argument rebuilt from its tensors
+    for kind, *rest in sig:
+        n = len(rest[0]) if kind == "tensors" else 1
+        passed.append(f"({', '.join(args[k:k + n])},)" if kind == "tensors" else args[k])
+        k += n
     draws = [f"torch.randn({', '.join(map(str, shape))}" + ("" if dtype == torch.float32 else f", dtype={dtype}") + ")"
-             for _, dtype, shape in sig]
-    on = ", ".join(_shape_text(dtype, shape) for _, dtype, shape in sig)
+             for dtype, shape in tensors]
+    on = ", ".join(_shape_text(dtype, shape) for dtype, shape in tensors)
     defs = definitions(problem_source, names)
     head = "" if re.search(r"^import torch$", defs, re.M) else "import torch\n"
     source = (f"{head}{defs}\n\n\n"
@@ -199,10 +223,10 @@ def part_source(problem_source: str, spelled: str, sig: tuple, ns: dict[str, Any
               f'    """A part of a larger model: {spelled} on {on}."""\n\n'
               f"    def __init__({', '.join(('self',) + params)}):\n        super().__init__()\n"
               f"        self.part = {call}\n\n"
-              f"    def forward(self, {', '.join(args)}):\n        return self.part({', '.join(args)})\n\n\n"
+              f"    def forward(self, {', '.join(args)}):\n        return self.part({', '.join(passed)})\n\n\n"
               f"def get_inputs():\n    return [{', '.join(draws)}]\n\n\n"
               f"def get_init_inputs():\n    return [{', '.join(map(repr, init))}]\n")
-    family = content_hash("\n".join([defs, call, *(f"{dtype}/{len(shape)}" for _, dtype, shape in sig)]))
+    family = content_hash("\n".join([defs, call, *passed, *(f"{dtype}/{len(shape)}" for dtype, shape in tensors)]))
     return source, init, family
 
 
@@ -282,7 +306,8 @@ def decompose(problem: Problem, measure: int = 0) -> Decomposition:
                                   level=problem.level)
         parts.append(Part(index=i, paths=tuple(e["paths"]), spelled=e["spelled"], calls=e["calls"], init=e["init"],
                           family=e["family"],
-                          inputs=tuple(_shape_text(d, s) for _, d, s in e["sig"]),
+                          inputs=tuple(_shape_text(d, s) for d, s in flat(e["sig"])), nested=any(
+                              kind == "tensors" for kind, *_ in e["sig"]),
                           share=e["spent"] / whole if whole else None, problem=sub))
     return Decomposition(problem=problem, parts=tuple(parts), kept=tuple(kept),
                          eager_ms=None if whole is None else 1e3 * whole)

@@ -195,3 +195,47 @@ def test_parts_that_differ_in_their_numbers_and_shapes_alone_are_one_family() ->
         ns = namespace(p.problem.source, p.problem.path)
         assert ns["get_init_inputs"]() == list(p.init)
         ns["Model"](*ns["get_init_inputs"]())(*ns["get_inputs"]())
+
+
+RECURRENT = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, features, hidden):
+        super().__init__()
+        self.lstm = nn.LSTM(features, hidden, batch_first=True)
+        self.fc = nn.Linear(hidden, 3)
+        self.register_buffer("h0", torch.randn(1, 2, hidden))
+        self.register_buffer("c0", torch.randn(1, 2, hidden))
+    def forward(self, x):
+        out, _ = self.lstm(x, (self.h0, self.c0))
+        return self.fc(out[:, -1, :])
+
+def get_inputs():
+    return [torch.randn(2, 5, 4)]
+
+def get_init_inputs():
+    return [4, 6]
+'''
+
+
+def test_a_part_called_with_a_tuple_of_tensors_takes_them_one_by_one_and_is_composed_back() -> None:
+    """An LSTM called with its state `(h0, c0)` (KernelBench L3 35-38) was "takes a non-tensor argument": its part
+    problem now takes the three tensors one by one, and the composition opens the tuple for the part's ModelNew."""
+    dec = decompose(problem_from_source(RECURRENT, "recurrent.py"))
+    lstm = next(p for p in dec.parts if p.paths == ("lstm",))
+    assert lstm.nested and lstm.inputs == ("float32[2, 5, 4]", "float32[1, 2, 6]", "float32[1, 2, 6]")
+    assert "return self.part(x0, (x1, x2,))" in lstm.problem.source and dec.kept == ()
+    # a candidate that is the part's own Model (renamed): the composed whole computes what the model computes
+    same = lstm.problem.source.replace("class Model(", "class ModelNew(")
+    src = compose(dec, {lstm.index: same})
+    ns = namespace(src, "composed.py")
+    base = namespace(RECURRENT, "recurrent.py")
+    torch.manual_seed(0)
+    ref = base["Model"](4, 6).eval()
+    torch.manual_seed(0)
+    new = ns["ModelNew"](4, 6).eval()
+    x = torch.randn(2, 5, 4)
+    with torch.no_grad():
+        assert torch.equal(ref(x), new(x))
+    assert type(new.lstm).__name__ == "_kv_Opened"
