@@ -24,7 +24,7 @@ import math
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import Field
 
@@ -48,6 +48,7 @@ MIN_SHARE = 0.01
 MEASURE_CALLS = 2
 """forward calls of the whole model on the CPU that measure the parts' shares (after one warm-up)"""
 JOURNAL = "part_runs.json"
+R = TypeVar("R", bound=Record)
 
 
 class PartRun(Record):
@@ -77,7 +78,7 @@ def run_parts(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | Non
         if not (run.path / "parts.json").is_file():
             raise UsageError(f"--resume {resume}: run {run.run_id} is not an optimize --parts run: resume it "
                              "without --parts")
-        dec = Decomposition.model_validate_json((run.path / "parts.json").read_text())
+        dec = _read(run, "parts.json", Decomposition)
     else:
         if problem is None:
             raise UsageError("nothing to optimize: give a module, or --resume RUN_ID")
@@ -117,9 +118,21 @@ def _decompose(problem: Problem):  # noqa: ANN202 - a kevolve.parts Decompositio
         raise UsageError(str(e)) from None
 
 
+def _read(run: RunFolder, name: str, record: type[R]) -> R:
+    """A record of the run folder, as its writer wrote it; UsageError (one line) where it is not."""
+    from pydantic import ValidationError
+
+    try:
+        return record.model_validate_json((run.path / name).read_text())
+    except (OSError, ValidationError) as e:
+        raise UsageError(f"run {run.run_id}: {name} cannot be read ({str(e).splitlines()[0][:120]}): "
+                         "not a --parts run folder as kevolve wrote it") from None
+
+
 def _journal(run: RunFolder) -> dict[int, PartRun]:
-    path = run.path / JOURNAL
-    return {} if not path.is_file() else {p.index: p for p in PartRuns.model_validate_json(path.read_text()).runs}
+    if not (run.path / JOURNAL).is_file():
+        return {}
+    return {p.index: p for p in _read(run, JOURNAL, PartRuns).runs}
 
 
 def _record(run: RunFolder, journal: dict[int, PartRun], entry: PartRun) -> None:
@@ -161,7 +174,7 @@ def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None
 def _ended(run: RunFolder, entry: PartRun) -> Result:
     path = run.path / "parts" / entry.run_id
     log.info("part %d: its loop ended (run %s): kept", entry.index, entry.run_id)
-    return Result.model_validate_json((path / "result.json").read_text()).model_copy(update={"run_dir": path})
+    return _read(run, f"parts/{entry.run_id}/result.json", Result).model_copy(update={"run_dir": path})
 
 
 def _loop(part, entry: PartRun | None, part_config: OptimizeConfig, run: RunFolder,  # noqa: ANN001

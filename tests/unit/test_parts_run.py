@@ -208,6 +208,9 @@ def test_a_resume_with_the_wrong_kind_of_run_is_one_line(tmp_path) -> None:
         run_optimize(None, parts_config(tmp_path), llm=llm, sandbox=PartsSandbox(), resume=parts.run_id)
     with pytest.raises(UsageError, match=f"run {whole.run_id} is not an optimize --parts run: resume it without"):
         run_parts(None, parts_config(tmp_path), llm=llm, sandbox=PartsSandbox(), resume=whole.run_id)
+    (parts.run_dir / "part_runs.json").write_text("{\"runs\": 3")  # cut short
+    with pytest.raises(UsageError, match=f"^run {parts.run_id}: part_runs.json cannot be read .*not a --parts run "):
+        run_parts(None, parts_config(tmp_path), llm=llm, sandbox=PartsSandbox(), resume=parts.run_id)
     part_run = parts.run_dir / "parts" / next(p.run_id for p in parts.parts if p.run_id)
     assert run_optimize(None, parts_config(tmp_path), llm=llm, sandbox=PartsSandbox(),
                         resume=str(part_run)).run_id == part_run.name  # a part's own run resumes alone, as before
