@@ -129,6 +129,9 @@ class OptimizeConfig(Record):
     archive: bool = Field(default=True, description=(
         "use the archive: retrieve examples from it, and (unless archive_ingest says otherwise) store candidates"))
     archive_k: int = 3
+    archive_reuse: int = Field(default=2, ge=0, description=(
+        "kernels the archive already holds for this very problem (same source: a part met in another model, a "
+        "problem optimized before), faster than eager on the same kind of device, evaluated first (0: none)"))
     prompts_dir: Path | None = Field(default=None, description=(
         "a folder of prompt files (system.md, translate.md, repair.md, mutate.md, crossover.md) replacing the "
         "package's; files it lacks keep their defaults"))

@@ -35,7 +35,7 @@ from kevolve.agent.parts_judge import compose_and_judge
 from kevolve.agent.result import Result
 from kevolve.agent.rundir import RunFolder
 from kevolve.agent.run import OptimizeError, UsageError, open_sandbox, reopen, run_optimize
-from kevolve.records import Problem, Record
+from kevolve.records import Candidate, Origin, Problem, Record
 from kevolve.sandbox import Sandbox
 
 if TYPE_CHECKING:
@@ -153,8 +153,13 @@ def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None
     paid = funded(weight, config.stop, floor)
     out: dict[int, Result | str] = {}
     spent, t0 = Spent(), time.monotonic()
-    for part in dec.parts:
+    won: dict[str, tuple[int, Result]] = {}  # a family's first part whose loop found a correct candidate
+    # the larger parts first: they have the first use of the budget, and a family's largest member is the one its
+    # loop runs on (the others try its winner)
+    order = [p.index for p in sorted(dec.parts, key=lambda p: -(p.share or 0.0))]
+    for part in sorted(dec.parts, key=lambda p: order.index(p.index)):
         entry = journal.get(part.index)
+        later = [weight[i] for i in order[order.index(part.index) + 1:] if i in paid]
         if entry is not None and entry.ended:
             out[part.index] = _ended(run, entry)
         elif part.index not in worth:
@@ -163,11 +168,14 @@ def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None
             out[part.index] = (f"the run's budget pays a candidate for {len(paid)} of the {len(worth)} parts: "
                                "those with the largest shares")
         else:
-            out[part.index] = _loop(part, entry, part_config, run, journal, llm, sandbox, archive_url,
-                                    (spent, [weight[i] for i in paid if i > part.index], weight[part.index],
-                                     floor, time.monotonic() - t0))
-        if isinstance(out[part.index], Result):
-            spent = spent + Spent.of(out[part.index])  # type: ignore[arg-type]
+            kin = won.get(part.family) if part.family and entry is None else None
+            out[part.index] = _loop(part, entry, kin, part_config, run, journal, llm, sandbox, archive_url,
+                                    (spent, later, weight[part.index], floor, time.monotonic() - t0))
+        r = out[part.index]
+        if isinstance(r, Result):
+            spent = spent + Spent.of(r)
+            if part.family and r.best_candidate_id is not None:
+                won.setdefault(part.family, (part.index, r))
     return out
 
 
@@ -177,11 +185,29 @@ def _ended(run: RunFolder, entry: PartRun) -> Result:
     return _read(run, f"parts/{entry.run_id}/result.json", Result).model_copy(update={"run_dir": path})
 
 
-def _loop(part, entry: PartRun | None, part_config: OptimizeConfig, run: RunFolder,  # noqa: ANN001
-          journal: dict[int, PartRun], llm: LLM | None, sandbox: Sandbox, archive_url: str | None,
+def _sibling(part, kin: tuple[int, Result], config: OptimizeConfig, llm: LLM | None,  # noqa: ANN001
+             sandbox: Sandbox, on_start: Callable[[RunFolder], None]) -> tuple[Result, bool]:
+    """The best candidate of a part of the same family (the same part but for its sizes) judged on `part`'s own
+    problem, in a run of one candidate and no LLM call: the family is optimized once. Its Result, and whether it is
+    correct at this part's sizes (faster than this part's eager or not, as the family's loop found it); where it is
+    not (a kernel written for the other sizes alone), the part gets a loop of its own."""
+    index, r = kin
+    source = (r.run_dir / "candidates" / f"{r.best_candidate_id}.py").read_text()
+    seed = Candidate.from_source(source, part.problem.id, origin=Origin.IMPORTED, proposer=f"part {index}")
+    one = config.model_copy(update={"stop": config.stop.model_copy(update={"max_candidates": 1})})
+    tried = run_optimize(part.problem, one, llm=llm, sandbox=sandbox, retriever=None, seeds=[seed],
+                         seeded_by=f"part {index}", on_start=on_start)
+    ok = tried.best_candidate_id == seed.id
+    log.info("part %d: part %d's kernel at its sizes: %s", part.index, index,
+             f"correct, {tried.speedup or 0:.2f}x" if ok else "not correct here: a loop of its own")
+    return tried, ok
+
+
+def _loop(part, entry: PartRun | None, kin: tuple[int, Result] | None, part_config: OptimizeConfig,  # noqa: ANN001
+          run: RunFolder, journal: dict[int, PartRun], llm: LLM | None, sandbox: Sandbox, archive_url: str | None,
           plan: tuple) -> Result | str:
-    """One part's loop: started within its portion of the budgets left, or gone on with in its own folder (whose
-    saved config holds the portion it was given)."""
+    """One part's loop: started within its portion of the budgets left (first its family's winner, `kin`, tried at
+    its sizes), or gone on with in its own folder (whose saved config holds the portion it was given)."""
     spent, later, weight, floor, elapsed = plan
     how = "—" if part.share is None else f"{100 * part.share:.0f}%"
 
@@ -197,10 +223,20 @@ def _loop(part, entry: PartRun | None, part_config: OptimizeConfig, run: RunFold
             stop = part_stop(part_config.stop, spent, weight, later, floor, elapsed)
             if stop is None:
                 return "the run's budget was spent by the parts before it"
+            own = part_config.model_copy(update={"stop": stop})
+            if kin is not None:
+                tried, ok = _sibling(part, kin, own, llm, sandbox, started)
+                if ok:
+                    _record(run, journal, PartRun(index=part.index, run_id=tried.run_id, ended=True))
+                    return tried
+                spent = spent + Spent.of(tried)  # what the try held of the device comes off this part's portion
+                stop = part_stop(part_config.stop, spent, weight, later, floor, elapsed)
+                if stop is None:
+                    return f"part {kin[0]}'s kernel is not correct here, and the run's budget was spent"
+                own = part_config.model_copy(update={"stop": stop})
             log.info("part %d: %s at %s (%s of eager's CPU time), %d candidates at most", part.index,
                      part.spelled[:80], ", ".join(part.paths), how, stop.max_candidates)
-            r = run_optimize(part.problem, part_config.model_copy(update={"stop": stop}), llm=llm, sandbox=sandbox,
-                             archive_url=archive_url, on_start=started)
+            r = run_optimize(part.problem, own, llm=llm, sandbox=sandbox, archive_url=archive_url, on_start=started)
     except OptimizeError as e:
         raise type(e)(f"part {part.index}: {e} (the whole run goes on with --parts --resume {run.run_id})") from None
     _record(run, journal, PartRun(index=part.index, run_id=r.run_id, ended=True))

@@ -69,7 +69,7 @@ def compose_and_judge(dec, results: dict[int, Result | str], config: OptimizeCon
             source = compose(dec, {i: (r.run_dir / "candidates" / f"{r.best_candidate_id}.py").read_text()
                                    for i, r in left.items()})
         except CompositionError as e:
-            tries.append(CompositionTry(parts=tuple(left), outcome="not_composed", reason=str(e)))
+            tries.append(CompositionTry(parts=tuple(sorted(left)), outcome="not_composed", reason=str(e)))
             ev = None
         else:
             cand = Candidate(id=content_hash(source), problem_id=dec.problem.id, source=source, origin=Origin.COMPOSED,
@@ -78,7 +78,7 @@ def compose_and_judge(dec, results: dict[int, Result | str], config: OptimizeCon
             run.save_candidate(cand, ev)
             device_left -= _device(ev)
             judged_s += _device(ev)
-            tries.append(CompositionTry(parts=tuple(left), candidate_id=cand.id, outcome=ev.outcome.value,
+            tries.append(CompositionTry(parts=tuple(sorted(left)), candidate_id=cand.id, outcome=ev.outcome.value,
                                         reason=ev.reason[:300]))
             first_ev = first_ev or ev
             if ev.ok:
@@ -130,9 +130,22 @@ def _summaries(dec, results: dict[int, Result | str], picked: dict[int, Result],
                                 "dropped from the composition" if p.index in dropped else
                                 "slower than its eager: stays PyTorch" if p.index not in picked else
                                 "no composition was ok")
+        if r.best_candidate_id is not None and (by := _proposer(r)).startswith("part "):
+            note = f"{by}'s kernel, judged at this part's sizes" + (f"; {note}" if note else "")
         out.append(PartSummary(**base, run_id=r.run_id, answer=r.answer, speedup=r.speedup, note=note,
                                candidate_id=r.best_candidate_id if into else None, dropped=dropped.get(p.index, "")))
     return tuple(out)
+
+
+def _proposer(r: Result) -> str:
+    """Who wrote a loop's best candidate (its record in the part's run folder)."""
+    import json
+
+    try:
+        return str(json.loads((r.run_dir / "candidates" / f"{r.best_candidate_id}.json").read_text())
+                   ["candidate"]["proposer"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
 
 
 def finish(dec, results: dict[int, Result | str], picked: dict[int, Result], dropped: dict[int, str],  # noqa: ANN001

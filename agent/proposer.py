@@ -35,6 +35,9 @@ class Proposal(Record):
         "the candidate's source where the proposer wrote it itself (the offline generator): nothing to extract"))
     offline: OfflineChoice | None = Field(default=None, description="what the offline generator chose, for the "
                                           "candidate's record")
+    origin: Origin | None = Field(default=None, description="how the candidate came to be, where not the job's "
+                                  "operator (a kernel the archive already held: imported)")
+    proposer: str | None = Field(default=None, description="who wrote it, where not the run's proposer")
 
 
 class Proposer(Protocol):
@@ -95,6 +98,28 @@ class SeededProposer:
         return self.base.propose(job, parents, messages, sample)
 
 
+class ArchiveSeeded:
+    """A proposer whose run starts with kernels known to solve this very problem or one like it (the archive's for the
+    same problem, archive.known; a sibling part's winner, agent/parts.py): the first translate jobs of generation 0
+    are answered with their sources, judged again here like any candidate; everything else by `base`, which can then
+    improve on them (their mutations). `by` is what the candidates' `proposer` field records."""
+
+    def __init__(self, base: Proposer, kernels: Sequence[object], by: str = "archive") -> None:
+        self.base, self.name, self.by = base, base.name, by
+        self._left = [(str(getattr(k, "id", "")), str(getattr(k, "source", ""))) for k in kernels]
+        self._lock = threading.Lock()
+
+    def propose(self, job: Job, parents: Sequence[Trial], messages: list[Message], sample: str) -> Proposal:
+        with self._lock:
+            take = job.generation == 0 and job.operator is Origin.TRANSLATE and bool(self._left)
+            got = self._left.pop(0) if take else None
+        if got is None:
+            return self.base.propose(job, parents, messages, sample)
+        log.info("%s: answered by kernel %s (%s)", job.id, got[0], self.by)
+        return Proposal(reply=Completion(text="", model=self.by), source=got[1], origin=Origin.IMPORTED,
+                        proposer=self.by)
+
+
 def make_proposer(problem: Problem, config: OptimizeConfig, llm: LLM | None = None) -> Proposer:
     """The run's proposer: offline (`config.offline`); else the LLM (`llm`, or one made from `config.llm`),
     seeded with `config.offline_seeds` offline translations on a CUDA run whose module traces.
@@ -122,4 +147,4 @@ def make_proposer(problem: Problem, config: OptimizeConfig, llm: LLM | None = No
     return SeededProposer(base, OfflineProposer(off), config.offline_seeds)
 
 
-__all__ = ["LLMProposer", "OfflineProposer", "Proposal", "Proposer", "SeededProposer", "make_proposer"]
+__all__ = ["ArchiveSeeded", "LLMProposer", "OfflineProposer", "Proposal", "Proposer", "SeededProposer", "make_proposer"]

@@ -13,7 +13,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from kevolve.agent.config import OptimizeConfig
@@ -25,7 +25,7 @@ from kevolve.agent.result import Result
 from kevolve.agent.rundir import RunFolder
 from kevolve.agent.stopping import HeldSignal, holding_saver
 from kevolve.archive.ingest import IngestMode
-from kevolve.records import Problem
+from kevolve.records import Candidate, Problem
 from kevolve.sandbox import Sandbox
 from kevolve.sandbox.build.service import Prebuilder
 
@@ -103,6 +103,20 @@ def _archive_hooks(config: OptimizeConfig, retriever: Retriever | None | Literal
     return retriever, storer
 
 
+def _archive_seeded(proposer: object, problem: Problem, config: OptimizeConfig, url: str | None) -> object:
+    """`proposer`, starting with the archive's own kernels of this very problem where it holds some (archive.known)."""
+    from kevolve.agent.proposer import ArchiveSeeded
+
+    try:
+        from kevolve.archive import known
+    except ImportError:  # a partial install: the archive's packages are missing (archive_storer says so)
+        return proposer
+    kernels = known(problem.id, config.sandbox.is_cuda, k=config.archive_reuse, db_url=url)
+    if kernels:
+        log.info("the archive holds %d kernel(s) of this very problem: evaluated first", len(kernels))
+    return ArchiveSeeded(proposer, kernels) if kernels else proposer  # type: ignore[arg-type]
+
+
 def open_sandbox(config: OptimizeConfig) -> Sandbox:
     """The backend config.sandbox names (local or docker), whichever entry point started the run."""
     from kevolve.sandbox.isolate.bwrap import IsolationUnavailable
@@ -162,7 +176,7 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
                  retriever: Retriever | None | Literal["archive"] = "archive",
                  storer: Storer | None | Literal["archive"] = "archive",
                  on_start: Callable[[RunFolder], None] | None = None, archive_url: str | None = None,
-                 prebuild: Prebuilder | None = None) -> Result:
+                 prebuild: Prebuilder | None = None, seeds: Sequence[Candidate] = (), seeded_by: str = "") -> Result:
     """Run (or continue) the loop to a stop rule and return the result; raises OptimizeError.
 
     The proposer is built here from the config (agent/proposer.py: offline, LLM, or LLM seeded with
@@ -173,6 +187,9 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
 
     `retriever` / `storer` "archive" mean the archive at `archive_url` (the entry point resolves it;
     None = the default archive), used as `config.archive` / `config.ingest` say.
+
+    `seeds`: candidates (of this problem or one like it) that answer generation 0's first translate jobs, judged
+    like any other; `seeded_by` is what their records name as proposer (agent/parts.py: a sibling part's winner).
     """
     from kevolve.agent.proposer import make_proposer
 
@@ -182,6 +199,10 @@ def run_optimize(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | 
         on_start(run)
     try:
         proposer = make_proposer(problem or run.problem(), config, llm)
+        if seeds:
+            from kevolve.agent.proposer import ArchiveSeeded
+
+            proposer = ArchiveSeeded(proposer, seeds, by=seeded_by or "seed")
     except NonRetryableLLMError as e:
         raise OptimizeError(str(e)) from None
     if resume is not None:
@@ -216,6 +237,8 @@ def _drive(problem: Problem | None, config: OptimizeConfig, run: RunFolder, prop
     from kevolve.agent.report import write_results
     from kevolve.contract import ProblemError
 
+    if config.archive and config.archive_reuse and retriever == "archive":
+        proposer = _archive_seeded(proposer, problem or run.problem(), config, archive_url)
     retriever, storer = _archive_hooks(config, retriever, storer, archive_url)
     ctx = Context(proposer=proposer, sandbox=sandbox, config=config, run=run,
                   novelty=NoveltyIndex(config.evolution.novelty_threshold), retrieve=retriever, store=storer,

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from kevolve.archive.records import ArchivedKernel, KernelFilter
     from kevolve.archive.store import Archive, Entry
 
-__all__ = ["Archive", "ArchivedKernel", "Entry", "KernelFilter", "open_archive", "retrieve"]
+__all__ = ["Archive", "ArchivedKernel", "Entry", "KernelFilter", "known", "open_archive", "retrieve"]
 
 _opened: dict[str, Any] = {}
 
@@ -76,6 +76,33 @@ def retrieve(problem_source: str, k: int = 5, *, archive: Any = None, db_url: st
     except EmbeddingError as e:
         log.warning("archive search unavailable, retrieving nothing: %s", e)
         return []
+
+
+def known(problem_id: str, cuda: bool, k: int = 2, *, archive: Any = None,
+          db_url: str | None = None) -> list[ArchivedKernel]:
+    """The archive's fastest ok kernels faster than eager of this very problem (the same source: a problem optimized before, or a part
+    met in another model), with their sources, measured on the same kind of device (`cuda`: a GPU, else the CPU),
+    fastest first. Like ``retrieve``, never creates an archive and never fails a run (``[]``, logged)."""
+    import logging
+
+    from kevolve.archive.db import default_url
+    from kevolve.archive.records import KernelFilter
+
+    log = logging.getLogger(__name__)
+    if archive is None:
+        url = db_url or default_url()
+        if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).expanduser().exists():
+            return []
+    try:
+        archive = archive if archive is not None else open_archive(url)
+        found = archive.kernels(KernelFilter(problem_id=problem_id, outcome="ok"), "speedup", 0, 4 * k,
+                                with_source=True)[0]
+    except Exception as e:  # noqa: BLE001 — an unreachable or broken archive: the run goes on without it
+        log.warning("archive unavailable, reusing nothing: %s", str(e).splitlines()[0][:200] if str(e) else e)
+        return []
+    # CPU verdicts name the device "cpu (...)" (sandbox/common/harness.py); a kernel timed on a GPU says which
+    same = [h for h in found if h.source and h.device.startswith("cpu") != cuda and (h.speedup or 0.0) > 1.0]
+    return same[:k]
 
 
 def __getattr__(name: str) -> Any:

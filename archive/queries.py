@@ -61,14 +61,15 @@ def kernels_by_pk(conn: Connection, pks: Sequence[int], with_source: bool = True
     return {c.pk: to_kernel(c, p, with_source) for c, p in rows}
 
 
-def kernels(conn: Connection, f: KernelFilter, sort: str, offset: int, limit: int) -> tuple[list[ArchivedKernel], int]:
-    """A page of kernels and the total that match."""
+def kernels(conn: Connection, f: KernelFilter, sort: str, offset: int, limit: int,
+            with_source: bool = False) -> tuple[list[ArchivedKernel], int]:
+    """A page of kernels and the total that match (their sources with `with_source`)."""
     if sort not in SORTS:
         raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
     q = _filtered(f)
     total = conn.scalar(select(func.count()).select_from(q.subquery()))
     rows = _orm(conn).execute(q.order_by(*SORTS[sort]).offset(max(offset, 0)).limit(min(max(limit, 1), MAX_PAGE))).all()
-    return [to_kernel(c, p) for c, p in rows], int(total or 0)
+    return [to_kernel(c, p, with_source) for c, p in rows], int(total or 0)
 
 
 def _resolve(conn: Connection, kernel_id: str) -> int | None:

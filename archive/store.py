@@ -247,10 +247,11 @@ class Archive:
         return ranked_in_memory(conn, self.index, self.catalog, q, terms, n, f)
 
     def kernels(self, filters: KernelFilter | None = None, sort: str = "speedup", offset: int = 0,
-                limit: int = 50) -> tuple[list[ArchivedKernel], int]:
-        """A page of kernels matching filters (sort: speedup, runtime, created) and the total count."""
+                limit: int = 50, with_source: bool = False) -> tuple[list[ArchivedKernel], int]:
+        """A page of kernels matching filters (sort: speedup, runtime, created) and the total count; their sources
+        with `with_source`."""
         with self._read() as conn:
-            return queries.kernels(conn, filters or KernelFilter(), sort, offset, limit)
+            return queries.kernels(conn, filters or KernelFilter(), sort, offset, limit, with_source)
 
     def problems(self, offset: int = 0, limit: int = 50) -> tuple[list[ProblemSummary], int]:
         """A page of problems (most kernels first) and the total count."""

@@ -190,6 +190,8 @@ class Profile(Record):
 
     kernels: tuple[KernelLaunch, ...] = ()
     torch_ops: tuple[str, ...] = Field(default=(), description="ATen ops the forward called")
+    op_counts: tuple[tuple[str, int], ...] = Field(default=(), description=(
+        "each of torch_ops with the number of times the profiler saw it (nested calls included)"))
     ncu: dict[str, float] = Field(default_factory=dict, description="NCU metrics where measured")
     achieved_gbps: float | None = Field(default=None, description="min_bytes / median time")
     achieved_tflops: float | None = Field(default=None, description="flops / median time")

@@ -87,8 +87,8 @@ def propose(task: dict[str, Any], runtime: Runtime[Context]) -> Command:
             log.info("%s (%s): no usable code: %s", job.id, job.operator.value, got.reason)
             return _skip(job, "no_code", got.reason, reply)
         source = got.source
-    cand = Candidate.from_source(source, problem.id, parent_ids=job.parent_ids, origin=job.operator,
-                                 proposer=ctx.proposer.name, prompt_tokens=reply.prompt_tokens,
+    cand = Candidate.from_source(source, problem.id, parent_ids=job.parent_ids, origin=proposal.origin or job.operator,
+                                 proposer=proposal.proposer or ctx.proposer.name, prompt_tokens=reply.prompt_tokens,
                                  completion_tokens=reply.completion_tokens, cost_usd=reply.cost_usd,
                                  generation=job.generation,
                                  offline=proposal.offline)

@@ -3,7 +3,7 @@
 The composed file holds the problem's own source (less `get_inputs` / `get_init_inputs`), each chosen part's
 candidate with its top-level names prefixed (`_kv2_ModelNew`, `_kv2_ext`: no clash between parts, nor with the
 problem), and a `ModelNew` that builds the original `Model(*args)` first (so the judge's seed gives it the reference's
-parameters) and then puts each part's `ModelNew` in place of the submodules it stands for, their parameters and
+parameters) and then puts each part's `ModelNew(*its get_init_inputs())` in place of the submodules it stands for, their parameters and
 buffers copied over in order. A part candidate that made other parameters than its module's fails the composed
 model's construction, and one that computes something else makes the whole `incorrect`: the whole is judged like
 any candidate, never assumed right because its parts were.
@@ -76,6 +76,11 @@ def _extensions(tree: ast.Module) -> list[tuple[ast.Constant, str]]:
     return found
 
 
+def _args(init: tuple) -> str:
+    """A part's get_init_inputs() as call arguments (JSON turns its tuples into lists: either builds the same)."""
+    return ", ".join(map(repr, init))
+
+
 def compose(dec: Decomposition, chosen: Mapping[int, str]) -> str:
     """One candidate source for the whole model: `chosen` maps part indices (Part.index) to a candidate source of
     that part (defining ModelNew); every place of a part gets it. Raises CompositionError (one line)."""
@@ -118,7 +123,7 @@ def compose(dec: Decomposition, chosen: Mapping[int, str]) -> str:
         out.append(f"# ---- part {i}: {p.spelled[:120]} at {', '.join(p.paths)} ----\n"
                    + ast.unparse(ast.Module(body=body, type_ignores=[])))
     # one call per place, each class named where it is made (the candidate policy refuses classes passed as values)
-    places = "\n".join(f"        self.set_submodule({path!r}, _kv_adopt(_kv{i}_ModelNew(), self.get_submodule({path!r})))"
-                       for i, _ in trees for path in by_index[i].paths)
+    places = "\n".join(f"        self.set_submodule({path!r}, _kv_adopt(_kv{i}_ModelNew({_args(by_index[i].init)}), "
+                       f"self.get_submodule({path!r})))" for i, _ in trees for path in by_index[i].paths)
     out.append(_TAIL.format(places=places, name=dec.problem.name, count=len(trees)).lstrip("\n"))
     return "\n\n\n".join(out)

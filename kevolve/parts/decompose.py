@@ -25,8 +25,9 @@ import torch
 from pydantic import Field
 
 from kevolve.contract import ProblemError, parse_python, problem_from_source
+from kevolve.parts.params import parameterised
 from kevolve.parts.spell import Unspellable, definitions, recording, spell
-from kevolve.records import Problem, Record
+from kevolve.records import Problem, Record, content_hash
 
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
 
@@ -43,6 +44,10 @@ class Part(Record):
     share: float | None = Field(default=None, description="its share of eager's CPU time of one forward of the "
                                 "model, all places together; None when not measured")
     problem: Problem = Field(description="the part as a KernelBench problem (Model, get_inputs, get_init_inputs)")
+    init: tuple[Any, ...] = Field(default=(), description="its problem's get_init_inputs(): the numbers of its "
+                                  "constructor call (parts/params.py)")
+    family: str = Field(default="", description="equal for parts that differ only in those numbers and their input "
+                        "shapes (same definitions, same call, same input dtypes and ranks)")
 
 
 class Kept(Record):
@@ -175,24 +180,30 @@ def _shape_text(dtype: torch.dtype, shape: tuple[int, ...]) -> str:
     return f"{str(dtype).removeprefix('torch.')}[{', '.join(map(str, shape))}]"
 
 
-def part_source(problem_source: str, spelled: str, sig: tuple) -> str:
-    """The part problem's file: the definitions it needs, a Model holding the part, its inputs."""
+def part_source(problem_source: str, spelled: str, sig: tuple, ns: dict[str, Any]) -> tuple[str, tuple[Any, ...], str]:
+    """The part problem's file (the definitions it needs, a Model holding the part, its inputs), its constructor
+    arguments (`get_init_inputs()`: the spelled call's numbers, params.py) and its family: equal for parts that differ
+    only in those numbers and their input shapes (a ResNet's blocks at 64 and 128 channels)."""
     import ast
 
     names = {n.id for n in ast.walk(parse_python(spelled, mode="eval")) if isinstance(n, ast.Name)}
+    call, params, init = parameterised(spelled, ns)
     args = [f"x{i}" for i in range(len(sig))]
     draws = [f"torch.randn({', '.join(map(str, shape))}" + ("" if dtype == torch.float32 else f", dtype={dtype}") + ")"
              for _, dtype, shape in sig]
     on = ", ".join(_shape_text(dtype, shape) for _, dtype, shape in sig)
     defs = definitions(problem_source, names)
     head = "" if re.search(r"^import torch$", defs, re.M) else "import torch\n"
-    return (f"{head}{defs}\n\n\n"
-            f"class Model(torch.nn.Module):\n"
-            f'    """A part of a larger model: {spelled} on {on}."""\n\n'
-            f"    def __init__(self):\n        super().__init__()\n        self.part = {spelled}\n\n"
-            f"    def forward(self, {', '.join(args)}):\n        return self.part({', '.join(args)})\n\n\n"
-            f"def get_inputs():\n    return [{', '.join(draws)}]\n\n\n"
-            f"def get_init_inputs():\n    return []\n")
+    source = (f"{head}{defs}\n\n\n"
+              f"class Model(torch.nn.Module):\n"
+              f'    """A part of a larger model: {spelled} on {on}."""\n\n'
+              f"    def __init__({', '.join(('self',) + params)}):\n        super().__init__()\n"
+              f"        self.part = {call}\n\n"
+              f"    def forward(self, {', '.join(args)}):\n        return self.part({', '.join(args)})\n\n\n"
+              f"def get_inputs():\n    return [{', '.join(draws)}]\n\n\n"
+              f"def get_init_inputs():\n    return [{', '.join(map(repr, init))}]\n")
+    family = content_hash("\n".join([defs, call, *(f"{dtype}/{len(shape)}" for _, dtype, shape in sig)]))
+    return source, init, family
 
 
 def _fake() -> Any:
@@ -217,7 +228,7 @@ def _check(source: str, label: str, module: torch.nn.Module) -> str | None:
     """None when the part's source builds a module with the original's parameter and buffer shapes; else why not."""
     try:
         ns = namespace(source, label)
-        built = _build(lambda: ns["Model"]().part, fake=True)
+        built = _build(lambda: ns["Model"](*ns["get_init_inputs"]()).part, fake=True)
     except Exception as e:  # noqa: BLE001 — a wrong spelling is a part that stays PyTorch
         return f"its spelled constructor fails ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''})"
     same = [tuple(t.shape) for t in module.parameters()] == [tuple(t.shape) for t in built.parameters()] and \
@@ -254,9 +265,10 @@ def decompose(problem: Problem, measure: int = 0) -> Decomposition:
             except Unspellable as e:
                 why = f"no constructor spelling: {e}"
         if why is None:
-            source = part_source(problem.source, spelled, sigs[0])
+            source, init, family = part_source(problem.source, spelled, sigs[0], ns)
             if source not in by_source and (why := _check(source, f"{problem.name}:{path}", mod)) is None:
-                by_source[source] = {"paths": [], "spelled": spelled, "sig": sigs[0], "calls": 0, "spent": 0.0}
+                by_source[source] = {"paths": [], "spelled": spelled, "sig": sigs[0], "calls": 0, "spent": 0.0,
+                                     "init": init, "family": family}
         if why is not None:
             kept.append(Kept(path=path, reason=why))
             continue
@@ -268,7 +280,8 @@ def decompose(problem: Problem, measure: int = 0) -> Decomposition:
     for i, (source, e) in enumerate(by_source.items(), 1):
         sub = problem_from_source(source, path=f"{problem.path}#part{i}", name=f"{problem.name}_part{i}",
                                   level=problem.level)
-        parts.append(Part(index=i, paths=tuple(e["paths"]), spelled=e["spelled"], calls=e["calls"],
+        parts.append(Part(index=i, paths=tuple(e["paths"]), spelled=e["spelled"], calls=e["calls"], init=e["init"],
+                          family=e["family"],
                           inputs=tuple(_shape_text(d, s) for _, d, s in e["sig"]),
                           share=e["spent"] / whole if whole else None, problem=sub))
     return Decomposition(problem=problem, parts=tuple(parts), kept=tuple(kept),

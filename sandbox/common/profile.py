@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -120,7 +120,8 @@ def profile_region(run: Callable[[], Any], device: torch.device, custom_names: S
         if cuda:
             torch.cuda.synchronize()
     events = prof.events()
-    ops = sorted({e.name for e in events if e.name.startswith("aten::")})
+    counts = Counter(e.name for e in events if e.name.startswith("aten::"))
+    ops = sorted(counts)
     kernels, unjoined, order = _device_kernels(prof, custom_names) if cuda else ([], (), ())
     if cuda:
         total = sum(k.device_time_us for k in kernels)
@@ -132,7 +133,8 @@ def profile_region(run: Callable[[], Any], device: torch.device, custom_names: S
     if not cuda:  # on a GPU the evidence is the device kernels themselves, not the host wrappers
         kernels += [KernelLaunch(name=n, count=c, custom=True, device_time_us=ext.micros[n])
                     for n, c in sorted(ext.counts.items())]
-    return ProfileResult(Profile(kernels=tuple(kernels), torch_ops=tuple(ops), total_us=total,
+    return ProfileResult(Profile(kernels=tuple(kernels), torch_ops=tuple(ops), op_counts=tuple(sorted(counts.items())),
+                                 total_us=total,
                                  torch_us=min(torch_us, total), order=order), unjoined)
 
 

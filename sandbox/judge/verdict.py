@@ -12,6 +12,7 @@ import re
 import signal
 import statistics
 import time
+from collections import Counter
 
 from kevolve.records import Candidate, CheckResult, Evaluation, Outcome, Problem, Profile
 from kevolve.sandbox.judge.clock import call_times, method
@@ -94,12 +95,30 @@ def _kernel_base(name: str) -> str:
     return re.split(r"[(<]", name.removeprefix("void ").strip(), maxsplit=1)[0].strip()
 
 
+def _as_often(ref: Profile | None, prof: Profile, families: set[str]) -> bool:
+    """Whether the candidate's PyTorch ran each of the reference's compute op families at least as many times as the
+    reference did: a model whose kernels replace some of its parts (a whole model composed of optimized parts) still
+    runs every kind of op in the parts left to PyTorch, but fewer of them. True where a side has no counts."""
+    from kevolve.sandbox.common.profile import is_compute_op
+
+    if ref is None or not ref.op_counts or not prof.op_counts:
+        return True
+    counts: list[Counter[str]] = []
+    for p in (ref, prof):
+        c: Counter[str] = Counter()
+        for op, n in p.op_counts:
+            if is_compute_op(op):
+                c[_family(op)] += n
+        counts.append(c)
+    return all(counts[1][f] >= counts[0][f] for f in families)
+
+
 def custom_kernel_rule(prof: Profile | None, ref: Profile | None, config: SandboxConfig,
                        ablation_still_right: bool = False, ablated: int | None = None) -> str | None:
     """no_custom_kernel / decoy_kernel, from the profiles and the ablation call.
 
     Decoy, two ways: PyTorch still runs every compute op of the reference (by family: a GEMM is a
-    GEMM whether `mm`, `addmm` or `matmul`), or the output stays right when the custom kernels'
+    GEMM whether `mm`, `addmm` or `matmul`) at least as many times, or the output stays right when the custom kernels'
     results are replaced by random values (they did not make it, whatever ops PyTorch ran instead).
     """
     from kevolve.sandbox.common.profile import is_compute_op
@@ -116,9 +135,9 @@ def custom_kernel_rule(prof: Profile | None, ref: Profile | None, config: Sandbo
                 f"was not called through it); PyTorch ran {used}")
     ref_ops = {_family(o) for o in (ref.torch_ops if ref else ()) if is_compute_op(o)}
     cand_ops = {_family(o) for o in prof.torch_ops if is_compute_op(o)}
-    if ref_ops and ref_ops <= cand_ops:
+    if ref_ops and ref_ops <= cand_ops and _as_often(ref, prof, ref_ops):
         return (f"decoy_kernel: PyTorch still runs every op of the reference ({', '.join(sorted(ref_ops)[:4])}) "
-                f"beside the custom kernel {custom[0].name[:40]}")
+                f"as often beside the custom kernel {custom[0].name[:40]}")
     if ablation_still_right:
         return (f"decoy_kernel: the output stays right when the custom kernels' results are replaced by random "
                 f"values: PyTorch's own ops ({', '.join(sorted(cand_ops)[:4]) or 'none'}) make it, not "

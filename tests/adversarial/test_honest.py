@@ -111,3 +111,15 @@ def test_where_the_time_goes_puts_the_candidates_own_kernels_beside_eagers_work(
     assert got["PyTorch's compute ops"][0].endswith("%)")  # eager's relu, on the host
     assert got["total (one profiled call)"][0].endswith("(100%)") and got["total (one profiled call)"][2].endswith("x")
     assert markdown(ev).startswith("## Where the time goes")
+
+
+def test_a_model_with_one_of_its_two_blocks_replaced_is_not_a_decoy(evaluate) -> None:  # noqa: ANN001
+    """A whole model's candidate that replaces one residual block with C++ and leaves the other to PyTorch (as a
+    composition of optimized parts does) still has PyTorch run every kind of op the reference runs (batch norm, add,
+    ReLU), but fewer of them: not a decoy (was `decoy_kernel` by the op-set rule alone). A token kernel beside
+    PyTorch doing all the work runs every op as often, and stays a decoy (test_adversarial's decoy_kernel)."""
+    ev = evaluate("two_blocks", SOLUTIONS / "two_blocks_half_cpp.py", policy_allow=())
+    assert ev.ok, ev.reason + ev.log_tail[-1500:]
+    assert ev.profile is not None and any(k.custom for k in ev.profile.kernels)
+    counts, ref = dict(ev.profile.op_counts), dict(ev.ref_profile.op_counts)
+    assert 0 < counts["aten::batch_norm"] < ref["aten::batch_norm"]  # fewer batch norms in PyTorch, not none

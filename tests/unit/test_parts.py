@@ -112,7 +112,7 @@ def test_compose_names_each_part_and_refuses_what_it_cannot_compose() -> None:
     dec = decompose(problem_from_source(tiny_resnet(), "tiny_resnet.py"))
     block = (PARTS / "block_cpp.py").read_text()
     src = compose(dec, {2: block, 3: (PARTS / "head_cpp.py").read_text()})
-    assert "class ModelNew(Model):" in src and "_kv2_ModelNew()" in src and "_kv3_ModelNew()" in src
+    assert "class ModelNew(Model):" in src and "_kv2_ModelNew(8)" in src and "_kv3_ModelNew(8, 10)" in src
     assert src.count("self.set_submodule(") == 3  # both blocks and the head; the stem stays PyTorch
     assert "def get_inputs" not in src and src.count("name='kv_parts_ext'") == 2  # one extension, built once
     other = compose(dec, {2: block, 3: block.replace("kv_parts_ext", "kv_parts_ext").replace("v > 0", "v >= 0")})
@@ -141,3 +141,57 @@ def test_kernelbench_level3_models_split_into_parts_that_load(name: str, merged:
         assert any(set(merged) <= set(p.paths) for p in dec.parts)
     for p in dec.parts:
         problem_from_source(p.problem.source, p.problem.path)  # the contract's static check
+
+
+def test_a_parts_numbers_are_its_problems_constructor_arguments_named_as_the_callee_names_them() -> None:
+    from kevolve.parts.params import parameterised
+
+    ns = {"torch": torch}
+    call, names, values = parameterised("torch.nn.Sequential(torch.nn.Conv2d(3, 8, (3, 3), padding=-1, bias=False), "
+                                        "torch.nn.BatchNorm2d(8, eps=1e-05), torch.nn.ReLU())", ns)
+    assert names == ("in_channels", "out_channels", "kernel_size", "padding", "num_features", "eps")
+    assert values == (3, 8, (3, 3), -1, 8, 1e-05)
+    assert "bias=False" in call and "Conv2d(in_channels, out_channels, kernel_size, padding=padding" in call
+    call, names, values = parameterised("Unknown(4, 4, arg1=2, mode='x', scale=None)", ns)  # no signature: by position
+    assert names == ("arg0", "arg1", "arg1_2") and values == (4, 4, 2) and "mode='x'" in call and "scale=None" in call
+    assert parameterised("torch.nn.ReLU()", ns) == ("torch.nn.ReLU()", (), ())
+
+
+WIDENING = '''import torch
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+    def forward(self, x):
+        return torch.relu(self.conv(x)) + x
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = Block(8)
+        self.widen = nn.Conv2d(8, 16, 1)
+        self.b = Block(16)
+        self.c = Block(16)
+    def forward(self, x):
+        return self.c(self.b(self.widen(self.a(x))))
+
+def get_inputs():
+    return [torch.randn(2, 8, 6, 6)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_parts_that_differ_in_their_numbers_and_shapes_alone_are_one_family() -> None:
+    dec = decompose(problem_from_source(WIDENING, "widening.py"))
+    by = {p.paths: p for p in dec.parts}
+    small, wide, widen = by[("a",)], by[("b", "c")], by[("widen",)]
+    assert small.family == wide.family != widen.family and small.problem.id != wide.problem.id
+    assert (small.init, wide.init) == ((8,), (16,)) and "def __init__(self, c):" in wide.problem.source
+    for p in dec.parts:  # each builds from its own get_init_inputs, as the judge builds it
+        ns = namespace(p.problem.source, p.problem.path)
+        assert ns["get_init_inputs"]() == list(p.init)
+        ns["Model"](*ns["get_init_inputs"]())(*ns["get_inputs"]())

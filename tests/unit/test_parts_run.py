@@ -88,8 +88,8 @@ def run(tmp_path, llm, sandbox=None, **stop):  # noqa: ANN001, ANN003, ANN201
 def test_the_candidate_budget_is_the_whole_runs_spread_by_share(tmp_path) -> None:
     llm = ScriptedLLM([(m, distinct("fast")) for m in MARKERS.values()])
     r = run(tmp_path, llm, max_candidates=7)
-    # before: 7 for each part's loop, 21 in all; now 7 in all: the stem's 20% of 7 is one, the blocks get 65/68 of
-    # the 6 left but one kept for the head, the head the one left
+    # before: 7 for each part's loop, 21 in all; now 7 in all, largest share first: the blocks' 65/88 of 7 with one
+    # kept for each of the others (5), the stem 20/23 of the 2 left with one kept for the head (1), the head the last
     assert r.proposals == len(llm.calls) == 7
     assert [calls_for(llm, i) for i in (1, 2, 3)] == [1, 5, 1]
     own = {p.index: json.loads((r.run_dir / "parts" / p.run_id / "config.json").read_text()) for p in r.parts}
@@ -131,8 +131,8 @@ def test_the_dollar_budget_is_the_whole_runs(tmp_path) -> None:
 def test_the_device_budget_is_the_whole_runs_the_composition_kept_for(tmp_path) -> None:
     box = PartsSandbox(wall_s=30.0)
     r = run(tmp_path, ScriptedLLM([(m, distinct("fast")) for m in MARKERS.values()]), box, budget_device_s=600.0)
-    # 120 s kept for the composition; of 480 s the stem gets 120 (3 evaluations of 30 s, one kept back as a loop
-    # does for an audit), the blocks 270 less the head's 120 (8), the head the 150 s left (4)
+    # 120 s kept for the composition; of 480 s the blocks get 480 less 120 for each other part (7 evaluations of 30
+    # s, one kept back as a loop does for an audit), the stem 150 of the 270 s left (4), the head the 150 s left (4)
     assert box.parts == 15 and len(box.composed) == 1 and r.answer.value == "improved"
     assert r.device_s == pytest.approx(30.0 * 16) and r.device_s <= 600.0
 
@@ -178,22 +178,22 @@ def test_no_smaller_composition_is_judged_when_the_device_budget_is_spent(tmp_pa
 
 def test_a_parts_run_stopped_in_a_part_goes_on_where_it_stopped(tmp_path) -> None:
     llm = Flaky([(m, distinct("fast")) for m in MARKERS.values()])
-    llm.fail_on = MARKERS[2]
-    with pytest.raises(OptimizeError, match=r"^part 2: .*invalid api key.*--parts --resume"):
+    llm.fail_on = MARKERS[1]  # the parts run largest share first: the blocks, then the stem, then the head
+    with pytest.raises(OptimizeError, match=r"^part 1: .*invalid api key.*--parts --resume"):
         run(tmp_path, llm, max_candidates=6)
     (folder,) = [p for p in tmp_path.iterdir() if (p / "parts.json").is_file()]
     journal = json.loads((folder / "part_runs.json").read_text())["runs"]
-    assert [(j["index"], j["ended"]) for j in journal] == [(1, True), (2, False)]
-    assert calls_for(llm, 1) == 1 and not (folder / "result.json").exists()
+    assert [(j["index"], j["ended"]) for j in journal] == [(1, False), (2, True)]
+    assert calls_for(llm, 2) == 4 and not (folder / "result.json").exists()
     llm.fail_on = None
     box = PartsSandbox()
     r = run_parts(None, parts_config(tmp_path), llm=llm, sandbox=box, resume=folder.name)
-    assert r.run_id == folder.name and calls_for(llm, 1) == 1  # the stem's loop had ended: kept, not prompted
+    assert r.run_id == folder.name and calls_for(llm, 2) == 4  # the blocks' loop had ended: kept, not prompted
     parts = {p.index: p for p in r.parts}
     assert (parts[1].run_id, parts[2].run_id) == (journal[0]["run_id"], journal[1]["run_id"])  # the same folders
-    # the blocks' loop goes on with the 4 candidates it was given (its failed call was none); the head gets the last
-    assert [calls_for(llm, i) for i in (2, 3)] == [4, 1] and r.proposals == 6
-    assert box.parts == 5 and len(box.composed) == 1 and r.answer.value == "improved"
+    # the stem's loop goes on with the one candidate it was given (its failed call was none); the head gets the last
+    assert [calls_for(llm, i) for i in (1, 3)] == [1, 1] and r.proposals == 6
+    assert box.parts == 2 and len(box.composed) == 1 and r.answer.value == "improved"
     calls = len(llm.calls)
     again = run_parts(None, parts_config(tmp_path), llm=llm, sandbox=box, resume=str(folder))
     assert len(llm.calls) == calls and len(box.composed) == 2  # every loop had ended: only judged again
