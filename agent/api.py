@@ -41,7 +41,7 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
     the LLM is asked for: 'cuda' (load_inline), 'cupy' or 'triton' (GPU only), as `--language`; None lets
     the target choose. `budget_tokens` and `budget_device_s` are hard limits on the LLM's tokens and on the
     evaluations' device time, as `--budget-tokens` and `--budget-device`. `parts` optimizes a whole model part by
-    part and judges the composition as the whole model, as `--parts` (docs/optimize.md; not with `resume`). A bad
+    part and judges the composition as the whole model, as `--parts` (docs/optimize.md; with `resume`, a --parts run). A bad
     value raises SettingsError (a ValueError) with the CLI's one-line message.
     """
     from kevolve.agent.inputs import load_target, problem_from_module
@@ -61,10 +61,6 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
                                     target_speedup=target_speedup, budget_tokens=budget_tokens,
                                     budget_device_s=budget_device_s), evolution=evolution,
                           prompts_dir=None if prompts is None else Path(prompts))
-    if parts and resume is not None:
-        from kevolve.agent.settings import SettingsError
-
-        raise SettingsError("parts cannot be resumed as a whole: resume a part's own run (RUN/parts/PART_RUN)")
     problem = None
     if resume is None:
         if isinstance(target, (str, Path)):
@@ -75,10 +71,10 @@ def optimize(target: str | Path | Any, *, llm: str | LLM = "openai:gpt-4o", inpu
     cache_dir = config.llm.cache_dir if config.llm is not None else None
     wrapped = llm if isinstance(llm, str) or cache_dir is None else _cached(llm, cache_dir)
     injected = None if isinstance(wrapped, str) else wrapped
-    if parts and problem is not None:
+    if parts:
         from kevolve.agent.parts import run_parts
 
-        result = run_parts(problem, config, llm=injected, sandbox=sandbox)
+        result = run_parts(problem, config, llm=injected, sandbox=sandbox, resume=resume)
     else:
         result = run_optimize(problem, config, llm=injected, sandbox=sandbox, resume=resume)
     if result.answer is not Answer.IMPROVED:

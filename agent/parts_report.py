@@ -1,5 +1,5 @@
 """report.md of an `optimize --parts` run: the whole model's verdict, then each part: its share of eager's time, what
-it became, its own speedup."""
+it became, its own speedup; then each composition judged, and the parts dropped from it and why."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def render(r: Result, dec, ev: Evaluation | None) -> str:  # noqa: ANN001 - a ke
     for p in r.parts:
         share = "—" if p.share is None else f"{100 * p.share:.1f}%"
         became = f"`{p.candidate_id}`" if p.candidate_id else f"PyTorch ({p.note})" if p.note else "PyTorch"
+        became = "PyTorch (dropped from the composition)" if p.dropped else became
         module = p.spelled if len(p.spelled) <= 60 else p.spelled[:57] + "…"
         lines.append(f"| {p.index} | {', '.join(p.paths)} | `{module}` | {share} | {became} | {_x(p.speedup)} | "
                      f"{p.run_id or '—'} |")
@@ -41,8 +42,23 @@ def render(r: Result, dec, ev: Evaluation | None) -> str:  # noqa: ANN001 - a ke
               + (": " + "; ".join(f"`{k.path}` {k.reason}" for k in dec.kept) if dec.kept else "") + ".", "",
               f"{r.proposals} proposals over the parts' loops, {r.evaluated} evaluations (the composition's included); "
               f"LLM cost ${r.cost_usd:.4f} ({r.prompt_tokens} prompt + {r.completion_tokens} completion tokens); "
-              f"{r.elapsed_s:.0f} s.", "", _closing(r)]
+              f"{r.elapsed_s:.0f} s; the evaluations held the device {r.device_s:.0f} s.", ""]
+    lines += _compositions(r) + [_closing(r)]
     return "\n".join(lines) + "\n"
+
+
+def _compositions(r: Result) -> list[str]:
+    """Each composition judged, where there was more than one, and each dropped part's reason."""
+    if len(r.compositions) < 2 and not any(p.dropped for p in r.parts):
+        return []
+    lines = ["## Compositions judged", "", "A composition judged not ok was tried again with a part fewer, the part "
+             "with the least gain (share x (1 - 1/speedup)) dropped first.", "",
+             "| # | parts | candidate | verdict |", "|---|---|---|---|"]
+    for n, t in enumerate(r.compositions, 1):
+        lines.append(f"| {n} | {', '.join(map(str, t.parts))} | {f'`{t.candidate_id}`' if t.candidate_id else '—'} | "
+                     f"{t.outcome}: {t.reason[:120]} |")
+    lines += [""] + [f"- Part {p.index} ({', '.join(p.paths)}) dropped: {p.dropped}" for p in r.parts if p.dropped]
+    return lines + [""]
 
 
 def _closing(r: Result) -> str:

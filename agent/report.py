@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 
+from kevolve.agent.budget import device_used
 from kevolve.agent.evolution import best_candidate
 from kevolve.agent.result import LineageStep, Result
 from kevolve.agent.rundir import RunFolder
@@ -51,6 +52,8 @@ def summarize(run: RunFolder, state: RunState, reason: str) -> Result:
         generations=state.get("generation", 0), cost_usd=sum(t.cost_usd for t in trials),
         prompt_tokens=sum(t.prompt_tokens for t in trials), completion_tokens=sum(t.completion_tokens for t in trials),
         cached_replies=sum(1 for t in trials if t.llm_cached), elapsed_s=state.get("elapsed_s", 0.0),
+        device_s=device_used(trials) + sum(t.evaluation.audit.wall_s for t in trials
+                                           if t.evaluation is not None and t.evaluation.audit is not None),
         lineage=tuple(lineage(best, trials)) if best else ())
 
 

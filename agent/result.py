@@ -39,6 +39,19 @@ class PartSummary(Record):
     speedup: float | None = Field(default=None, description="its best correct candidate's speedup over its eager")
     candidate_id: str | None = Field(default=None, description="the candidate put in the composition, if any")
     note: str = Field(default="", description="why it stays PyTorch, where it does")
+    dropped: str = Field(default="", description=(
+        "why its candidate was taken out of the composition: a composition with it was judged not ok and it had the "
+        "least gain (share x (1 - 1/speedup)) of the parts still in; empty where it was not dropped"))
+
+
+class CompositionTry(Record):
+    """One composition of part candidates judged as the whole model (`optimize --parts`), in the order tried."""
+
+    parts: tuple[int, ...] = Field(description="the parts whose candidates it holds (their indices)")
+    candidate_id: str | None = Field(default=None, description="its candidate (candidates/<id>.py, .json with the "
+                                     "verdict); None where the sources could not be composed")
+    outcome: str = Field(description="the verdict's outcome ('ok', 'incorrect' …), or 'not_composed'")
+    reason: str = Field(default="", description="the verdict's reason, one line")
 
 
 class Result(Record):
@@ -67,10 +80,16 @@ class Result(Record):
     completion_tokens: int = 0
     cached_replies: int = 0
     elapsed_s: float = 0.0
+    device_s: float = Field(default=0.0, description=(
+        "seconds the run's evaluations held the device (their wall time, audits included): what --budget-device "
+        "counts"))
     lineage: tuple[LineageStep, ...] = ()
     parts: tuple[PartSummary, ...] = Field(default=(), description=(
         "optimize --parts: each part's loop and what it became; the fields above are then the composition's verdict "
         "as the whole model (speedup vs the whole model's eager and torch.compile) and the parts' runs summed"))
+    compositions: tuple[CompositionTry, ...] = Field(default=(), description=(
+        "optimize --parts: each composition judged, in order: the first holds every chosen part; each next one a "
+        "part fewer, while none was ok (PartSummary.dropped says which and why)"))
 
     @property
     def message(self) -> str:

@@ -152,6 +152,15 @@ def _open(problem: Problem | None, config: OptimizeConfig, resume: str | None) -
         run = RunFolder.create(config.runs_dir, problem)
         run.write_text("config.json", config.model_dump_json(indent=1))
         return run, config
+    run, saved = reopen(config, resume)
+    if (run.path / "parts.json").is_file():
+        raise UsageError(f"--resume {resume}: run {run.run_id} is an optimize --parts run: resume it with --parts")
+    return run, saved
+
+
+def reopen(config: OptimizeConfig, resume: str) -> tuple[RunFolder, OptimizeConfig]:
+    """The run folder `resume` names (an id under config.runs_dir, or a path) and the config it was started with,
+    with the caller's API key; UsageError where there is none."""
     run = RunFolder.find(config.runs_dir, resume)
     if run is None:
         raise UsageError(f"--resume {resume}: no such run (looked in {config.runs_dir}/ and at that path)")

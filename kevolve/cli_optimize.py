@@ -32,8 +32,8 @@ def optimize_cmd(
     budget_usd: Annotated[Optional[float], typer.Option(min=0, help="stop once the LLM spend reaches this")] = None,
     budget_tokens: Annotated[Optional[int], typer.Option(min=1, help="LLM tokens (prompts + replies, every call) the run "
                                                                      "may use at most")] = None,
-    budget_device: Annotated[Optional[str], typer.Option(help="device time the evaluations may hold at most, the final "
-                                                               "audit included, e.g. 600, 20m, 1h")] = None,
+    budget_device: Annotated[Optional[str], typer.Option("--budget-device", "--max-gpu-seconds", help=(
+        "device time the evaluations may hold at most, the final audit included, e.g. 600, 20m, 1h"))] = None,
     max_candidates: Annotated[Optional[int], typer.Option(min=1, help="stop after this many proposals, each one LLM call (a reply "
                                                                          "without code or a duplicate counts)")] = None,
     time_limit: Annotated[Optional[str], typer.Option(help="stop after this long, e.g. 3600, 30m, 2h")] = None,
@@ -74,9 +74,10 @@ def optimize_cmd(
     prompts: Annotated[Optional[Path], typer.Option(help="a folder of prompt files (system.md, translate.md, repair.md, "
                                                         "mutate.md, crossover.md) replacing the built-in ones")] = None,
     parts: Annotated[bool, typer.Option("--parts", help="a whole model: split it into its parts (submodules), run the loop "
-                                                        "on each part's own problem (one prompt per part; budgets are "
-                                                        "per part), compose the winners and judge them as the whole "
-                                                        "model")] = False,
+                                                        "on each part's own problem (one prompt per part; the budgets "
+                                                        "are the whole run's, spread by the parts' shares), compose "
+                                                        "the winners and judge them as the whole model; with --resume, "
+                                                        "go on with a --parts run")] = False,
     graph: Annotated[bool, typer.Option("--graph", help="print the loop's graph (mermaid) and exit")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the result as one JSON object")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
@@ -95,8 +96,6 @@ def optimize_cmd(
 
     if module is None and resume is None:
         fail("give a MODULE to optimize (or --resume RUN_ID)")
-    if parts and resume:
-        fail("--parts cannot be resumed as a whole: resume a part's own run (runs/RUN/parts/PART_RUN) with --resume")
     try:
         stop: dict[str, object] = parse_budget(budget) if budget else {}
         stop.update({k: v for k, v in dict(budget_usd=budget_usd, max_candidates=max_candidates, budget_tokens=budget_tokens,
@@ -154,14 +153,15 @@ def optimize_cmd(
         if parts:
             from kevolve.agent.parts import run_parts
 
-            result = run_parts(problem, config, on_start=announce, archive_url=db_url)
+            result = run_parts(problem, config, on_start=announce, archive_url=db_url, resume=resume)
         else:
             result = run_optimize(problem, config, resume=resume, on_start=announce, archive_url=db_url)
     except OptimizeError as e:
         fail(str(e), code=2 if isinstance(e, UsageError) else 1)
     except KeyboardInterrupt as e:
         fail(f"{'terminated' if isinstance(e, Terminated) else 'interrupted'}; continue with: kevolve optimize "
-             f"--resume {started[0] if started else '…'}", code=143 if isinstance(e, Terminated) else 130)
+             f"{'--parts ' if parts else ''}--resume {started[0] if started else '…'}",
+             code=143 if isinstance(e, Terminated) else 130)
     finally:
         signal.signal(signal.SIGTERM, previous)
     if json_out:

@@ -1,7 +1,8 @@
 """`kevolve optimize --parts` end to end on the CPU: a whole model (the small ResNet at 8 channels) split into parts,
 each part's loop prompted on its own (the real openai SDK against the local fake server, which sees one prompt per
 part and never the whole model), the parts' C++ candidates judged, composed, and the composition judged as the whole
-model by the real evaluator."""
+model by the real evaluator; the candidate budget is the whole run's; the run resumed (`--parts --resume`) keeps the
+loops that ended and judges the composition again."""
 
 from __future__ import annotations
 
@@ -33,14 +34,31 @@ def test_optimize_parts_prompts_each_part_alone_and_judges_the_composition_as_th
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
         env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.openai_url, KEVOLVE_CACHE_DIR=str(BUILD_CACHE))
+        common = ["--device", "cpu", "--no-archive", "--runs-dir", str(tmp_path / "runs"), "--llm-cache",
+                  str(tmp_path / "llm"), "--json", "--quiet"]
+        # two candidates for the whole run: one for each of the two parts with the largest shares (the blocks, and
+        # the stem or the head); the third part, if worth a loop, has none
         p = subprocess.run([sys.executable, "-m", "kevolve.cli", "optimize", str(problem), "--parts", "--llm",
-                            "openai:gpt-4o", "--device", "cpu", "--no-archive", "--islands", "1",
-                            "--jobs-per-generation", "1", "--max-candidates", "1", "--seed", "3", "--timeout", "400",
-                            "--runs-dir", str(tmp_path / "runs"), "--llm-cache", str(tmp_path / "llm"), "--json",
-                            "--quiet"], env=env, capture_output=True, text=True, timeout=1200)
+                            "openai:gpt-4o", "--islands", "1", "--jobs-per-generation", "1", "--max-candidates", "2",
+                            "--seed", "3", "--timeout", "400", *common], env=env, capture_output=True, text=True,
+                            timeout=1200)
+        result = json.loads(p.stdout)
+        check_first_run(p, result, server)
+        asked = len(server.seen)
+        again = subprocess.run([sys.executable, "-m", "kevolve.cli", "optimize", "--parts", "--resume",
+                                result["run_id"], *common], env=env, capture_output=True, text=True, timeout=1200)
     finally:
         server.stop()
-    result = json.loads(p.stdout)
+    resumed = json.loads(again.stdout)
+    assert again.returncode == OPTIMIZE_EXIT[resumed["answer"]], again.stderr[-3000:]
+    assert len(server.seen) == asked  # every part's loop had ended: kept, none prompted again
+    assert resumed["run_id"] == result["run_id"] and resumed["parts"] == result["parts"]
+    assert resumed["compositions"][0]["candidate_id"] == result["best_candidate_id"]
+    composed = Path(result["run_dir"]) / "candidates" / f"{result['best_candidate_id']}.json"
+    assert json.loads(composed.read_text())["evaluation"]["outcome"] == "ok"  # judged again: ok again
+
+
+def check_first_run(p: subprocess.CompletedProcess, result: dict, server: FakeLLMServer) -> None:
     assert p.returncode == OPTIMIZE_EXIT[result["answer"]], p.stderr[-3000:]
     parts = {s["index"]: s for s in result["parts"]}
     prompted = {i for i, s in parts.items() if s["run_id"]}
@@ -60,3 +78,4 @@ def test_optimize_parts_prompts_each_part_alone_and_judges_the_composition_as_th
     assert "blocks.0" in (run / "best_model.py").read_text() and "class ModelNew(Model)" in (run / "best_model.py").read_text()
     report = (run / "report.md").read_text()
     assert "Composition as the whole model: **ok**" in report and "| 2 | blocks.0, blocks.1 | `Block(8)` |" in report
+    assert result["proposals"] <= 2 and len(prompted) <= 2  # the whole run's two candidates

@@ -46,9 +46,11 @@ def test_a_family_of_parts_is_prompted_once_and_its_winner_judged_at_each_member
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
         env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.openai_url, KEVOLVE_CACHE_DIR=str(BUILD_CACHE))
+        # three candidates for the whole run (the budget is the whole run's): one for each of the three parts with
+        # the largest shares, the blocks among them; the smaller block's is its family's winner tried at its sizes
         p = subprocess.run([sys.executable, "-m", "kevolve.cli", "optimize", str(problem), "--parts", "--llm",
                             "openai:gpt-4o", "--device", "cpu", "--no-archive", "--islands", "1",
-                            "--jobs-per-generation", "1", "--max-candidates", "1", "--seed", "5", "--timeout", "400",
+                            "--jobs-per-generation", "1", "--max-candidates", "3", "--seed", "5", "--timeout", "400",
                             "--runs-dir", str(tmp_path / "runs"), "--llm-cache", str(tmp_path / "llm"), "--json",
                             "--quiet"], env=env, capture_output=True, text=True, timeout=1200)
     finally:
@@ -73,3 +75,4 @@ def test_a_family_of_parts_is_prompted_once_and_its_winner_judged_at_each_member
     # the composition carries both blocks (their own eager beaten or not: no part beat its eager, or both did)
     verdict = json.loads((Path(result["run_dir"]) / "candidates" / f"{result['best_candidate_id']}.json").read_text())
     assert verdict["evaluation"]["outcome"] == "ok", verdict["evaluation"]["reason"]
+    assert result["proposals"] <= 3

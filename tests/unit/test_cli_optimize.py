@@ -46,7 +46,8 @@ def test_graph_prints_mermaid() -> None:
     (["{relu}", "--llm", "vllm:m", "--language", "rust"], "--language must be one of cuda, cupy, triton, not 'rust'"),
     (["{relu}", "--llm", "vllm:m", "--language", "triton"], "--language triton writes GPU kernels: it needs --device cuda"),
     (["{relu}", "--llm", "vllm:m", "--language", "cupy"], "--language cupy writes GPU kernels"),
-    (["--parts", "--resume", "some-run", "--llm", "vllm:m"], "--parts cannot be resumed as a whole"),
+    (["--parts", "--resume", "some-run", "--llm", "vllm:m"], "--resume some-run: no such run"),
+    (["{relu}", "--llm", "vllm:m", "--max-gpu-seconds", "soon"], "'soon': expected a duration"),  # --budget-device
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, fixtures, tmp_path, monkeypatch) -> None:
     from typer.testing import CliRunner
