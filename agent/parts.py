@@ -34,7 +34,8 @@ from kevolve.agent.parts_budget import Spent, floors, funded, part_stop, weights
 from kevolve.agent.parts_judge import compose_and_judge
 from kevolve.agent.result import Result
 from kevolve.agent.rundir import RunFolder
-from kevolve.agent.run import OptimizeError, UsageError, open_sandbox, reopen, run_optimize
+from kevolve.agent.run import OptimizeError, UsageError, archive_storer, open_sandbox, reopen, run_optimize
+from kevolve.archive.ingest import IngestMode
 from kevolve.records import Candidate, Origin, Problem, Record
 from kevolve.sandbox import Sandbox
 
@@ -102,7 +103,8 @@ def run_parts(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | Non
         spent = sum((Spent.of(r) for r in results.values() if isinstance(r, Result)), Spent())
         device_left = (math.inf if config.stop.budget_device_s is None
                        else config.stop.budget_device_s - spent.device_s)
-        return compose_and_judge(dec, results, config, run, sandbox, time.monotonic() - t0, device_left)
+        store = None if config.ingest is IngestMode.NONE else archive_storer(config.ingest, archive_url)
+        return compose_and_judge(dec, results, config, run, sandbox, time.monotonic() - t0, device_left, store)
     finally:
         if own and getattr(sandbox, "close", None) is not None:
             sandbox.close()  # type: ignore[attr-defined]

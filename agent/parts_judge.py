@@ -16,6 +16,7 @@ import math
 from collections import Counter
 
 from kevolve.agent.config import OptimizeConfig
+from kevolve.agent.context import Storer
 from kevolve.agent.result import CompositionTry, PartSummary, Result
 from kevolve.agent.rundir import RunFolder
 from kevolve.records import Answer, Candidate, Evaluation, Origin, Problem, content_hash
@@ -49,9 +50,11 @@ def _device(ev: Evaluation) -> float:
 
 
 def compose_and_judge(dec, results: dict[int, Result | str], config: OptimizeConfig, run: RunFolder,  # noqa: ANN001
-                      sandbox: Sandbox, elapsed: float, device_left: float) -> Result:
+                      sandbox: Sandbox, elapsed: float, device_left: float, store: Storer | None = None) -> Result:
     """Compose the chosen parts, judge the composition, drop parts while it is not ok (see the module docstring);
-    `device_left`: the device-seconds left for the judgments (inf without --budget-device). Writes the result."""
+    `device_left`: the device-seconds left for the judgments (inf without --budget-device); `store`: the archive's
+    writer, each composition's verdict offered to it as the whole model's kernel (a later `optimize` of the same
+    model starts from it: archive.known). Writes the result."""
     from kevolve.parts.compose import CompositionError, compose
 
     picked = chosen(results)
@@ -76,6 +79,7 @@ def compose_and_judge(dec, results: dict[int, Result | str], config: OptimizeCon
                              proposer="parts", parent_ids=tuple(r.best_candidate_id for r in left.values()))
             ev = _judge(dec.problem, cand, config, sandbox)
             run.save_candidate(cand, ev)
+            _offer(store, dec.problem, cand, ev, run.run_id)
             device_left -= _device(ev)
             judged_s += _device(ev)
             tries.append(CompositionTry(parts=tuple(sorted(left)), candidate_id=cand.id, outcome=ev.outcome.value,
@@ -99,6 +103,17 @@ def compose_and_judge(dec, results: dict[int, Result | str], config: OptimizeCon
                f"composition {tries[0].outcome}: {tries[0].reason}" if tries else why)
     return finish(dec, results, picked, dropped, run, ok_cand, ok_ev or first_ev, why, (elapsed, judged_s),
                   tuple(tries))
+
+
+def _offer(store: Storer | None, problem: Problem, cand: Candidate, ev: Evaluation, run_id: str) -> None:
+    """The verdict to the archive, as the loop offers its own (agent/nodes/evaluate.py): a failure is logged."""
+    if store is None:
+        return
+    try:
+        store(problem, cand, ev, run_id)
+    except Exception as e:  # noqa: BLE001 — the archive is a copy: the run folder already holds the verdict
+        log.warning("archive: could not store the composition %s: %s", cand.id, str(e).splitlines()[0][:200] if str(e)
+                    else type(e).__name__)
 
 
 def _pct(v: float) -> str:

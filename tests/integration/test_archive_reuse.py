@@ -95,3 +95,33 @@ def test_a_part_is_the_same_problem_in_another_model() -> None:
     shared = [p for p in pb.parts if by.get(p.spelled) == p.problem.id]
     differ = [p for p in pb.parts if p.spelled not in by]
     assert a.id != b.id and shared and differ, ([p.spelled for p in pa.parts], [p.spelled for p in pb.parts])
+
+
+def test_a_whole_models_composition_is_archived_and_starts_the_next_run_of_that_model(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`optimize --parts` offers each composition's verdict to the archive as the whole model's kernel (as a loop
+    offers its candidates): a later `optimize` of the same model, without --parts, starts from it."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))
+    from test_parts_run import MARKERS, MODEL, PartsSandbox, distinct, parts_config, split
+
+    from kevolve.agent.parts import run_parts
+
+    class CpuParts(PartsSandbox):
+        def evaluate(self, problem, candidate, config) -> Evaluation:  # noqa: ANN001
+            return super().evaluate(problem, candidate, config).model_copy(update={"device": "cpu (x86_64)"})
+
+    url = f"sqlite:///{tmp_path / 'archive.db'}"
+    monkeypatch.setitem(archive_pkg._opened, url, Archive(url, embedder=HashingEmbedder()))
+    cfg = parts_config(tmp_path / "parts", max_candidates=3).model_copy(update={"archive": True})
+    whole = run_parts(MODEL, cfg, llm=ScriptedLLM([(m, distinct("fast")) for m in MARKERS.values()]),
+                      sandbox=CpuParts(), split=split(), archive_url=url)
+    assert whole.best_candidate_id is not None and whole.speedup == pytest.approx(2.0)
+    got = archive_pkg.known(MODEL.id, cuda=False, db_url=url)
+    assert [k.id for k in got] == [whole.best_candidate_id] and got[0].origin == "composed"
+    again = run_optimize(MODEL, cfg.model_copy(update={"runs_dir": tmp_path / "again", "stop": StopConfig(
+        max_candidates=1, patience=20)}), llm=ScriptedLLM([("Task: translate", [reply("wrong")])]),
+        sandbox=CpuParts(), retriever="archive", storer=None, archive_url=url)
+    first = json.loads((again.run_dir / "trials.jsonl").read_text().splitlines()[0])
+    assert first["candidate"] == whole.best_candidate_id and again.best_candidate_id == whole.best_candidate_id
