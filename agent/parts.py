@@ -32,6 +32,7 @@ from kevolve.agent.config import OptimizeConfig
 from kevolve.agent.llm.base import LLM
 from kevolve.agent.parts_budget import Spent, floors, funded, part_stop, weights
 from kevolve.agent.parts_judge import compose_and_judge
+from kevolve.agent.parts_report import done_line, plan_table
 from kevolve.agent.result import Result
 from kevolve.agent.rundir import RunFolder
 from kevolve.agent.run import OptimizeError, UsageError, archive_storer, open_sandbox, reopen, run_optimize
@@ -159,6 +160,7 @@ def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None
     # the larger parts first: they have the first use of the budget, and a family's largest member is the one its
     # loop runs on (the others try its winner)
     order = [p.index for p in sorted(dec.parts, key=lambda p: -(p.share or 0.0))]
+    log.info("%s", plan_table(dec))
     for part in sorted(dec.parts, key=lambda p: order.index(p.index)):
         entry = journal.get(part.index)
         later = [weight[i] for i in order[order.index(part.index) + 1:] if i in paid]
@@ -174,6 +176,7 @@ def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None
             out[part.index] = _loop(part, entry, kin, part_config, run, journal, llm, sandbox, archive_url,
                                     (spent, later, weight[part.index], floor, time.monotonic() - t0))
         r = out[part.index]
+        log.info("%s", done_line(part, r))
         if isinstance(r, Result):
             spent = spent + Spent.of(r)
             if part.family and r.best_candidate_id is not None:

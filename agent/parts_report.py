@@ -47,6 +47,32 @@ def render(r: Result, dec, ev: Evaluation | None) -> str:  # noqa: ANN001 - a ke
     return "\n".join(lines) + "\n"
 
 
+def plan_table(dec) -> str:  # noqa: ANN001 - a kevolve.parts Decomposition
+    """The parts as the run starts on them, for the progress lines: where, module, share, family (a part of the same
+    family as an earlier one is tried with that one's winner first)."""
+    first: dict[str, int] = {}
+    rows = []
+    for p in sorted(dec.parts, key=lambda p: -(p.share or 0.0)):
+        share = "—" if p.share is None else f"{100 * p.share:5.1f}%"
+        kin = first.setdefault(p.family, p.index) if p.family else p.index
+        module = p.spelled if len(p.spelled) <= 48 else p.spelled[:45] + "…"
+        rows.append(f"  {p.index:>3}  {share:>6}  {', '.join(p.paths)[:30]:<30}  {module}"
+                    + (f"  (family of part {kin})" if kin != p.index else ""))
+    kept = f"; {len(dec.kept)} submodule(s) stay PyTorch" if dec.kept else ""
+    return (f"{dec.problem.name} in {len(dec.parts)} parts{kept}, largest share first:\n"
+            f"  part  share  where{' ' * 27}module\n" + "\n".join(rows))
+
+
+def done_line(part, r: Result | str) -> str:  # noqa: ANN001 - a kevolve.parts Part
+    """One part's outcome as its loop ends, for the progress lines."""
+    if isinstance(r, str):
+        return f"part {part.index} ({', '.join(part.paths)[:40]}): stays PyTorch: {r}"
+    if r.best_candidate_id is None:
+        return f"part {part.index} ({', '.join(part.paths)[:40]}): no correct candidate ({r.evaluated} evaluated)"
+    return (f"part {part.index} ({', '.join(part.paths)[:40]}): {r.best_candidate_id} at {_x(r.speedup)} its eager, "
+            f"{_x(r.speedup_vs_compile)} its torch.compile ({r.evaluated} evaluated)")
+
+
 def _compositions(r: Result) -> list[str]:
     """Each composition judged, where there was more than one, and each dropped part's reason."""
     if len(r.compositions) < 2 and not any(p.dropped for p in r.parts):

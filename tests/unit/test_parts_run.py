@@ -230,3 +230,17 @@ def test_the_cli_resuming_the_wrong_kind_of_run_is_one_line_and_exit_2(parts: bo
     assert r.exit_code == 2 and r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr
     assert ("is an optimize --parts run: resume it with --parts" if parts else
             "is not an optimize --parts run: resume it without --parts") in r.stderr
+
+
+def test_the_run_shows_its_parts_as_it_starts_and_each_parts_outcome_as_its_loop_ends(tmp_path, caplog) -> None:  # noqa: ANN001
+    import logging
+
+    llm = ScriptedLLM([(m, distinct("fast")) for m in MARKERS.values()])
+    with caplog.at_level(logging.INFO, logger="kevolve.agent"):
+        r = run(tmp_path, llm, max_candidates=3)
+    text = caplog.text
+    table = text[text.index("tiny_resnet in 3 parts"):]
+    assert table.index("Block(8)") < table.index("torch.nn.Sequential(") < table.index("torch.nn.Linear(8, 10)")
+    done = re.findall(r"part (\d) \(([^)]*)\): (\w+) at ([\d.]+)x its eager", text)
+    assert sorted((int(i), where) for i, where, *_ in done) == [(1, "stem"), (2, "blocks.0, blocks.1"), (3, "head")]
+    assert {cid for *_, cid, _x in done} == {p.candidate_id for p in r.parts}
