@@ -64,8 +64,12 @@ def check_first_run(p: subprocess.CompletedProcess, result: dict, server: FakeLL
     prompted = {i for i, s in parts.items() if s["run_id"]}
     assert 2 in prompted and prompted <= {1, 2, 3}  # the blocks (most of the time) at least; a part under 1% has none
     prompts = [s.prompt for s in server.seen]
-    assert len(prompts) == len(prompted)  # one translation per part: identical blocks are one problem
-    assert sorted(next(i for i, (m, _) in MARKERS.items() if m in q) for q in prompts) == sorted(prompted)
+    # one translation per part: identical blocks are one problem (a part whose stem fell under 1% of eager's time on
+    # a busy machine leaves the whole run's two candidates to the blocks: a mutation prompt of the blocks follows)
+    translations = [q for q in prompts if q.startswith("Task: translate")]
+    assert len(translations) == len(prompted) and len(prompts) <= 2
+    assert sorted(next(i for i, (m, _) in MARKERS.items() if m in q) for q in translations) == sorted(prompted)
+    assert {next(i for i, (m, _) in MARKERS.items() if m in q) for q in prompts} == prompted
     for q in prompts:  # a part's prompt shows that part alone, never the whole model's forward or its other parts
         assert sum(m in q for m, _ in MARKERS.values()) == 1
         assert "adaptive_avg_pool2d" not in q and "self.blocks" not in q
