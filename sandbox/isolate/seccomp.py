@@ -71,7 +71,9 @@ OWN_ONLY = tuple(sorted(_ARCH["x86_64"][2]))
 """Calls refused when their first argument names another process than the caller (a pid other than 0): another
 process's resource limits, CPU set, priority or pages. Red team 6 (2026-11-28), isolation `none`: a candidate's
 native code lowered the judge's open-file limit to 12, and a warm judge answered infra_error to every later
-evaluation; the same call reaches the spare runners and the reference's. glibc's own calls pass 0."""
+evaluation; the same call reaches the spare runners and the reference's. A process's calls on itself pass 0
+(setrlimit, os.sched_setaffinity(0, …)); a thread binding itself by its thread id (pthread_setaffinity_np) is refused
+too: an OpenMP binding then goes without."""
 
 
 def supported() -> bool:
