@@ -85,8 +85,10 @@ def run_parts(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | Non
         if problem is None:
             raise UsageError("nothing to optimize: give a module, or --resume RUN_ID")
         dec = split if split is not None else _decompose(problem)
-        if len(dec.parts) < 2:
-            log.info("%s has %d part(s): optimized whole", problem.name, len(dec.parts))
+        if len(dec.parts) < 2 or flat(dec):
+            log.info("%s: %s: optimized whole", problem.name, f"{len(dec.parts)} part(s)" if len(dec.parts) < 2 else
+                     "its parts are all torch.nn layers, and in parts the layers and the forward's own code between "
+                     "them could not be fused together")
             return run_optimize(problem, config, llm=llm, sandbox=sandbox, on_start=on_start, archive_url=archive_url)
         if config.sandbox.seed is None:  # one seed for the whole run, as run_optimize gives a run
             config = config.model_copy(update={"sandbox": config.sandbox.model_copy(
@@ -109,6 +111,13 @@ def run_parts(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | Non
     finally:
         if own and getattr(sandbox, "close", None) is not None:
             sandbox.close()  # type: ignore[attr-defined]
+
+
+def flat(dec) -> bool:  # noqa: ANN001 - a kevolve.parts Decomposition
+    """Every part is a torch.nn layer or a Sequential of them (LeNet, a ResNet block, an MLP): no block of the model's
+    own to optimize once and reuse, and the fusions that pay (a convolution with its norm and activation, the pooling
+    the forward does between layers) cross the parts' borders."""
+    return bool(dec.parts) and all(p.spelled.startswith("torch.nn.") for p in dec.parts)
 
 
 def _decompose(problem: Problem):  # noqa: ANN202 - a kevolve.parts Decomposition
@@ -151,6 +160,10 @@ def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None
     part_config = config.model_copy(update={"runs_dir": run.path / "parts", "audit": False})
     journal = _journal(run)
     worth = {p.index: p.share for p in dec.parts if p.share is None or p.share >= MIN_SHARE}
+    # parts the offline proposer has no candidate for take no share of the budgets
+    bare = {i: why for i in worth if config.offline and i not in journal
+            and (why := _nothing_to_fuse(next(p for p in dec.parts if p.index == i).problem))}
+    worth = {i: s for i, s in worth.items() if i not in bare}
     weight = weights(worth)
     floor = floors(config)
     paid = funded(weight, config.stop, floor)
@@ -166,6 +179,8 @@ def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None
         later = [weight[i] for i in order[order.index(part.index) + 1:] if i in paid]
         if entry is not None and entry.ended:
             out[part.index] = _ended(run, entry)
+        elif part.index in bare:
+            out[part.index] = bare[part.index]
         elif part.index not in worth:
             out[part.index] = f"{100 * (part.share or 0):.1f}% of eager's time: not worth a loop"
         elif entry is None and part.index not in paid:
@@ -182,6 +197,18 @@ def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None
             if part.family and r.best_candidate_id is not None:
                 won.setdefault(part.family, (part.index, r))
     return out
+
+
+def _nothing_to_fuse(problem: Problem) -> str:
+    """Why the offline proposer has no candidate for a part (a Linear alone: the library's GEMM), or ''."""
+    from kevolve.offline.generate import plan
+    from kevolve.offline.graph.trace import TraceError
+
+    try:
+        plan(problem)
+    except TraceError as e:
+        return f"no candidate from the offline proposer ({str(e).split(';')[0][:120]})"
+    return ""
 
 
 def _ended(run: RunFolder, entry: PartRun) -> Result:

