@@ -85,10 +85,8 @@ def run_parts(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | Non
         if problem is None:
             raise UsageError("nothing to optimize: give a module, or --resume RUN_ID")
         dec = split if split is not None else _decompose(problem)
-        if len(dec.parts) < 2 or flat(dec):
-            log.info("%s: %s: optimized whole", problem.name, f"{len(dec.parts)} part(s)" if len(dec.parts) < 2 else
-                     "its parts are all torch.nn layers, and in parts the layers and the forward's own code between "
-                     "them could not be fused together")
+        if len(dec.parts) < 2:
+            log.info("%s has %d part(s): optimized whole", problem.name, len(dec.parts))
             return run_optimize(problem, config, llm=llm, sandbox=sandbox, on_start=on_start, archive_url=archive_url)
         if config.sandbox.seed is None:  # one seed for the whole run, as run_optimize gives a run
             config = config.model_copy(update={"sandbox": config.sandbox.model_copy(
@@ -111,13 +109,6 @@ def run_parts(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | Non
     finally:
         if own and getattr(sandbox, "close", None) is not None:
             sandbox.close()  # type: ignore[attr-defined]
-
-
-def flat(dec) -> bool:  # noqa: ANN001 - a kevolve.parts Decomposition
-    """Every part is a torch.nn layer or a Sequential of them (LeNet, a ResNet block, an MLP): no block of the model's
-    own to optimize once and reuse, and the fusions that pay (a convolution with its norm and activation, the pooling
-    the forward does between layers) cross the parts' borders."""
-    return bool(dec.parts) and all(p.spelled.startswith("torch.nn.") for p in dec.parts)
 
 
 def _decompose(problem: Problem):  # noqa: ANN202 - a kevolve.parts Decomposition

@@ -246,43 +246,6 @@ def test_the_run_shows_its_parts_as_it_starts_and_each_parts_outcome_as_its_loop
     assert {cid for *_, cid, _x in done} == {p.candidate_id for p in r.parts}
 
 
-FLAT = '''import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
-        self.bn = nn.BatchNorm2d(8)
-        self.fc = nn.Linear(8, 10)
-
-    def forward(self, x):
-        x = F.relu(self.bn(self.conv(x)))
-        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
-
-def get_inputs():
-    return [torch.randn(2, 3, 16, 16)]
-
-def get_init_inputs():
-    return []
-'''
-
-
-def test_a_model_of_torch_nn_layers_alone_is_optimized_whole(tmp_path) -> None:
-    # LeNet, a ResNet basic block, an MLP: in parts, each layer alone and the forward's own code (the ReLU, the
-    # pooling) left to PyTorch, a convolution could never take its norm and activation along (seen on the H200:
-    # LeNet in 5 parts left 47% of eager's time outside every part)
-    flat = problem_from_source(FLAT, "flat.py")
-    dec = decompose(flat)
-    assert len(dec.parts) == 3 and all(p.spelled.startswith("torch.nn.") for p in dec.parts)
-    llm = ScriptedLLM([("Task: translate", distinct("fast"))])
-    r = run_parts(flat, parts_config(tmp_path, max_candidates=2), llm=llm, sandbox=PartsSandbox(), split=dec)
-    assert r.parts == () and r.proposals == 2 and r.answer.value == "improved"
-    assert not (r.run_dir / "parts.json").exists()
-    assert "class Model" in llm.calls[0][-1].content and "F.adaptive_avg_pool2d" in llm.calls[0][-1].content
-
-
 class Untagged(PartsSandbox):
     """PartsSandbox, where a candidate without a tag (the offline proposer's) is a fast one."""
 
