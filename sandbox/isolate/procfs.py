@@ -139,6 +139,41 @@ def set_dumpable(on: bool) -> bool:
         return False
 
 
+_CAP_SYS_PTRACE, _PR_CAPBSET_DROP, _CAP_VERSION_3 = 19, 24, 0x20080522
+
+
+def drop_ptrace() -> bool:
+    """Give up CAP_SYS_PTRACE for good (bounding, permitted, effective and inheritable sets): a runner that is root
+    (as on many GPU machines) otherwise reads and writes any same-user process's memory whatever its dumpable flag,
+    the judge's and the user's kevolve process's included. Capabilities are a thread's: call it before any thread
+    starts (threads made later inherit the calling thread's sets). True when the capability is not held afterwards
+    (a user other than root holds none to begin with); False where the calls are not there (not Linux)."""
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_CAPBSET_DROP, _CAP_SYS_PTRACE, 0, 0, 0)  # needs CAP_SETPCAP: without it, nothing to drop
+        hdr, data = Header(_CAP_VERSION_3, 0), (Data * 2)()
+        if libc.capget(ctypes.byref(hdr), data) != 0:
+            return False
+        bit = ~(1 << _CAP_SYS_PTRACE) & 0xFFFFFFFF
+        if data[0].permitted & ~bit:
+            data[0].effective &= bit
+            data[0].permitted &= bit
+            data[0].inheritable &= bit
+            if libc.capset(ctypes.byref(hdr), data) != 0:
+                return False
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
 def dumpable() -> bool | None:
     """This process's PR_GET_DUMPABLE (None where prctl is not there)."""
     import ctypes
@@ -149,5 +184,5 @@ def dumpable() -> bool | None:
         return None
 
 
-__all__ = ["ProcStat", "children", "cmdline", "dumpable", "locks_hard_limit", "read_stat", "reap", "set_dumpable",
+__all__ = ["ProcStat", "children", "cmdline", "drop_ptrace", "dumpable", "locks_hard_limit", "read_stat", "reap", "set_dumpable",
            "signal_exact", "subtree", "table"]

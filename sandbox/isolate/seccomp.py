@@ -50,7 +50,7 @@ _ARCH = {
         "process_vm_readv": 310, "process_vm_writev": 311, "open_by_handle_at": 304, "iopl": 172, "ioperm": 173,
         "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163, "userfaultfd": 323, "pidfd_getfd": 438,
         "setpriority": 141, "sched_setscheduler": 144, "sched_setattr": 314, "ioprio_set": 251, "kcmp": 312,
-        "process_madvise": 440}, {
+        "process_madvise": 440, "ptrace": 101}, {
         "prlimit64": 302, "sched_setaffinity": 203, "sched_setparam": 142, "migrate_pages": 256, "move_pages": 279}),
     "aarch64": (0xC00000B7, {
         "socket": 198, "shmget": 194, "shmat": 196, "shmctl": 195, "semget": 190, "semop": 193, "semctl": 191,
@@ -62,7 +62,8 @@ _ARCH = {
         "perf_event_open": 241, "adjtimex": 171, "clock_adjtime": 266, "clock_settime": 112, "settimeofday": 170,
         "process_vm_readv": 270, "process_vm_writev": 271, "open_by_handle_at": 265, "reboot": 142,
         "swapon": 224, "swapoff": 225, "acct": 89, "userfaultfd": 282, "pidfd_getfd": 438, "setpriority": 140,
-        "sched_setscheduler": 119, "sched_setattr": 274, "ioprio_set": 30, "kcmp": 272, "process_madvise": 440}, {
+        "sched_setscheduler": 119, "sched_setattr": 274, "ioprio_set": 30, "kcmp": 272, "process_madvise": 440,
+        "ptrace": 117}, {
         "prlimit64": 261, "sched_setaffinity": 122, "sched_setparam": 118, "migrate_pages": 238, "move_pages": 239}),
 }
 DENIED = tuple(sorted(_ARCH["x86_64"][1]))

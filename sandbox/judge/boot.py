@@ -44,6 +44,14 @@ def early_runners(argv: list[str]) -> list[tuple[str, object]]:
 
 
 def main() -> None:
+    from kevolve.sandbox.isolate.procfs import set_dumpable
+
+    # the judge holds every draw's truth and the keys of its checks: its /proc files (mem, fd/) are closed to the
+    # runners, which are the same user's without bubblewrap and hold no CAP_SYS_PTRACE (runner/serve.py). Not yet on
+    # a GPU: the judge hands its device buffers to runners by CUDA IPC, not run non-dumpable there (a root judge is
+    # out of a runner's reach anyway once the runner lacks the capability the judge holds; Landlock covers the rest)
+    if not (sys.argv[1:2] and sys.argv[1].startswith("cuda")):
+        set_dumpable(False)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="judge %(levelname)s %(message)s")
     early = early_runners(sys.argv)
     from kevolve.sandbox.judge import serve

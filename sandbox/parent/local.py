@@ -56,7 +56,12 @@ class JudgeClient:
         judge starts its first runners from before it imports torch (judge/boot.py)."""
         from kevolve.sandbox.common.channel import Channel
         from kevolve.sandbox.isolate.launch import default_scratch_root, scrubbed_env
+        from kevolve.sandbox.isolate.procfs import set_dumpable
 
+        # this process holds the LLM keys and the archive's URL, and without bubblewrap a candidate's runner is a
+        # process of the same user: its memory and environment are closed to them (procfs.set_dumpable; a debugger
+        # of the same user, not root, cannot attach either while it runs)
+        set_dumpable(False)
         self.device = device
         self.dir = Path(tempfile.mkdtemp(prefix="kevolve-judge-", dir=root or default_scratch_root()))
         to_judge_r, to_judge_w = os.pipe()

@@ -281,8 +281,11 @@ def _channel_fds() -> tuple[int, int] | None:
 
 
 def main() -> None:
-    from kevolve.sandbox.isolate.procfs import set_dumpable
+    from kevolve.sandbox.isolate.procfs import drop_ptrace, set_dumpable
 
+    # First, while this is the process's only thread: no runner, root or not, reads or writes another process's
+    # memory (the judge's, the user's: procfs.drop_ptrace; ptrace itself is refused by the candidate's seccomp filter)
+    drop_ptrace()
     # Until its job says it runs a candidate, this runner may become a problem's trusted reference:
     # nothing of the same user gets at its descriptors or memory meanwhile (procfs.set_dumpable)
     set_dumpable(False)

@@ -74,7 +74,7 @@ CAUGHT = {
     "truncates_cumprod": ("cumprod", Outcome.INCORRECT, "incorrect", "off by more than half their own value"),
 }
 # Hacks that need their own limits or set-up have their own tests below.
-SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "forges_call_times",
+SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "reads_the_judges_memory", "forges_call_times",
            "forges_times_slightly", "spins_in_setsid_daemon", "writes_runner_bytecode", "forges_reference_answers",
            "plants_build_cache", "signals_other_runners", "spins_between_calls",
            "drives_warm_service", "returns_view_of_input", "returns_staging_buffer"}  # tests/integration/test_warm_eval.py (it needs a running service)
@@ -228,6 +228,15 @@ def test_worker_environment_holds_no_secrets(evaluate, monkeypatch) -> None:  # 
         monkeypatch.setenv(name, "secret-value")
     ev = evaluate("relu", HERE / "reads_secret_env.py")
     assert ev.ok, ev.reason  # the candidate returns wrong results if it sees any of them
+
+
+@pytest.mark.parametrize("confine", ["auto", "off"])
+def test_the_judges_and_the_users_memory_are_out_of_a_candidates_reach(evaluate, confine: str) -> None:  # noqa: ANN001
+    # under `none` as root with confine_writes off (no Landlock domain), a runner read the judge's memory through
+    # /proc/<ppid>/mem (seen 2026-11-28); now the runner holds no CAP_SYS_PTRACE, ptrace is refused by its seccomp
+    # filter, and the judge and the user's process are not dumpable
+    ev = evaluate("relu", HERE / "reads_the_judges_memory.py", confine_writes=confine)
+    assert ev.ok, ev.reason  # the candidate returns wrong results if it opened any of them
 
 
 def test_a_setsid_daemon_spinning_beside_the_calls_is_counted_in_the_runners_cgroup(evaluate) -> None:  # noqa: ANN001

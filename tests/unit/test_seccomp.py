@@ -55,3 +55,20 @@ def test_every_machines_table_names_the_same_calls() -> None:
     x86, arm = (set(seccomp._ARCH[m][1]) for m in ("x86_64", "aarch64"))
     assert x86 == set(seccomp.DENIED) and x86 - arm == {"iopl", "ioperm"} and arm <= x86  # port I/O: x86 only
     assert len(seccomp.program("aarch64")) % 8 == 0 and len(seccomp.program("x86_64")) % 8 == 0
+
+
+def test_a_runner_gives_up_ptrace_for_good_and_its_threads_too() -> None:
+    # root keeps CAP_SYS_PTRACE otherwise: /proc/<judge>/mem opened whatever the judge's dumpable flag (2026-11-28)
+    import subprocess
+    import sys
+
+    child = ("import os, threading\n"
+             "from kevolve.sandbox.isolate.procfs import drop_ptrace\n"
+             "assert drop_ptrace()\n"
+             "caps = lambda: {l.split(':')[0]: int(l.split()[1], 16) for l in open('/proc/thread-self/status')\n"
+             "                if l.startswith(('CapEff', 'CapPrm', 'CapBnd', 'CapInh'))}\n"
+             "seen = [caps()]\n"
+             "t = threading.Thread(target=lambda: seen.append(caps())); t.start(); t.join()\n"
+             "print(all(not v & (1 << 19) for c in seen for v in c.values()), len(seen))\n")
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["True", "2"], out.stderr[-500:]
