@@ -75,6 +75,7 @@ def run_parts(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | Non
     `resume` is no --parts run."""
     from kevolve.parts.decompose import Decomposition
 
+    t0 = time.monotonic()  # the time limit counts the split (a forward of the model measured on the CPU) too
     if resume is not None:
         run, config = reopen(config, resume)
         if not (run.path / "parts.json").is_file():
@@ -98,9 +99,8 @@ def run_parts(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | Non
         on_start(run)
     own = sandbox is None
     sandbox = sandbox if sandbox is not None else open_sandbox(config)
-    t0 = time.monotonic()
     try:
-        results = _optimize_parts(dec, config, run, llm, sandbox, archive_url)
+        results = _optimize_parts(dec, config, run, llm, sandbox, archive_url, t0)
         spent = sum((Spent.of(r) for r in results.values() if isinstance(r, Result)), Spent())
         device_left = (math.inf if config.stop.budget_device_s is None
                        else config.stop.budget_device_s - spent.device_s)
@@ -144,7 +144,7 @@ def _record(run: RunFolder, journal: dict[int, PartRun], entry: PartRun) -> None
 
 
 def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None, sandbox: Sandbox,  # noqa: ANN001
-                    archive_url: str | None) -> dict[int, Result | str]:
+                    archive_url: str | None, t0: float) -> dict[int, Result | str]:
     """Each part's loop (its Result), or why it has none: a part whose loop ended (part_runs.json) is read back, one
     stopped in its loop goes on, the others start, each within its portion of the budgets left."""
     # each part's own winner is not audited: the composition that carries it is, as the whole model
@@ -159,7 +159,7 @@ def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None
     floor = floors(config)
     paid = funded(weight, config.stop, floor)
     out: dict[int, Result | str] = {}
-    spent, t0 = Spent(), time.monotonic()
+    spent = Spent()
     won: dict[str, tuple[int, Result]] = {}  # a family's first part whose loop found a correct candidate
     # the larger parts first: they have the first use of the budget, and a family's largest member is the one its
     # loop runs on (the others try its winner)

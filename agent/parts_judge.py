@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import Counter
 
 from kevolve.agent.config import OptimizeConfig
@@ -57,6 +58,8 @@ def compose_and_judge(dec, results: dict[int, Result | str], config: OptimizeCon
     model starts from it: archive.known). Writes the result."""
     from kevolve.parts.compose import CompositionError, compose
 
+    t_in = time.monotonic()
+    limit = math.inf if config.stop.time_limit_s is None else config.stop.time_limit_s
     picked = chosen(results)
     shares = {p.index: p.share for p in dec.parts}
     tries: list[CompositionTry] = []
@@ -98,11 +101,16 @@ def compose_and_judge(dec, results: dict[int, Result | str], config: OptimizeCon
             why = (f"composition {tries[-1].outcome}: {tries[-1].reason}; the device budget left "
                    f"({max(0.0, device_left):.0f} s) pays for no smaller composition")
             break
+        time_left = limit - elapsed - (time.monotonic() - t_in)
+        if left and ev is not None and time_left < ev.wall_s:
+            why = (f"composition {tries[-1].outcome}: {tries[-1].reason}; the time limit left "
+                   f"({max(0.0, time_left):.0f} s) pays for no smaller composition")
+            break
     if ok_ev is None and not why:
         why = (f"no composition was ok: {tries[0].outcome}: {tries[0].reason}" if len(tries) > 1 else
                f"composition {tries[0].outcome}: {tries[0].reason}" if tries else why)
-    return finish(dec, results, picked, dropped, run, ok_cand, ok_ev or first_ev, why, (elapsed, judged_s),
-                  tuple(tries))
+    return finish(dec, results, picked, dropped, run, ok_cand, ok_ev or first_ev, why,
+                  (elapsed + time.monotonic() - t_in, judged_s), tuple(tries))
 
 
 def _offer(store: Storer | None, problem: Problem, cand: Candidate, ev: Evaluation, run_id: str) -> None:

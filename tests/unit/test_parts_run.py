@@ -266,3 +266,34 @@ def test_a_part_the_offline_proposer_has_nothing_for_stays_pytorch_and_the_run_g
     own = {p.index: json.loads((r.run_dir / "parts" / p.run_id / "config.json").read_text()) for p in r.parts[:2]}
     assert sum(own[i]["stop"]["max_candidates"] for i in (1, 2)) == 4
     assert r.stop_reason.startswith("composition") and r.answer.value == "improved"
+
+
+class Slow(PartsSandbox):
+    """PartsSandbox whose every evaluation takes `sleep_s` of wall time."""
+
+    def __init__(self, sleep_s: float) -> None:
+        super().__init__(wall_s=sleep_s)
+        self.sleep_s = sleep_s
+
+    def evaluate(self, problem, candidate, config) -> Evaluation:  # noqa: ANN001
+        import time
+
+        time.sleep(self.sleep_s)
+        return super().evaluate(problem, candidate, config)
+
+
+def test_the_time_limit_is_the_whole_runs_with_the_split_and_the_composition_inside_it(tmp_path) -> None:
+    # on the H200, LeNet-5 with --time-limit 75 ran 105 s by its own clock (its one part's loop took the whole limit,
+    # the composition's evaluation came after) and 153 s of wall: the split and the composition now count in it
+    import time
+
+    llm = ScriptedLLM([(m, distinct("fast", 200)) for m in MARKERS.values()])
+    t = time.monotonic()
+    r = run_parts(MODEL, parts_config(tmp_path, max_candidates=200, time_limit_s=4.0), llm=llm, sandbox=Slow(0.25),
+                  split=split())
+    wall = time.monotonic() - t
+    own = [json.loads((r.run_dir / "parts" / p.run_id / "config.json").read_text())["stop"]["time_limit_s"]
+           for p in r.parts if p.run_id]
+    assert sum(own) <= 0.8 * 4.0 + 1e-6  # a fifth kept back for the composition
+    assert [t.outcome for t in r.compositions] == ["ok"] and r.answer.value == "improved"
+    assert r.elapsed_s <= wall and wall < 4.0 + 1.0  # within the limit but for the evaluation in flight
