@@ -83,3 +83,48 @@ def check_first_run(p: subprocess.CompletedProcess, result: dict, server: FakeLL
     report = (run / "report.md").read_text()
     assert "Composition as the whole model: **ok**" in report and "| 2 | blocks.0, blocks.1 | `Block(8)` |" in report
     assert result["proposals"] <= 2 and len(prompted) <= 2  # the whole run's two candidates
+
+
+def test_ctrl_c_in_a_parts_run_then_resume_spends_the_rest_of_its_budget(tmp_path: Path) -> None:
+    """A real SIGINT while a part's loop waits on the LLM: exit 130 with the --parts --resume line, the part's loop
+    journalled as not ended; the resumed run goes on in the same folders and spends the rest of the whole run's
+    candidates, no LLM request made twice. Every reply is a distinct candidate the policy rejects before anything
+    runs (it imports subprocess): no extension is built."""
+    import signal
+
+    from test_optimize_resume import SignallingServer, optimize
+
+    src = (FIXTURES / "problems" / "small_resnet.py").read_text()
+    problem = tmp_path / "tiny_resnet.py"
+    problem.write_text(src.replace("torch.randn(32, 3, 64, 64)", "torch.randn(2, 3, 16, 16)")
+                       .replace("return [64, 100]", "return [8, 10]"))
+    rejected = [f"```python\nimport subprocess\nimport torch\nK = {i}\n\nclass ModelNew(torch.nn.Module):\n"
+                f"    def forward(self, x):\n        return x * K\n```\n" for i in range(40)]
+    server = SignallingServer(rules=[(m, rejected) for m, _ in MARKERS.values()]).start()
+    runs = tmp_path / "runs"
+    common = ["--runs-dir", str(runs), "--llm-cache", str(tmp_path / "llm")]
+    try:
+        first = optimize([str(problem), "--parts", "--llm", "openai:gpt-4o", "--device", "cpu", "--no-archive",
+                          "--islands", "1", "--jobs-per-generation", "1", "--max-candidates", "6", "--seed", "3",
+                          "--timeout", "400", *common], server.openai_url)
+        server.pid, server.at, server.signum = first.pid, 2, signal.SIGINT  # in the first part's loop
+        _, err1 = first.communicate(timeout=900)
+        assert first.returncode == 130, err1[-3000:]
+        (run,) = [p for p in runs.iterdir() if (p / "parts.json").is_file()]
+        assert err1.strip().splitlines()[-1].endswith(f"continue with: kevolve optimize --parts --resume {run.name}")
+        assert "Traceback" not in err1 and not (run / "result.json").exists()
+        journal = json.loads((run / "part_runs.json").read_text())["runs"]
+        assert journal and not journal[-1]["ended"]
+        asked = len([s for s in server.seen if s.status == 200])
+        second = optimize(["--parts", "--resume", run.name, "--json", *common], server.openai_url)
+        out, err2 = second.communicate(timeout=900)
+    finally:
+        server.stop()
+    assert "Traceback" not in err2, err2[-3000:]
+    result = json.loads(out)
+    assert result["run_id"] == run.name and result["proposals"] == 6 and result["outcomes"] == {"rejected": 6}
+    again = {j["index"]: j for j in json.loads((run / "part_runs.json").read_text())["runs"]}
+    stopped = journal[-1]
+    assert again[stopped["index"]]["run_id"] == stopped["run_id"]  # gone on with in the same folder
+    assert all(j["ended"] for j in again.values())
+    assert asked >= 1 and len([s for s in server.seen if s.status == 200]) == 6  # none asked twice
