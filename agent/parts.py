@@ -82,6 +82,7 @@ def run_parts(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | Non
             raise UsageError(f"--resume {resume}: run {run.run_id} is not an optimize --parts run: resume it "
                              "without --parts")
         dec = _read(run, "parts.json", Decomposition)
+        t0 -= _ended_s(run)  # the time limit is the whole run's: what its ended loops took is spent
     else:
         if problem is None:
             raise UsageError("nothing to optimize: give a module, or --resume RUN_ID")
@@ -200,6 +201,12 @@ def _nothing_to_fuse(problem: Problem) -> str:
     except TraceError as e:
         return f"no candidate from the offline proposer ({str(e).split(';')[0][:120]})"
     return ""
+
+
+def _ended_s(run: RunFolder) -> float:
+    """The seconds the run's ended part loops took (their results' elapsed_s)."""
+    return sum(_read(run, f"parts/{e.run_id}/result.json", Result).elapsed_s
+               for e in _journal(run).values() if e.ended)
 
 
 def _ended(run: RunFolder, entry: PartRun) -> Result:

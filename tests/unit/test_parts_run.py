@@ -297,3 +297,21 @@ def test_the_time_limit_is_the_whole_runs_with_the_split_and_the_composition_ins
     assert sum(own) <= 0.8 * 4.0 + 1e-6  # a fifth kept back for the composition
     assert [t.outcome for t in r.compositions] == ["ok"] and r.answer.value == "improved"
     assert r.elapsed_s <= wall and wall < 4.0 + 1.0  # within the limit but for the evaluation in flight
+
+
+def test_a_resumed_parts_run_goes_on_with_the_time_its_ended_loops_left(tmp_path) -> None:
+    # a resumed --parts run had started its time limit again from nothing
+    llm = Flaky([(m, distinct("fast", 200)) for m in MARKERS.values()])
+    llm.fail_on = MARKERS[1]  # the blocks' loop ends (its share of the time), then the stem's fails
+    cfg = parts_config(tmp_path, max_candidates=200, time_limit_s=6.0)
+    with pytest.raises(OptimizeError):
+        run_parts(MODEL, cfg, llm=llm, sandbox=Slow(0.25), split=split())
+    (folder,) = [p for p in tmp_path.iterdir() if (p / "parts.json").is_file()]
+    journal = {j["index"]: j for j in json.loads((folder / "part_runs.json").read_text())["runs"]}
+    took = json.loads((folder / "parts" / journal[2]["run_id"] / "result.json").read_text())["elapsed_s"]
+    assert took > 1.0
+    llm.fail_on = None
+    r = run_parts(None, parts_config(tmp_path), llm=llm, sandbox=Slow(0.25), resume=folder.name)
+    own = {p.index: json.loads((r.run_dir / "parts" / p.run_id / "config.json").read_text())["stop"]["time_limit_s"]
+           for p in r.parts if p.run_id and p.index != 2}
+    assert sum(own.values()) <= 0.8 * 6.0 - took + 1e-6
