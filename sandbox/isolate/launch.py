@@ -43,10 +43,14 @@ _CLOUD_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_", "GCLOUD_", "GCP_", "CLOUDSDK_", 
                    "DATABASE_URL", "PG", "HF_", "HUGGING", "OPENAI", "ANTHROPIC", "GITHUB_", "SSH_")
 
 
+def is_secret(name: str) -> bool:
+    """A variable a runner never sees: a secret, a cloud credential, kevolve's own state."""
+    return bool(_SECRET_RE.search(name)) or name.upper().startswith(_CLOUD_PREFIXES)
+
+
 def scrubbed_env(device: str, scratch: Path) -> dict[str, str]:
     """The parent's environment minus secrets, cloud credentials and kevolve's own state."""
-    env = {k: v for k, v in os.environ.items()
-           if not _SECRET_RE.search(k) and not k.upper().startswith(_CLOUD_PREFIXES)}
+    env = {k: v for k, v in os.environ.items() if not is_secret(k)}
     env.update(HOME=str(scratch), TMPDIR=str(scratch), PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     env.update(_cache_dirs(scratch))
     env.update(pycache.env())  # primed bytecode, read only (sandbox/isolate/pycache.py)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import signal
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
 _INFINITY = 2**64 - 1
 
@@ -174,6 +176,34 @@ def drop_ptrace() -> bool:
         return False
 
 
+def hide_environ(secret: Callable[[str], bool]) -> int:
+    """Overwrite with 'x' the values of the `secret` variables in this process's first environment block, the memory
+    /proc/PID/environ reads (between stat's env_start and env_end): a process of the same user that may still read
+    that file (a root one, on a kernel that checks it less than mem: seen on 6.18) finds no key there. Each is set
+    again first (os.putenv: a copy elsewhere), so that C code's getenv still reads the real value; Python's
+    os.environ is untouched. How many were hidden (0 where /proc is not there)."""
+    import ctypes
+
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])  # env_start, env_end: fields 50 and 51 (the 3rd is [0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    if not 0 < start < end:
+        return 0
+    raw, pos, hidden = ctypes.string_at(start, end - start), 0, 0
+    for entry in raw.split(b"\0"):
+        name, eq, value = entry.partition(b"=")
+        key = name.decode(errors="replace")
+        if eq and value.strip(b"x") and secret(key):
+            if key in os.environ:
+                os.putenv(key, os.environ[key])
+            ctypes.memset(start + pos + len(name) + 1, ord("x"), len(value))
+            hidden += 1
+        pos += len(entry) + 1
+    return hidden
+
+
 def dumpable() -> bool | None:
     """This process's PR_GET_DUMPABLE (None where prctl is not there)."""
     import ctypes
@@ -184,5 +214,5 @@ def dumpable() -> bool | None:
         return None
 
 
-__all__ = ["ProcStat", "children", "cmdline", "drop_ptrace", "dumpable", "locks_hard_limit", "read_stat", "reap", "set_dumpable",
+__all__ = ["ProcStat", "children", "cmdline", "drop_ptrace", "dumpable", "hide_environ", "locks_hard_limit", "read_stat", "reap", "set_dumpable",
            "signal_exact", "subtree", "table"]

@@ -5,9 +5,9 @@ descriptors (/proc/<pid>/fd/N), or ptrace.
 Without bubblewrap every process of kevolve is the same user's (root's on many GPU machines), so the kernel's ptrace
 check is the only wall: a runner that is root keeps CAP_SYS_PTRACE, and a process that is dumpable lets any other of
 its user in. This candidate is an honest ReLU unless one of its ancestors' memory or descriptors opens or a ptrace
-seize succeeds, in which case it returns wrong results. (/proc/<pid>/environ and maps are not tried: on the machine
-this was written on, a 6.18 kernel, they stayed readable to a root process without CAP_SYS_PTRACE whatever the
-target's dumpable flag; the user's process's environment is the open part, see docs/VERIFICATION.md.) Expected: ok (every one refused) under both isolations,
+seize succeeds, in which case it returns wrong results. (/proc/<pid>/environ is read for a canary key the CLI test puts in
+`kevolve eval`'s environment: on the machine this was written on, a 6.18 kernel, environ stayed readable to a root
+process without CAP_SYS_PTRACE whatever the target's dumpable flag, so the user's process hides its keys there.) Expected: ok (every one refused) under both isolations,
 with or without Landlock.
 """
 import ctypes
@@ -50,6 +50,12 @@ def _opened(pid: int) -> list[str]:
         except OSError:
             pass
     libc = ctypes.CDLL(None, use_errno=True)
+    try:  # the user's keys, where the test put a canary in the first environment of `kevolve eval`
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            if b"sk-kevolve-canary" in f.read():
+                got.append(f"{pid}/environ")
+    except OSError:
+        pass
     # PTRACE_SEIZE, not PTRACE_ATTACH: attaching stops the target (a judge left stopped hangs the evaluation, seen
     # before the fix); a seized process runs on, and is let go when this runner ends
     if libc.ptrace(0x4206, pid, None, None) == 0:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from testpaths import BUILD_CACHE
+from testpaths import BUILD_CACHE, FIXTURES
 
 GOOD_TAIL = "\ndef get_inputs():\n    return [torch.randn(8, 16)]\n\ndef get_init_inputs():\n    return []\n"
 MODEL = "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
@@ -150,3 +150,17 @@ def test_a_candidate_far_slower_than_the_reference_is_stopped_after_three_calls(
     assert "--max-slowdown" in out["reason"] and out["speedup"] is None
     checked = sum(int(c["detail"].split()[0]) for c in out["checks"] if c["passed"] and c["name"].startswith("correct:"))
     assert checked == 3, out["checks"]
+
+
+def test_the_users_keys_are_not_in_the_environment_a_candidate_can_read(tmp_path) -> None:
+    # `kevolve eval --no-warm` (and optimize) start the judge from the user's process, which holds the LLM keys in the
+    # environment it was started with: a candidate under `none` read them from /proc/<pid>/environ (root, 6.18 kernel,
+    # Landlock or not: `incorrect` before, its visible signal). The process now hides them there (procfs.hide_environ)
+    hack = Path(__file__).resolve().parents[1] / "adversarial" / "reads_the_judges_memory.py"
+    cmd = [sys.executable, "-m", "kevolve.cli", "eval", str(FIXTURES / "problems" / "relu.py"), str(hack), "--device",
+           "cpu", "--isolation", "none", "--allow", "all", "--no-warm", "--json"]
+    env = {**os.environ, "HOME": str(tmp_path), "KEVOLVE_CACHE_DIR": str(BUILD_CACHE),
+           "OPENAI_API_KEY": "sk-kevolve-canary-0123456789"}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    verdict = json.loads(r.stdout)
+    assert verdict["status"] == "ok", verdict["reason"]

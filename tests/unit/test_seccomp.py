@@ -72,3 +72,25 @@ def test_a_runner_gives_up_ptrace_for_good_and_its_threads_too() -> None:
              "print(all(not v & (1 << 19) for c in seen for v in c.values()), len(seen))\n")
     out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["True", "2"], out.stderr[-500:]
+
+
+def test_the_users_keys_leave_the_environment_block_but_not_its_programs() -> None:
+    # /proc/PID/environ of the user's process held its LLM keys (procfs.hide_environ); libpq reads PGPASSWORD with C's
+    # getenv and a child started from os.environ needs the real value: both still have it
+    import os
+    import subprocess
+    import sys
+
+    child = ("import ctypes, os, subprocess, sys\n"
+             "from kevolve.sandbox.isolate.launch import is_secret\n"
+             "from kevolve.sandbox.isolate.procfs import hide_environ\n"
+             "n = hide_environ(is_secret)\n"
+             "libc = ctypes.CDLL(None); libc.getenv.restype = ctypes.c_char_p\n"
+             "block = open('/proc/self/environ', 'rb').read()\n"
+             "kid = subprocess.run([sys.executable, '-c', 'import os; print(os.environ[\"PGPASSWORD\"])'],\n"
+             "                     capture_output=True, text=True).stdout.strip()\n"
+             "print(n >= 2, b'sk-canary' in block, b'pw-canary' in block, libc.getenv(b'PGPASSWORD').decode(),\n"
+             "      os.environ['OPENAI_API_KEY'], kid, b'PATH=/' in block)\n")
+    env = {**os.environ, "OPENAI_API_KEY": "sk-canary", "PGPASSWORD": "pw-canary"}
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60, env=env)
+    assert out.stdout.split() == ["True", "False", "False", "pw-canary", "sk-canary", "pw-canary", "True"], out.stderr
