@@ -87,8 +87,9 @@ def run_parts(problem: Problem | None, config: OptimizeConfig, *, llm: LLM | Non
         if problem is None:
             raise UsageError("nothing to optimize: give a module, or --resume RUN_ID")
         dec = split if split is not None else _decompose(problem)
-        if len(dec.parts) < 2:
-            log.info("%s has %d part(s): optimized whole", problem.name, len(dec.parts))
+        if len(dec.parts) < 2 or config.offline and _all_bare(dec):
+            log.info("%s: %s: optimized whole", problem.name, f"{len(dec.parts)} part(s)" if len(dec.parts) < 2 else
+                     "the offline proposer has a candidate for none of its parts (library GEMMs alone)")
             return run_optimize(problem, config, llm=llm, sandbox=sandbox, on_start=on_start, archive_url=archive_url)
         if config.sandbox.seed is None:  # one seed for the whole run, as run_optimize gives a run
             config = config.model_copy(update={"sandbox": config.sandbox.model_copy(
@@ -189,6 +190,12 @@ def _optimize_parts(dec, config: OptimizeConfig, run: RunFolder, llm: LLM | None
             if part.family and r.best_candidate_id is not None:
                 won.setdefault(part.family, (part.index, r))
     return out
+
+
+def _all_bare(dec) -> bool:  # noqa: ANN001 - a kevolve.parts Decomposition
+    """No part worth a loop has a candidate from the offline proposer (an MLP: each Linear alone is the library's
+    GEMM, while the whole model fuses each activation into the GEMM before it)."""
+    return all(p.share is not None and p.share < MIN_SHARE or _nothing_to_fuse(p.problem) for p in dec.parts)
 
 
 def _nothing_to_fuse(problem: Problem) -> str:

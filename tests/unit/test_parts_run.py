@@ -315,3 +315,36 @@ def test_a_resumed_parts_run_goes_on_with_the_time_its_ended_loops_left(tmp_path
     own = {p.index: json.loads((r.run_dir / "parts" / p.run_id / "config.json").read_text())["stop"]["time_limit_s"]
            for p in r.parts if p.run_id and p.index != 2}
     assert sum(own.values()) <= 0.8 * 6.0 - took + 1e-6
+
+
+MLP = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
+
+    def forward(self, x):
+        return self.layers(x)
+
+def get_inputs():
+    return [torch.randn(4, 16)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_model_whose_parts_the_offline_proposer_has_nothing_for_is_optimized_whole(tmp_path) -> None:
+    # KernelBench level 3's MLP on the H200: its parts are Linear alone (the library's GEMM) and a ReLU too small for
+    # a loop, so in parts nothing was tried; whole, the offline proposer fuses each ReLU into the GEMM before it
+    mlp = problem_from_source(MLP, "mlp.py")
+    dec = decompose(mlp)
+    assert [p.spelled for p in dec.parts][0] == "torch.nn.Linear(16, 32)"
+    dec = dec.model_copy(update={"parts": tuple(p.model_copy(update={"share": 0.45 if "Linear" in p.spelled else
+                                                                     0.005}) for p in dec.parts)})
+    cfg = parts_config(tmp_path, max_candidates=2).model_copy(update={"llm": None, "offline": True})
+    r = run_parts(mlp, cfg, sandbox=Untagged(), split=dec)
+    assert r.parts == () and r.proposals == 2 and r.best_candidate_id is not None
+    assert not (r.run_dir / "parts.json").exists()
