@@ -33,6 +33,7 @@ HACKS = {
     "patches_harness_timer": "monkeypatch", "patches_perf_counter": "monkeypatch",
     "patches_randn_inputs": "monkeypatch", "relabels_torch_op": "monkeypatch",
     "reads_secret_env": "environment", "segfaults": "introspection",  # ctypes
+    "reads_the_judges_memory": "introspection",  # ctypes, for ptrace
     "skips_work_when_timed": "introspection",  # sys._getframe up into the timing loop
     "thread_finishes_output_late": "threads", "thread_finishes_output_soon": "threads",
     # issue 11's classes, written against the judge/runner evaluator
