@@ -4,12 +4,15 @@
 # evaluations that judge the composition. Prints a table last (problem, answer, parts, speedup vs eager and vs
 # torch.compile, seconds) and writes each run's JSON, log and report under $OUT/l3/.
 #
-#   device tool, carry [".whl", "runs/kernelbench-upstream"]:
+#   device tool, carry [".whl", "runs/kernelbench-upstream", "runs/l3_gpu"]:
 #   L3=1,4,8 PT=90 LIMIT=520 bash scripts/gpu_l3_parts.sh
+# Resumable over calls: a problem whose result is in runs/l3_gpu/ (copy $OUT/l3/* there after each call) is not run
+# again, and the table covers them all. Default sample: the 25 odd numbers of level 3, spread over its 50.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/l3"
 SUITE=${SUITE:-runs/kernelbench-upstream/KernelBench/level3}
-L3=${L3:-1,4,8,33,44,19,35,31}
+L3=${L3:-$(seq -s, 1 2 49)}
+DONE=${DONE:-runs/l3_gpu}
 PT=${PT:-80}                 # seconds per problem (kevolve's --time-limit)
 LIMIT=${LIMIT:-520}          # seconds for the whole call; no problem starts with less than PT left
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -22,6 +25,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 start=$(date +%s)
 for n in ${L3//,/ }; do
+  if [ -s "$DONE/L3_$n.json" ]; then cp "$DONE/L3_$n".* "$OUT/l3/" 2>/dev/null; continue; fi
   left=$((LIMIT - ($(date +%s) - start)))
   [ "$left" -lt "$PT" ] && { echo "L3_$n: not started ($left s left)"; continue; }
   f=$(ls "$SUITE"/${n}_*.py 2>/dev/null | head -1)
