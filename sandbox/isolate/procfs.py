@@ -189,7 +189,7 @@ def hide_environ(secret: Callable[[str], bool]) -> int:
         start, end = int(fields[47]), int(fields[48])  # env_start, env_end: fields 50 and 51 (the 3rd is [0])
     except (OSError, ValueError, IndexError):
         return 0
-    if not 0 < start < end:
+    if not 0 < start < end or end - start > 8 << 20:  # at most execve's limit on arguments and environment
         return 0
     raw, pos, hidden = ctypes.string_at(start, end - start), 0, 0
     for entry in raw.split(b"\0"):
