@@ -199,15 +199,21 @@ def _all_bare(dec) -> bool:  # noqa: ANN001 - a kevolve.parts Decomposition
 
 
 def _nothing_to_fuse(problem: Problem) -> str:
-    """Why the offline proposer has no candidate for a part (a Linear alone: the library's GEMM), or ''."""
+    """Why the offline proposer has no candidate for a part (a Linear alone: the library's GEMM), or ''. Traced once
+    per problem (run_parts asks before the split's budgets are spread, _optimize_parts again)."""
     from kevolve.offline.generate import plan
     from kevolve.offline.graph.trace import TraceError
 
-    try:
-        plan(problem)
-    except TraceError as e:
-        return f"no candidate from the offline proposer ({str(e).split(';')[0][:120]})"
-    return ""
+    if problem.id not in _BARE:
+        try:
+            plan(problem)
+            _BARE[problem.id] = ""
+        except TraceError as e:
+            _BARE[problem.id] = f"no candidate from the offline proposer ({str(e).split(';')[0][:120]})"
+    return _BARE[problem.id]
+
+
+_BARE: dict[str, str] = {}  # problem id -> _nothing_to_fuse's answer (a problem's id is its content's hash)
 
 
 def _ended_s(run: RunFolder) -> float:
