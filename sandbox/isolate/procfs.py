@@ -214,5 +214,5 @@ def dumpable() -> bool | None:
         return None
 
 
-__all__ = ["ProcStat", "children", "cmdline", "drop_ptrace", "dumpable", "hide_environ", "locks_hard_limit", "read_stat", "reap", "set_dumpable",
-           "signal_exact", "subtree", "table"]
+__all__ = ["ProcStat", "children", "cmdline", "drop_ptrace", "dumpable", "hide_environ", "locks_hard_limit",
+           "read_stat", "reap", "set_dumpable", "signal_exact", "subtree", "table"]
