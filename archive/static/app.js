@@ -11,10 +11,19 @@ const sx = (v, than = "PyTorch eager") => (v == null ? "–" : Number(v) < 1
   ? `<span class="slower" title="slower than ${than}">${x(v)}</span>`
   : `<span class="faster" title="faster than ${than}">${x(v)}</span>`);
 
-async function api(path) {
+// The route on screen. A page still waiting on the server when the address moves on is dropped, not drawn: two quick
+// moves (Back twice) drew the first page's late answer over the second, under the second's address.
+let routeNo = 0;
+class Stale extends Error {}
+
+// `mine`: the route asking (null: not a page's own data). Checked after the answer arrives; the caller's continuation
+// runs in the same microtask chain, so no newer route can start between the check and the drawing.
+async function api(path, mine = routeNo) {
   const r = await fetch(path, { headers: { Accept: "application/json" } });
   if (!r.ok) throw new Error((await r.json().catch(() => ({}))).detail || r.statusText);
-  return r.json();
+  const body = await r.json();
+  if (mine !== null && mine !== routeNo) throw new Stale(path);
+  return body;
 }
 
 function filterParams() {
@@ -140,7 +149,7 @@ async function parentDiff(k, parentIds) {
   if (!parentIds.length) { box.innerHTML = `<p class="muted" id="diff-none">no parent: this kernel was written from the problem</p>`; return; }
   let parent;
   try { parent = (await api("/api/kernels/" + encodeURIComponent(parentIds[0]))).kernel; }
-  catch (err) { box.innerHTML = `<p class="muted" id="diff-none">parent ${esc(parentIds[0])} is not in this archive</p>`; return; }
+  catch (err) { if (err instanceof Stale) throw err; box.innerHTML = `<p class="muted" id="diff-none">parent ${esc(parentIds[0])} is not in this archive</p>`; return; }
   const d = lineDiff((parent.source || "").split("\n"), (k.source || "").split("\n"));
   if (d === null) { box.innerHTML = `<p class="muted" id="diff-none">too long to compare here</p>`; return; }
   const changed = d.filter((r) => r[0] !== " ").length;
@@ -217,22 +226,25 @@ async function problems() {
 }
 
 // the runs that evaluated kernels, newest first, to filter by one (issue 37: no filter by run)
-const runsLoaded = api("/api/runs").then((runs) => $("#run").insertAdjacentHTML("beforeend", runs.map((r) =>
+const runsLoaded = api("/api/runs", null).then((runs) => $("#run").insertAdjacentHTML("beforeend", runs.map((r) =>
   `<option value="${esc(r.id)}">${esc(r.id)} (${esc(r.kind || "run")}, ${r.kernels} kernels)</option>`).join("")))
   .catch(() => {});  // an archive that cannot list them still lists kernels
 
 async function route() {
+  const mine = ++routeNo;
   const h = location.hash.slice(1) || "/";
   const [path, query] = h.split("?");
   try {
     await runsLoaded;
+    if (mine !== routeNo) return;  // moved on meanwhile; from here each api() call is made while this route is current
     if (path.startsWith("/kernel/")) await kernel(decodeURIComponent(path.slice(8)));
     else if (path.startsWith("/problem/")) await problem(decodeURIComponent(path.slice(9)));
     else if (path === "/problems") await problems();
     else if (path === "/search") await search(new URLSearchParams(query).get("q") || "");
     else await home();
-    document.body.dataset.ready = "1";
+    if (mine === routeNo) document.body.dataset.ready = "1";
   } catch (err) {
+    if (err instanceof Stale || mine !== routeNo) return;  // a newer route draws the page and says when it is ready
     view().innerHTML = `<p class="bad" id="error">${esc(err.message)}</p>`;
     document.body.dataset.ready = "1";
   }

@@ -260,3 +260,34 @@ def test_a_lineage_label_covers_no_other_node_and_no_edge_strikes_it(driver, tmp
         through = [(e, b) for e in edges for b in labels for k in range(101)
                    if b[0] + 1 < e[0] + (e[2] - e[0]) * k / 100 < b[2] - 1 and b[1] + 1 < e[1] + (e[3] - e[1]) * k / 100 < b[3] - 1]
         assert through == []
+
+
+def test_a_page_still_waiting_on_the_server_does_not_draw_over_a_newer_one(driver, tmp_path: Path) -> None:  # noqa: ANN001
+    """Two quick moves (Back twice, or a click then another): the first page's answer comes last. It used to be drawn
+    over the second, under the second's address (CI's stop 48: the Back-twice check timed out on a busy machine)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    arch = Archive(url, embedder=HashingEmbedder())
+    stored = list(entries(20, n_problems=3, seed=5))
+    arch.put_many(stored)
+    slow, fast = stored[0].candidate.id, stored[1].candidate.id
+    with serve(url) as base:
+        driver.get(base + "/")
+        _wait(driver, "body[data-ready='1'] #kernels")
+        # the slow kernel's answer held back 1.5 s in the page's own fetch, then both moves made at once
+        driver.execute_script(
+            "const real = window.fetch, slow = arguments[0];"
+            "window.fetch = (u, o) => String(u).includes(slow)"
+            "  ? new Promise((ok) => setTimeout(() => ok(real(u, o)), 1500)) : real(u, o);"
+            "location.hash = '#/kernel/' + slow; setTimeout(() => { location.hash = '#/kernel/' + arguments[1]; }, 50);",
+            slow, fast)
+        title = ("return document.body.dataset.ready === '1' && location.hash === '#/kernel/' + arguments[0] && "
+                 "(document.getElementById('kernel-title') || {textContent: ''}).textContent")
+        WebDriverWait(driver, 30).until(lambda d: d.execute_script(title, fast))
+        import time
+
+        time.sleep(2.5)  # past the slow answer: the page must still be the newer one's
+        shown = driver.execute_script(title, fast)
+        assert shown and fast in shown and slow not in shown, shown
+        assert driver.execute_script("return document.body.dataset.ready") == "1"
