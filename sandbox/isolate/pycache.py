@@ -20,16 +20,31 @@ a digest of the whole prefix's contents, which `prime` checks (a changed prefix 
 again), and after each candidate whose runner had no sandbox the judge compares every file's inode, size
 and change time with what they were when primed (`changed()`, a few ms): changed, that candidate is
 rejected for tampering and the prefix is primed again before the next runner starts.
+
+Which candidate to blame: the prefix was one per installation, shared by every judge of the user, so a
+candidate that wrote it in one judge (or a judge priming it again after that) got an honest candidate
+evaluated at the same time in another judge rejected for the write (the adversarial suite under `none`
+on two workers: 12 honest and unrelated candidates "wrote the runner bytecode"). A judge whose runners
+may run without a sandbox therefore takes up its own copy (`prime(root, private=DIR)`): copied from the
+shared prefix and checked against its marker's digest, so a copy of a written prefix is never taken up
+(the shared prefix is primed again, under a lock that judges of the same user take, then copied again).
+What its candidates can write is then its own copy, and `changed()` blames only what ran in that judge.
+A candidate with no sandbox that seeks out another judge's copy still can write it: then that judge's
+candidate is the one rejected (isolation none has no wall between the user's processes; Landlock and
+bubblewrap take the write away, docs/VERIFICATION.md).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -108,19 +123,31 @@ def stamps(where: Path) -> str:
 
 
 _DIGEST: str | None = None  # the active prefix's stamps, as primed
+_FROM: tuple[Path, Path | None] | None = None  # prime()'s root and private folder for the active prefix
 
 
-def prime(root: Path, timeout_s: float = 300.0) -> Path | None:
-    """The primed prefix under `root` (made now if its marker is missing or the prefix no longer matches
-    the digest the marker holds), or None where priming failed (runners then compile their sources as
-    before; logged)."""
-    global _ACTIVE, _DIGEST
-    where = folder(root)
+@contextlib.contextmanager
+def _locked(where: Path, exclusive: bool) -> Iterator[None]:
+    """Judges of the same user prime (exclusive) and copy (shared) the prefix one at a time: two judges that
+    found it written both removed and primed it, and a judge copying it read a half-primed one."""
+    where.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(where.parent / f"{where.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _prime_shared(where: Path, timeout_s: float) -> bool:
+    """The shared prefix, primed now if its marker is missing or it no longer matches the marker's digest."""
     marker = where / ".primed"
-    if marker.exists() and marker.read_text().strip() != digest(where):
-        log.warning("runner bytecode under %s changed since it was primed: primed again", where)
-        shutil.rmtree(where, ignore_errors=True)
-    if not marker.exists():
+    with _locked(where, exclusive=True):
+        if marker.exists() and marker.read_text().strip() != digest(where):
+            log.warning("runner bytecode under %s changed since it was primed: primed again", where)
+            shutil.rmtree(where, ignore_errors=True)
+        if marker.exists():
+            return True
         where.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env[VAR] = str(where)
@@ -129,15 +156,56 @@ def prime(root: Path, timeout_s: float = 300.0) -> Path | None:
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         except (OSError, subprocess.TimeoutExpired) as e:
             log.warning("runner bytecode not primed (%s): runners compile their sources", e)
-            return None
+            return False
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["?"])[-1]
             log.warning("runner bytecode not primed (%s): runners compile their sources", last[:200])
-            return None
+            return False
         marker.write_text(digest(where))
-    _ACTIVE, _DIGEST = where, stamps(where)
+        return True
+
+
+def _copy(where: Path, private: Path) -> Path | None:
+    """A copy of the shared prefix in `private`, taken up only if its contents match the digest the shared marker
+    holds (a candidate elsewhere may be writing the shared one as it is read); else None."""
+    dest = Path(private).resolve() / where.name
+    shutil.rmtree(dest, ignore_errors=True)
+    try:
+        with _locked(where, exclusive=False):
+            want = (where / ".primed").read_text().strip()
+            shutil.copytree(where, dest, symlinks=True)
+    except OSError as e:
+        log.warning("runner bytecode not copied (%s)", e)
+        shutil.rmtree(dest, ignore_errors=True)
+        return None
+    if digest(dest) == want:
+        return dest
+    shutil.rmtree(dest, ignore_errors=True)
+    return None
+
+
+def prime(root: Path, timeout_s: float = 300.0, private: Path | None = None) -> Path | None:
+    """The prefix this process's runners read: the shared one under `root` (made now if its marker is missing or
+    the prefix no longer matches the digest the marker holds), or, with `private`, this judge's own copy of it in
+    that folder. None where priming failed (runners then compile their sources as before; logged)."""
+    global _ACTIVE, _DIGEST, _FROM
+    where = folder(root)
+    took: Path | None = None
+    for attempt in range(2):  # a copy that does not match: the shared prefix was written; primed again, copied again
+        # a copy is checked against the marker's digest itself: the shared prefix's own check (0.12 s) only after
+        # a copy that did not match
+        if (private is None or attempt or not (where / ".primed").exists()) and not _prime_shared(where, timeout_s):
+            return None
+        took = where if private is None else _copy(where, private)
+        if took is not None:
+            break
+    if took is None:
+        log.warning("runner bytecode under %s kept changing while it was copied: runners compile their sources",
+                    where)
+        return None
+    _ACTIVE, _DIGEST, _FROM = took, stamps(took), (Path(root), private)
     _sweep(where)
-    return where
+    return took
 
 
 STALE_S = 14 * 86400  # a prefix no judge has taken up for this long is removed (60 MB each on the CPU)
@@ -169,14 +237,14 @@ def _sweep(where: Path) -> None:
 
 
 def changed() -> bool:
-    """Whether the active prefix differs from what was primed (then it is primed again at once)."""
+    """Whether the active prefix differs from what was primed (then it is primed or copied again at once)."""
     global _ACTIVE, _DIGEST
     if _ACTIVE is None or _DIGEST is None or stamps(_ACTIVE) == _DIGEST:
         return False
-    where = _ACTIVE
+    where, (root, private) = _ACTIVE, _FROM or (_ACTIVE.parent.parent, None)
     _ACTIVE = _DIGEST = None
     shutil.rmtree(where, ignore_errors=True)
-    prime(where.parent.parent)
+    prime(root, private=private)  # its own copy: copied again (the shared prefix primed again first if written too)
     return True
 
 

@@ -255,11 +255,15 @@ def start_local(device: str, scratch_root: Path | None, spare_cores: set[int] | 
     from kevolve.sandbox.isolate.containment import ContainmentKind
     from kevolve.sandbox.isolate.cores import pin_group
 
-    if not _primed:  # once, before the first local runner: bytecode they read (pycache.py)
+    if not _primed:  # once, before the first local runner: bytecode they read (pycache.py). A judge takes up its own
+        # copy, in its own folder (its working directory, removed with it): what a runner without a sandbox writes is
+        # then blamed on that judge's candidate alone, and reaches no other judge's runners, sandboxed or not
         _primed = True
-        pycache.prime(Path(os.environ.get(pycache.ROOT_VAR) or config.cache_dir))
+        own = pycache.ROOT_VAR in os.environ  # a judge the parent started (local.py), not a test's own process
+        pycache.prime(Path(os.environ.get(pycache.ROOT_VAR) or config.cache_dir), private=Path.cwd() if own else None)
+    launcher = local_launcher(config)
     kind = ContainmentKind(config.containment) if config.containment else None
-    r = RunnerProcess(device, scratch_root, launcher=local_launcher(config), scratch_limit_gb=config.scratch_limit_gb,
+    r = RunnerProcess(device, scratch_root, launcher=launcher, scratch_limit_gb=config.scratch_limit_gb,
                       containment=kind).start()
     if spare_cores and r.proc is not None:
         pin_group(r.proc.pid, spare_cores)  # warm up where nothing is being timed

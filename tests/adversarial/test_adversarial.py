@@ -276,6 +276,17 @@ def test_the_primed_runner_bytecode_is_out_of_a_candidates_reach(evaluate, confi
     assert marker.read_text().strip() == pycache.digest(where)
     after = evaluate("relu", HONEST_RELU)
     assert after.ok, after.reason
+    # the shared prefix written from outside this judge (another judge's candidate, run at the same time): not the
+    # honest candidate evaluated here meanwhile (a judge without a sandbox reads its own copy; under bubblewrap the
+    # judge's runners read the shared one, read-only, and a write from outside is the next priming's to repair)
+    target = next(where.rglob("_tensor_str.*.pyc"))
+    data = target.read_bytes()
+    try:
+        target.write_bytes(data[:16] + b"\0" * 64 + data[80:])
+        elsewhere = evaluate("relu", HONEST_RELU)
+    finally:
+        target.write_bytes(data)
+    assert elsewhere.ok, elsewhere.reason
 
 
 def test_every_hack_file_is_covered_and_documented() -> None:

@@ -28,6 +28,7 @@ def primed(primed_once, tmp_path, monkeypatch):  # noqa: ANN001, ANN201
     """Each test's own prefix: a copy of the module's priming (paths, contents and times), taken up by
     `prime` through its marker as a prefix primed by an earlier run is; a test may write its copy."""
     monkeypatch.setattr(pycache, "_ACTIVE", None)
+    monkeypatch.setattr(pycache, "_FROM", None)
     shutil.copytree(primed_once.parent.parent, tmp_path, dirs_exist_ok=True, symlinks=True)
     where = pycache.prime(tmp_path)
     assert where == tmp_path / primed_once.relative_to(primed_once.parent.parent)
@@ -127,3 +128,34 @@ def test_prefixes_of_other_installations_unused_for_two_weeks_are_removed(primed
     assert not old.exists() and not marks[old].exists()
     assert recent.is_dir() and (primed / ".primed").exists() and (primed.parent / f"{primed.name}.used").exists()
     assert not pycache.changed()  # the mark beside the prefix is no write inside it
+
+
+def test_a_judge_takes_up_its_own_copy_and_is_blamed_only_for_writes_to_it(primed: Path, tmp_path: Path) -> None:
+    """The prefix was one per installation, shared by every judge of the user: a candidate writing it in one judge
+    (or that judge priming it again) got an honest candidate evaluated meanwhile in another judge rejected for
+    tampering (the adversarial suite under none on two workers: 12 such). A judge without a sandbox copies it."""
+    own = tmp_path / "judge"
+    own.mkdir()
+    copy = pycache.prime(primed.parent.parent, private=own)
+    assert copy == own / primed.name and pycache.active() == copy and pycache.env()[pycache.VAR] == str(copy)
+    assert pycache.digest(copy) == (primed / ".primed").read_text().strip()
+    # another judge's candidate writes the shared prefix: not this judge's candidate's doing
+    shared = next(primed.rglob("*.pyc"))
+    data = shared.read_bytes()
+    shared.write_bytes(data[:16] + b"\0" * 8 + data[24:])
+    assert not pycache.changed()
+    shared.write_bytes(data)
+    # this judge's candidate writes its own copy: seen, and a fresh copy taken up (the shared prefix as primed)
+    mine = copy / shared.relative_to(primed)
+    mine.write_bytes(data[:16] + b"\0" * 8 + data[24:])
+    assert pycache.changed()
+    assert pycache.active() == copy and mine.read_bytes() == data and not pycache.changed()
+
+
+def test_a_copy_of_a_shared_prefix_written_meanwhile_is_not_taken_up(primed: Path, tmp_path: Path) -> None:
+    target = next(primed.rglob("*.pyc"))
+    data = target.read_bytes()
+    target.write_bytes(data[:16] + b"\0" * 8 + data[24:])  # after its marker was checked, before the copy
+    assert pycache._copy(primed, tmp_path) is None and not (tmp_path / primed.name).exists()
+    target.write_bytes(data)
+    assert pycache._copy(primed, tmp_path) == tmp_path / primed.name
