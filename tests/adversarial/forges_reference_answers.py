@@ -6,8 +6,8 @@ that runner by name (the channel's FIFO `res` in the working folder of a runner 
 input files) and through /proc (a runner of its own judge that has mapped input files, and its inherited descriptors,
 `--fds=R,W` on its command line), and writes 64 answers claiming 50 ms a call into whatever it can open. Read
 as the reference's times, they make torch.relu thousands of times faster than eager.
-Expected: where nothing can be opened (bubblewrap; no FIFO names any more; for a user other than root,
-a runner that is not dumpable) an honest speed; where an answer was written (root, through /proc)
+Expected: an honest speed: nothing can be opened (bubblewrap; no FIFO names any more; a runner that is not
+dumpable, closed to root too since runners give up CAP_SYS_PTRACE). Where an answer were written it would be
 rejected: tampering, since it does not echo the call's nonce.
 """
 import json

@@ -8,7 +8,6 @@ outputs compared in the parent.
 from __future__ import annotations
 
 import ast
-import os
 import shutil
 from pathlib import Path
 
@@ -325,18 +324,14 @@ def test_the_default_policy_stops_the_class_candidates_before_anything_runs(sand
 def test_answers_written_into_the_references_channel_are_not_its_times(evaluate, isolation: str,  # noqa: ANN001
                                                                          confine: str) -> None:
     # The reference's runner talks to the judge over inherited pipes (no name to open), maps its inputs
-    # from files it no longer names, is not dumpable, and echoes a nonce in every answer: where the
-    # candidate still reaches it (root, without bubblewrap or Landlock: /proc/PID/fd) the forged answer is
-    # tampering. Landlock (confine_writes) denies opening that pipe for writing: no answer is forged.
-    from kevolve.sandbox.isolate import landlock
-
+    # from files it no longer names and is not dumpable; Landlock (confine_writes) denies opening that pipe for
+    # writing. Root without either reached it through /proc/PID/fd until runners gave up CAP_SYS_PTRACE first thing
+    # (procfs.drop_ptrace, 3a82b12): now refused (EACCES) there too, so no answer is forged anywhere and the speed
+    # is torch.relu's own. Behind that, an answer that does not echo the call's nonce is tampering
+    # (tests/unit/test_reference_timeout_message.py).
     ev = evaluate("relu", HERE / "forges_reference_answers.py", isolation=isolation, allow_torch_only=True,
                   confine_writes=confine)
-    if isolation == "none" and os.geteuid() == 0 and (confine == "off" or landlock.abi() <= 0):
-        assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "tampering"), (ev.reason, ev.speedup)
-        assert "nonce" in ev.reason
-    else:
-        assert ev.ok and ev.speedup is not None and ev.speedup < 5, (ev.reason, ev.speedup)
+    assert ev.ok and ev.speedup is not None and ev.speedup < 5, (ev.reason, ev.speedup)
     again = evaluate("relu", HERE / "torch_only.py", allow_torch_only=True)  # the problem prepared afresh
     assert again.ok and again.speedup is not None and again.speedup < 5, (again.reason, again.speedup)
 

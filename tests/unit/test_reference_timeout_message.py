@@ -35,3 +35,18 @@ def test_a_reference_that_crashed_still_shows_its_last_log_line() -> None:
         reference("eager")._read(Gone(returncode=-11, log_tail="Fatal Python error: Segmentation fault\n"), 1, "call")
     assert e.value.reason == ("the reference failed in its runner: runner exit -11: "
                               "Fatal Python error: Segmentation fault")
+
+
+def test_an_answer_in_the_references_channel_without_the_calls_nonce_is_tampering() -> None:
+    """The second layer behind the reference's channel (the first: since runners drop CAP_SYS_PTRACE, a root candidate
+    without bubblewrap or Landlock no longer opens its /proc/PID/fd; tests/adversarial's forging hack now gets an
+    honest speed): a frame written by anyone but its runner does not echo the call's nonce."""
+    from kevolve.sandbox.judge.reference_runner import ForgedAnswer
+
+    forged = {"ok": True, "ms": 50.0, "wall_ms": 50.0, "host_ms": 0.01, "covered": True}
+    for msg in (forged, {**forged, "nonce": 7}, {**forged, "nonce": 8, "part": "vet"}):
+        ref = reference("eager")
+        with pytest.raises(ForgedAnswer) as e:
+            ref._read(msg, 8, "call")
+        assert e.value.status == "rejected" and e.value.reason.startswith("tampering: ") and ref.spoiled
+    assert reference("eager")._read({**forged, "nonce": 8}, 8, "call").ms == 50.0
