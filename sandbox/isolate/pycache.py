@@ -95,10 +95,23 @@ def folder(root: Path) -> Path:
 
 
 def digest(where: Path) -> str:
-    """A hash of every bytecode file under `where`, paths and contents."""
+    """A hash of every bytecode file under `where`, paths and contents. A symbolic link counts as one, never
+    followed: priming makes none, and a folder linked to elsewhere (planted in the shared prefix, its contents
+    the same as primed) would carry later writes there into a copy that `stamps` does not follow."""
     h = hashlib.blake2b(digest_size=16)
-    for p in sorted(where.rglob("*.pyc")):
+    rows: list[tuple[Path, bool]] = []
+    for top, dirs, files in os.walk(where):
+        for name in (*dirs, *files):
+            p = Path(top) / name
+            if p.is_symlink():
+                rows.append((p, True))
+            elif name in files and name.endswith(".pyc"):
+                rows.append((p, False))
+    for p, link in sorted(rows):
         h.update(str(p.relative_to(where)).encode() + b"\0")
+        if link:
+            h.update(b"\2symlink")
+            continue
         try:
             h.update(p.read_bytes())
         except OSError:

@@ -159,3 +159,16 @@ def test_a_copy_of_a_shared_prefix_written_meanwhile_is_not_taken_up(primed: Pat
     assert pycache._copy(primed, tmp_path) is None and not (tmp_path / primed.name).exists()
     target.write_bytes(data)
     assert pycache._copy(primed, tmp_path) == tmp_path / primed.name
+
+
+def test_a_bytecode_file_of_the_shared_prefix_linked_elsewhere_is_not_as_primed(primed: Path, tmp_path: Path) -> None:
+    """An attack on the copy: a file of the shared prefix replaced by a link to the same bytes elsewhere (a digest
+    that read through links matched), to be written there once a judge took up a copy holding the link (its
+    `stamps` look at the link, not through it). A link is nothing priming makes: not copied, primed again."""
+    target = next(primed.rglob("*.pyc"))
+    elsewhere = tmp_path / "elsewhere.pyc"
+    shutil.copyfile(target, elsewhere)
+    target.unlink()
+    target.symlink_to(elsewhere)
+    assert pycache.digest(primed) != (primed / ".primed").read_text().strip()
+    assert pycache._copy(primed, tmp_path / "judge") is None
