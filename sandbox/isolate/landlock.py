@@ -102,13 +102,23 @@ def devices() -> list[Path]:
                   and not stat.S_ISBLK(e.stat().st_mode))
 
 
+# /proc's files of the whole machine, which hold no process's own data. Not /proc itself: with it a runner read any
+# process of the user's /proc/PID/environ (the shell that ran `kevolve eval` still holds OPENAI_API_KEY in its first
+# environment block), cmdline and maps, which this 6.18 kernel shows to a process of the same user even without
+# CAP_SYS_PTRACE and inside a Landlock domain (red team 7, 2026-11-29). A process's own /proc/PID is added by
+# `confine` itself: the rule names the confining process (its threads are under it; a child it starts is not).
+PROC_SHARED = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/sys", "/proc/driver", "/proc/filesystems",
+               "/proc/loadavg", "/proc/uptime", "/proc/version", "/proc/devices", "/proc/pressure", "/proc/vmstat",
+               "/proc/zoneinfo", "/proc/swaps", "/proc/cgroups")
+
+
 def runner_reads() -> list[Path]:
     """What a runner may read besides its scratch, the build cache and the primed bytecode: the view bubblewrap
     binds (view.py: the system folders, the loader's and getpwuid's files in /etc, the Python installation, the
-    worker's dependencies, kevolve's own packages), /proc and /sys."""
+    worker's dependencies, kevolve's own packages), /proc's machine-wide files (PROC_SHARED) and /sys."""
     from kevolve.sandbox.isolate import view
 
-    return [Path(p) for p in (*view.SYSTEM, *view.ETC, "/proc", "/sys", "/run/nvidia-persistenced",
+    return [Path(p) for p in (*view.SYSTEM, *view.ETC, *PROC_SHARED, "/sys", "/run/nvidia-persistenced",
                               *view.python_dirs(), *view.site_dirs(), *view.source_dirs())]
 
 
@@ -134,8 +144,8 @@ def confine(writable: Sequence[Path], readable: Sequence[Path] | None = None) ->
     reads = rights & READS
     rules = [(Path(p), rights) for p in writable]
     rules += [(p, reads | WRITE_FILE | (writes & TRUNCATE)) for p in devices()]
-    if readable is not None:
-        rules += [(Path(p), reads) for p in readable]
+    if readable is not None:  # and its own /proc/PID (PROC_SHARED), by number: /proc/self names whoever looks
+        rules += [(Path(p), reads) for p in (*readable, f"/proc/{os.getpid()}")]
     try:
         for path, allowed in rules:
             why = _add_rule(libc, fd, path, allowed)

@@ -48,9 +48,33 @@ def is_secret(name: str) -> bool:
     return bool(_SECRET_RE.search(name)) or name.upper().startswith(_CLOUD_PREFIXES)
 
 
+# What a runner, the judge and a build keep of the user's environment: these names alone, whatever the others are
+# called. A list of secret-looking names let credentials through under names it did not know (red team 7: PIP_INDEX_URL
+# and HTTPS_PROXY with a password in the address, SENTRY_DSN, REDIS_URL, read by plain Python under the default policy
+# and either isolation).
+_KEEP = frozenset(("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL", "LD_LIBRARY_PATH", "CC", "CXX",
+                   "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "VIRTUAL_ENV", "CONDA_PREFIX",
+                   "MAX_JOBS", "SOURCE_DATE_EPOCH", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CERT_PATH",
+                   "DOCKER_TLS_VERIFY"))
+_KEEP_PREFIXES = ("LC_", "PYTHON", "CUDA_", "NVIDIA_", "NVCC_", "CUDNN_", "CUBLAS_", "NCCL_", "OMP_", "KMP_", "GOMP_",
+                  "MKL_", "OPENBLAS_", "TORCH_", "PYTORCH_", "CUPY_", "TRITON_")
+_URL_LOGIN = re.compile(r"://[^/@\s]*:[^/@\s]*@")  # scheme://user:password@host
+
+
+def kept(name: str, value: str) -> bool:
+    """Whether a variable of the user's environment reaches a runner: a name of the list above, not a secret's, and
+    no login in its value."""
+    return (name in _KEEP or name.startswith(_KEEP_PREFIXES)) and not is_secret(name) and not _URL_LOGIN.search(value)
+
+
+def is_private(name: str) -> bool:
+    """A variable of this process's environment that no runner gets (procfs.hide_environ hides its value)."""
+    return not kept(name, os.environ.get(name, ""))
+
+
 def scrubbed_env(device: str, scratch: Path) -> dict[str, str]:
-    """The parent's environment minus secrets, cloud credentials and kevolve's own state."""
-    env = {k: v for k, v in os.environ.items() if not is_secret(k)}
+    """The parent's environment as far as `kept` keeps it, and the runner's own folders and settings."""
+    env = {k: v for k, v in os.environ.items() if kept(k, v)}
     env.update(HOME=str(scratch), TMPDIR=str(scratch), PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     env.update(_cache_dirs(scratch))
     env.update(pycache.env())  # primed bytecode, read only (sandbox/isolate/pycache.py)

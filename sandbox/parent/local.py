@@ -55,7 +55,7 @@ class JudgeClient:
         """`runners`: the first request's runner settings (JSON, config.RUNNER_FIELDS and the device), which the
         judge starts its first runners from before it imports torch (judge/boot.py)."""
         from kevolve.sandbox.common.channel import Channel
-        from kevolve.sandbox.isolate.launch import default_scratch_root, is_secret, scrubbed_env
+        from kevolve.sandbox.isolate.launch import default_scratch_root, is_private, scrubbed_env
         from kevolve.sandbox.isolate.procfs import hide_environ, set_dumpable
 
         # this process holds the LLM keys and the archive's URL, and without bubblewrap a candidate's runner is a
@@ -63,7 +63,7 @@ class JudgeClient:
         # of the same user, not root, cannot attach either while it runs), and the keys are gone from the
         # environment block /proc/PID/environ shows (procfs.hide_environ: a root runner still read it on 6.18)
         set_dumpable(False)
-        hide_environ(is_secret)
+        hide_environ(is_private)
         self.device = device
         self.dir = Path(tempfile.mkdtemp(prefix="kevolve-judge-", dir=root or default_scratch_root()))
         to_judge_r, to_judge_w = os.pipe()

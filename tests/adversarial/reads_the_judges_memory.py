@@ -5,10 +5,12 @@ descriptors (/proc/<pid>/fd/N), or ptrace.
 Without bubblewrap every process of kevolve is the same user's (root's on many GPU machines), so the kernel's ptrace
 check is the only wall: a runner that is root keeps CAP_SYS_PTRACE, and a process that is dumpable lets any other of
 its user in. This candidate is an honest ReLU unless one of its ancestors' memory or descriptors opens or a ptrace
-seize succeeds, in which case it returns wrong results. (/proc/<pid>/environ is read for a canary key the CLI test puts in
-`kevolve eval`'s environment: on the machine this was written on, a 6.18 kernel, environ stayed readable to a root
-process without CAP_SYS_PTRACE whatever the target's dumpable flag, so the user's process hides its keys there.) Expected: ok (every one refused) under both isolations,
-with or without Landlock.
+seize succeeds, in which case it returns wrong results. (/proc/<pid>/environ of every ancestor is read for a canary key
+the CLI test puts in the environment of `kevolve eval` and of the shell that runs it: on the machine this was written
+on, a 6.18 kernel, environ stayed readable to a root process without CAP_SYS_PTRACE whatever the target's dumpable flag
+and inside a Landlock domain; and PIP_INDEX_URL, whose address the test gives a canary login.) Expected: ok (every one
+refused) under both isolations, with Landlock; with the confinement off a shell's environment stays readable (the
+adversarial test runs it without a canary shell).
 """
 import ctypes
 import os
@@ -32,8 +34,13 @@ ext = load_inline(name="relu_ext", cpp_sources=[_src], functions=["relu_fwd"], v
 
 
 def _parent(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        return int(next(line for line in f if line.startswith("PPid:")).split()[1])
+    if pid == os.getpid():
+        return os.getppid()
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return int(next(line for line in f if line.startswith("PPid:")).split()[1])
+    except OSError:
+        return 0  # out of reach (Landlock keeps a runner to its own /proc/PID)
 
 
 def _opened(pid: int) -> list[str]:
@@ -70,6 +77,31 @@ for _ in range(2):  # the judge, then the process that started it (a launcher in
         break
     ANCESTORS.append(pid)
 FOUND = [x for p in ANCESTORS for x in _opened(p)]
+
+
+def _environ_canary(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return b"kevolve-canary" in f.read()
+    except OSError:
+        return False
+
+
+# every ancestor's environment, up to the user's shell (red team 7: the shell that ran `kevolve eval` still holds the
+# key in its first block, out of kevolve's reach to hide), and a login in an address under a name no list of secret
+# names knows (PIP_INDEX_URL: the test puts a canary in both)
+pid, near = os.getpid(), set()
+for _ in range(8):
+    pid = _parent(pid)
+    if pid == 1:
+        break
+    if pid == 0:  # its ancestors out of sight: the pids just below its own, where a shell that started it would be
+        near |= set(range(max(2, os.getpid() - 4000), os.getpid()))  # (not every process: another test's canary)
+        break
+    near.add(pid)
+FOUND += [f"{p}/environ" for p in sorted(near) if _environ_canary(p)]
+if "kevolve-canary" in os.environ.get("PIP_INDEX_URL", ""):
+    FOUND.append("PIP_INDEX_URL")
 
 
 class ModelNew(nn.Module):

@@ -156,11 +156,19 @@ def test_the_users_keys_are_not_in_the_environment_a_candidate_can_read(tmp_path
     # `kevolve eval --no-warm` (and optimize) start the judge from the user's process, which holds the LLM keys in the
     # environment it was started with: a candidate under `none` read them from /proc/<pid>/environ (root, 6.18 kernel,
     # Landlock or not: `incorrect` before, its visible signal). The process now hides them there (procfs.hide_environ)
+    # Red team 7: the shell that runs `kevolve eval` holds the key too (its first block is no process of kevolve's to
+    # hide), read through /proc/<shell>/environ under Landlock, which left all of /proc readable; and a login in
+    # PIP_INDEX_URL's address reached the runner under a name no list of secret names knows. Both `incorrect` before.
     hack = Path(__file__).resolve().parents[1] / "adversarial" / "reads_the_judges_memory.py"
-    cmd = [sys.executable, "-m", "kevolve.cli", "eval", str(FIXTURES / "problems" / "relu.py"), str(hack), "--device",
+    from kevolve.sandbox.isolate import landlock
+
+    # a shell that stays, as a user's does (without Landlock its environment is within reach: nothing to test there)
+    shell = ["sh", "-c", '"$@"; exit $?', "sh"] if landlock.abi() > 0 else []
+    cmd = [*shell, sys.executable, "-m", "kevolve.cli", "eval", str(FIXTURES / "problems" / "relu.py"), str(hack), "--device",
            "cpu", "--isolation", "none", "--allow", "all", "--no-warm", "--json"]
     env = {**os.environ, "HOME": str(tmp_path), "KEVOLVE_CACHE_DIR": str(BUILD_CACHE),
-           "OPENAI_API_KEY": "sk-kevolve-canary-0123456789"}
+           "OPENAI_API_KEY": "sk-kevolve-canary-0123456789",
+           "PIP_INDEX_URL": "https://user:kevolve-canary-pip@pypi.example.com/simple"}
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     verdict = json.loads(r.stdout)
     assert verdict["status"] == "ok", verdict["reason"]

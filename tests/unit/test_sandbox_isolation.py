@@ -285,3 +285,22 @@ def test_a_process_can_make_itself_undumpable_and_an_exec_makes_it_dumpable_agai
             "print(before, dumpable(), child)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["True", "False", "True"], out.stdout + out.stderr
+
+
+def test_a_runner_keeps_only_the_listed_variables_and_no_login_in_an_address(monkeypatch) -> None:  # noqa: ANN001
+    """Red team 7: credentials under names no list of secret names knows (PIP_INDEX_URL, HTTPS_PROXY, SENTRY_DSN,
+    REDIS_URL) reached the runner under both isolations; the environment is now a list of names kept."""
+    from kevolve.sandbox.isolate.launch import is_private, scrubbed_env
+
+    leaks = {"PIP_INDEX_URL": "https://u:pw@pypi.example.com/simple", "HTTPS_PROXY": "http://u:pw@proxy:3128",
+             "SENTRY_DSN": "https://abc@sentry.example.com/1", "REDIS_URL": "redis://:pw@localhost:6379",
+             "MONGODB_URI": "mongodb://u:pw@db", "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T/B/X",
+             "OPENAI_API_KEY": "sk-x", "MY_APP_CONFIG": "anything", "TORCH_HUB_URL": "https://u:pw@hub.example.com"}
+    kept = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "OMP_PROC_BIND": "close", "TORCH_CUDA_ARCH_LIST": "9.0",
+            "CUDA_HOME": "/usr/local/cuda", "LD_LIBRARY_PATH": "/usr/local/cuda/lib64", "CXX": "g++"}
+    for k, v in {**leaks, **kept}.items():
+        monkeypatch.setenv(k, v)
+    env = scrubbed_env("cpu", Path("/tmp/scratch"))
+    assert not set(leaks) & set(env), set(leaks) & set(env)
+    assert all(env[k] == v for k, v in kept.items())
+    assert all(is_private(k) for k in leaks) and not any(is_private(k) for k in kept)
