@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -170,6 +171,41 @@ def _over_memory(pgid: int, limit: int) -> bool:
     return pss is None or pss > limit
 
 
+def _unlinked_bytes(pgid: int) -> int:
+    """Bytes of removed files the group still holds open or mapped: in no folder, so `_dir_bytes` misses them, and
+    in nobody's RSS until mapped and touched, yet on /dev/shm they are RAM (red team 7: 1.5 GB held through an
+    unlinked file under both isolations, the verdict `ok`). Each file counted once; what cannot be read (another
+    user's process, map_files without CAP_SYS_ADMIN) is left out."""
+    seen: dict[tuple[int, int], int] = {}
+    for pid, _fields in _group_stats(pgid):
+        links: list[str] = []
+        try:
+            links += [f"/proc/{pid}/fd/{fd}" for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            pass
+        try:
+            with open(f"/proc/{pid}/maps") as f:  # mapped, its descriptor closed: the mapping keeps it
+                links += [f"/proc/{pid}/map_files/{line.split(None, 1)[0]}" for line in f
+                          if line.endswith(" (deleted)\n")]
+        except OSError:
+            pass
+        for link in links:
+            try:
+                st = os.stat(link)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 0:
+                seen[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    return sum(seen.values())
+
+
+def over_scratch(scratch: Path, pgid: int, limit: int) -> bool:
+    """The scratch folder's files and the group's removed-but-held ones over `limit` (the latter only read when
+    the folder alone is under it)."""
+    used = _dir_bytes(scratch)
+    return used > limit or used + _unlinked_bytes(pgid) > limit
+
+
 def _dir_bytes(path: Path) -> int:
     """Bytes under path (files only; symlinks not followed)."""
     total = 0
@@ -290,7 +326,7 @@ class WorkerProcess:
                     return
                 tick += 1
                 # Scratch may be RAM (/dev/shm): a candidate filling it must not fill the machine.
-                if self.scratch_limit and tick % 3 == 0 and _dir_bytes(self.scratch) > self.scratch_limit:
+                if self.scratch_limit and tick % 3 == 0 and over_scratch(self.scratch, pgid, self.scratch_limit):
                     over_disk.set()
                     self.kill()
                     return

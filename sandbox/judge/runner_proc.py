@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kevolve.sandbox.common.channel import Channel, ChannelClosed, Garbled
-from kevolve.sandbox.isolate.launch import WorkerProcess, _dir_bytes, _group_stats, _over_memory, _rss_bytes, _tail
+from kevolve.sandbox.isolate.launch import WorkerProcess, _group_stats, _over_memory, _rss_bytes, _tail, over_scratch
 from kevolve.sandbox.isolate.memory import gib, oom_killed, oom_kills, oom_reason
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class RunnerProcess(WorkerProcess):
                     self.kill()
                     return
                 tick += 1
-                if self.scratch_limit and tick % 3 == 0 and _dir_bytes(self.scratch) > self.scratch_limit:
+                if self.scratch_limit and tick % 3 == 0 and over_scratch(self.scratch, pgid, self.scratch_limit):
                     self._over_disk.set()
                     self.kill()
                     return

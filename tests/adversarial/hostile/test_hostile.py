@@ -108,6 +108,23 @@ def test_filling_the_disk_stops_at_the_scratch_limit(evaluate) -> None:  # noqa:
     assert_next_evaluation_works(evaluate)
 
 
+@pytest.mark.parametrize("isolation", ["bwrap", "none"])
+def test_a_removed_file_held_open_counts_against_the_scratch_limit(isolation, plain_evaluate, bwrap_box,  # noqa: ANN001
+                                                                   hostile_config) -> None:
+    """Red team 7: 1.5 GB held in /dev/shm through a removed, open file: `ok` under both isolations before."""
+    from kevolve.contract import load_problem
+    from kevolve.records import Candidate
+
+    if isolation == "none":
+        ev = plain_evaluate(ContainmentKind.PROCESS_GROUP)(source("holds_unlinked_file"), scratch_limit_gb=0.25)
+    else:
+        prob = load_problem(REPO / "tests" / "fixtures" / "problems" / "relu.py")
+        bwrap_box.reference(prob, hostile_config)
+        ev = bwrap_box.evaluate(prob, Candidate.from_source(source("holds_unlinked_file"), prob.id),
+                                hostile_config.model_copy(update={"scratch_limit_gb": 0.25}))
+    assert (ev.outcome, ev.reason_code) == (Outcome.CRASHED, "disk_limit"), ev.reason
+
+
 def test_allocating_all_memory_stops_at_the_memory_limit(evaluate) -> None:  # noqa: ANN001
     ev = evaluate(source("allocates_all_memory"), memory_limit_gb=2.0)
     assert (ev.outcome, ev.reason_code) == (Outcome.CRASHED, "memory_limit"), ev.reason
