@@ -151,6 +151,8 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
 
         # reads: the toolchain, Python, kevolve, the build cache it loads extensions from, the primed bytecode
         reads = [*landlock.runner_reads(), Path(job.cache_dir), *(Path(p) for p in (os.environ.get(_PYCACHE),) if p)]
+        if device.type == "cuda":  # the judge's /proc/PID, as all of /proc before: CUDA IPC from it is not yet run
+            reads.append(Path(f"/proc/{os.getppid()}"))  # on a GPU with /proc confined (its environ is scrubbed)
         why = landlock.confine([scratch], reads)
         if why:  # asked for and not in force: the candidate's code is not loaded unconfined
             raise h.StageError("infra_error", f"the runner could not confine itself (Landlock): {why}")
