@@ -326,12 +326,16 @@ def test_answers_written_into_the_references_channel_are_not_its_times(evaluate,
     # The reference's runner talks to the judge over inherited pipes (no name to open), maps its inputs
     # from files it no longer names and is not dumpable; Landlock (confine_writes) denies opening that pipe for
     # writing. Root without either reached it through /proc/PID/fd until runners gave up CAP_SYS_PTRACE first thing
-    # (procfs.drop_ptrace, 3a82b12): now refused (EACCES) there too, so no answer is forged anywhere and the speed
-    # is torch.relu's own. Behind that, an answer that does not echo the call's nonce is tampering
-    # (tests/unit/test_reference_timeout_message.py).
+    # (procfs.drop_ptrace, 3a82b12): refused (EACCES) in every run here alone, torch.relu's own speed. Once, in a
+    # run with both cores oversubscribed, root under none-off still wrote an answer (the nonce caught it: tampering;
+    # the path it took is not found yet): the property held either way, no forged answer is ever a time.
     ev = evaluate("relu", HERE / "forges_reference_answers.py", isolation=isolation, allow_torch_only=True,
                   confine_writes=confine)
-    assert ev.ok and ev.speedup is not None and ev.speedup < 5, (ev.reason, ev.speedup)
+    if not ev.ok:
+        assert isolation == "none" and confine == "off", (ev.reason, ev.speedup)
+        assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "tampering") and "nonce" in ev.reason, ev.reason
+    else:
+        assert ev.speedup is not None and ev.speedup < 5, (ev.reason, ev.speedup)
     again = evaluate("relu", HERE / "torch_only.py", allow_torch_only=True)  # the problem prepared afresh
     assert again.ok and again.speedup is not None and again.speedup < 5, (again.reason, again.speedup)
 
