@@ -24,8 +24,8 @@ rejected for tampering and the prefix is primed again before the next runner sta
 Which candidate to blame: the prefix was one per installation, shared by every judge of the user, so a
 candidate that wrote it in one judge (or a judge priming it again after that) got an honest candidate
 evaluated at the same time in another judge rejected for the write (the adversarial suite under `none`
-on two workers: 12 honest and unrelated candidates "wrote the runner bytecode"). A judge whose runners
-may run without a sandbox therefore takes up its own copy (`prime(root, private=DIR)`): copied from the
+on two workers: 12 honest and unrelated candidates "wrote the runner bytecode"). Every judge the parent
+starts therefore takes up its own copy (`prime(root, private=DIR)`, judge/runner_proc.py): copied from the
 shared prefix and checked against its marker's digest, so a copy of a written prefix is never taken up
 (the shared prefix is primed again, under a lock that judges of the same user take, then copied again).
 What its candidates can write is then its own copy, and `changed()` blames only what ran in that judge.
