@@ -26,6 +26,8 @@ from kevolve.sandbox.common.protocol import Draw, DrawReport, OutputSpec
 from kevolve.sandbox.judge.checks import fingerprint
 from kevolve.sandbox.judge.reference import (OWN_VARIATION_MAX, _Float64, _work, eager_errors, own_variation,
                                               truth_of, with_own_variation)
+from kevolve.sandbox.judge.fitting import (fit_draws, judge_bytes, meta_sizes, nbytes, param_bytes, pinned_bytes,
+                                            residency_of)
 from kevolve.sandbox.judge.residency import Pristine, Remake, eligible, kept, pinned, tensors
 
 FRESH = 3  # draws a runner has never seen, timed once each (caches keyed on input content show)
@@ -35,8 +37,8 @@ FRESH = 3  # draws a runner has never seen, timed once each (caches keyed on inp
 # fewer than TIMING_MIN the timed calls rotate through the pool as before (large problems, where what a
 # memo saves is large too, and the never-seen calls' input_cache rule sees it).
 TIMING_MAX, TIMING_MIN = 256, 8
-TIMING_BYTES, TIMING_S = 256 * 2**20, 3.0
-_DEVICE_SHARE = 0.35  # of free device memory that a problem's kept data may use
+TIMING_BYTES, TIMING_S, SMALL_DRAW = 256 * 2**20, 3.0, 8 * 2**20
+
 
 
 def make_draws(base: int, n: int) -> tuple[Draw, ...]:
@@ -122,7 +124,7 @@ class ProblemState:
         """Bytes one call reads (a pool draw's inputs) and, with `outputs`, stages (its outputs)."""
         first = self.draws[self.pool[0]] if self.pool else next(iter(self.draws.values()))
         out = sum(t.numel() * t.element_size() for t in first.truth) if outputs else 0
-        return _nbytes(first.inputs) + out
+        return nbytes(first.inputs) + out
 
     def keys(self, kind: str) -> list[str]:
         if kind == "fresh":
@@ -132,24 +134,6 @@ class ProblemState:
         if kind == "plain":
             return [k for k, d in self.draws.items() if k.startswith("d")]
         return [k for k, d in self.draws.items() if d.draw.transform != "identity"]
-
-
-def _nbytes(xs: list[Any]) -> int:
-    return sum(t.numel() * t.element_size() for t in xs if isinstance(t, torch.Tensor))
-
-
-def _free_device_bytes(device: torch.device) -> int:
-    if device.type != "cuda":
-        return 0
-    free, _total = torch.cuda.mem_get_info(device)
-    return free
-
-
-def pinned_bytes(xs: list[Any]) -> int:
-    """Host memory `_pinned` copies of these tensors take: PyTorch's pinned-memory allocator rounds each
-    block up to a power of two (a 6.4 GB tensor holds 8 GiB) and keeps freed blocks for reuse."""
-    return sum(1 << max(0, (n - 1).bit_length()) for t in xs if isinstance(t, torch.Tensor)
-               and (n := t.numel() * t.element_size()) > 0)
 
 
 def _shares_memory(outputs: list[Any], inputs: Any) -> bool:
@@ -191,7 +175,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         raise h.StageError("problem_error", f"get_init_inputs() raised {h.one_line(e)}") from None
     plan = list(make_draws(seed, n_draws) + fresh_draws())
     host_kept = device.type == "cpu"  # where a draw's inputs and truth live in host memory from the start
-    if memory_limit and host_kept and (sizes := _meta_sizes(module, init_args)):
+    if memory_limit and host_kept and (sizes := meta_sizes(module, init_args)):
         plan = fit_draws(plan, 0, sizes, memory_limit)
     model = h.build_model(module.Model, module, seed, device, "Model")
     f64 = _Float64(model, device)
@@ -227,7 +211,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         if not all(isinstance(t, torch.Tensor) for t in y):
             raise h.StageError("problem_error", "Model.forward must return tensors")
         if memory_limit and host_kept and not draws:  # the real sizes, before the float64 truth
-            plan = fit_draws(plan, 1, (_nbytes(x), _nbytes(y), _param_bytes(model)), memory_limit)
+            plan = fit_draws(plan, 1, (nbytes(x), nbytes(y), param_bytes(model)), memory_limit)
         finite = all(bool(torch.isfinite(t).all()) for t in y if t.is_floating_point())
         if not finite and d.transform != "identity":
             unusable.append(DrawReport(key=d.key, finite=False))  # the reference itself breaks here
@@ -235,7 +219,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         if not specs:
             specs = tuple(OutputSpec(shape=tuple(t.shape), dtype=str(t.dtype)) for t in y)
             aliases = _shares_memory(y, x)
-            residency = _residency(x, y, len(plan) + 1, device)
+            residency = residency_of(x, y, len(plan) + 1, device)
             if residency == "host":  # too large to keep every draw: two plain, one shifted, one fresh
                 cut = [p for p in plan if p.key not in ("d1", "negate", "f0")]
                 plan = [p for p in plan if p.key in ("d1", "negate", "f0")]
@@ -274,7 +258,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         if residency == "host" and not draws:  # made again when used where that is cheap and exact, else pinned
             maker = Remake(module, model, f64, device, lambda a, b: _errors_and_truth(a, b, device)[1], truth)
             if os.environ.get("KEVOLVE_RESIDENCY") != "pinned" and eligible(
-                    model, varies, t3 - tw, _nbytes(x), _nbytes(truth), device) and maker.same(d, x, truth):
+                    model, varies, t3 - tw, nbytes(x), nbytes(truth), device) and maker.same(d, x, truth):
                 residency, remake = "regenerated", maker
                 plan += [p for p in cut if p.key.startswith("f")]  # every never-seen draw (no memory): evidence on
                 # one no call saw, input_cache on more than one (red team 6 a04b: a memo's evidence on a seen draw)
@@ -294,8 +278,11 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
             draws[d.key] = DrawData(d, x, truth, report)
         spent["reference_truth"] += time.perf_counter() - t1
     if residency == "device" and draws:  # CPU and GPU: every timed call on values never seen (clock.py)
-        t1 = time.perf_counter()
-        _timing_draws(draws, module, model, f64, device, memory_limit, bool(varies))
+        t1, threads = time.perf_counter(), torch.get_num_threads()
+        try:
+            _timing_draws(draws, module, model, f64, device, memory_limit, bool(varies))
+        finally:
+            torch.set_num_threads(threads)
         spent["reference_timing_draws"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     with torch.no_grad():
@@ -322,17 +309,23 @@ def _synced(device: torch.device) -> float:
 def _timing_draws(draws: dict[str, DrawData], module: ModuleType, model: Any, f64: Any, device: torch.device,
                   memory_limit: int | None, varies: bool = False) -> None:
     """Add the timing draws `t0`, `t1` … (plain draws under seeds nobody can predict, with their truth)
-    while they fit TIMING_BYTES (and an eighth of `memory_limit`) and TIMING_S; none when fewer than
-    TIMING_MIN would fit (the timed calls then rotate through the pool)."""
+    while they fit TIMING_BYTES (and an eighth of `memory_limit`) and TIMING_S (past TIMING_MIN; at most four
+    times it to reach that); none when fewer than TIMING_MIN would fit (the timed calls rotate through the pool).
+    A small draw on the CPU is made on one thread: on a busy machine its ops' threads wait on each other (CI,
+    2026-11-29: under 8 draws of a 64x1024 ReLU in 3 s; 190 on two threads beside three busy processes, all
+    256 on one thread in 1.2 s, this VM). The caller restores the thread count."""
     first = next(iter(draws.values()))
-    each = max(_nbytes(first.inputs) + _nbytes(first.truth), 1)
+    each = max(nbytes(first.inputs) + nbytes(first.truth), 1)
     room = min(TIMING_BYTES, memory_limit // 8 if memory_limit else TIMING_BYTES)
     n = min(TIMING_MAX, room // each)
     if n < TIMING_MIN:
         return
+    if device.type == "cpu" and each <= SMALL_DRAW:
+        torch.set_num_threads(1)
     t0, added = time.perf_counter(), []
     for i in range(n):
-        if time.perf_counter() - t0 > TIMING_S:
+        spent = time.perf_counter() - t0
+        if spent > TIMING_S and (len(added) >= TIMING_MIN or spent > 4 * TIMING_S):
             break
         d = Draw(key=f"t{i}", seed=int.from_bytes(os.urandom(4), "little") >> 1)
         x = h.draw_inputs(module, d, device)
@@ -388,62 +381,6 @@ def _errors_and_truth(y: list[torch.Tensor], y64: list[torch.Tensor] | None, dev
         return eager_errors(y, y64), truth_of(y, y64)
     y_cpu = [t.cpu() for t in y]
     return eager_errors(y_cpu, y64), [t.to(device) for t in truth_of(y_cpu, y64)]
-
-
-_FEW = ("d0", "d1", "negate", "f0")  # the draws kept when all of them do not fit: two plain, one shifted, one fresh
-
-
-def _param_bytes(model: Any) -> int:
-    return _nbytes(list(model.parameters()) + list(model.buffers())) if isinstance(model, torch.nn.Module) else 0
-
-
-def _meta_sizes(module: ModuleType, init_args: list[Any]) -> tuple[int, int, int] | None:
-    """(input, output, parameter) bytes of one draw, from get_inputs() and Model on the meta device:
-    shapes without memory. None where the problem does not run there (then the first draw tells)."""
-    try:
-        with torch.device("meta"), torch.no_grad():
-            x = list(module.get_inputs())
-            model = module.Model(*init_args)
-            y = h.flatten_outputs(model(*x))
-        return _nbytes(x), _nbytes([t for t in y if isinstance(t, torch.Tensor)]), _param_bytes(model)
-    except Exception:  # noqa: BLE001 - any failure here only means no early estimate
-        return None
-
-
-def judge_bytes(kept: int, inputs: int, outputs: int, params: int) -> int:
-    """Host memory the judge needs for a problem: `kept` draws of inputs and truth, the model and its
-    float64 copy, and while a draw is prepared, its float64 inputs and outputs and the comparisons'
-    copies (an estimate for float32 data: float64 doubles it)."""
-    return kept * (inputs + outputs) + 3 * params + 2 * inputs + 6 * outputs
-
-
-def fit_draws(plan: list[Draw], done: int, sizes: tuple[int, int, int], limit: int) -> list[Draw]:
-    """The draws still to make: all of `plan`, else the few (_FEW), else StageError memory_limit."""
-    from kevolve.sandbox.isolate.memory import available_bytes, gib
-
-    few = [d for d in plan if d.key in _FEW]
-    for keep in (plan, few):
-        if judge_bytes(done + len(keep), *sizes) <= limit:
-            return keep
-    need = judge_bytes(done + len(few), *sizes)
-    raise h.StageError("problem_error", (
-        f"memory_limit: checking candidates needs about {gib(need)} of host memory in the judge "
-        f"({done + len(few)} input draws of {gib(sizes[0])} with outputs of {gib(sizes[1])}, float64 truth, "
-        f"parameters {gib(sizes[2])}), over the limit of {gib(limit)} per process (--memory-limit-gb; "
-        f"{gib(available_bytes())} available on this machine)"))
-
-
-def _residency(x: list[Any], y: list[torch.Tensor], n: int, device: torch.device) -> str:
-    """'device' when every draw's inputs and truth (plus a runner's copies) fit in the share. KEVOLVE_RESIDENCY=host
-    (regenerated where it can be) or =pinned (host copies) sends any problem off the device: the paths of the
-    largest problems, tested on small ones."""
-    forced = os.environ.get("KEVOLVE_RESIDENCY", "")
-    if forced in ("host", "pinned"):
-        return "host"
-    if device.type != "cuda":
-        return "device"
-    per = 2 * _nbytes(x) + 2 * _nbytes(y)  # pristine + a runner's slot; truth + staging
-    return "device" if n * per <= _DEVICE_SHARE * _free_device_bytes(device) else "host"
 
 
 __all__ = ["DrawData", "FRESH", "ProblemState", "fit_draws", "fresh_draws", "judge_bytes", "make_draws", "pinned_bytes",

@@ -52,9 +52,12 @@ class Session:
         self.truths = DeviceTruths(state, device)
         folder = None if device.type == "cuda" else runner.scratch
         inputs = state.pristine()  # made again when used where the problem's draws are not kept (residency.py)
+        # the profiled call on a draw no call saw, a timing draw or the last of 2+ never-seen ones (a kernel run only for
+        # inputs it knew passed, red team 5 a05); the ablation on a seen one (a memo beside it: cache_keyed_on_content)
+        self.evidence = (state.keys("timing") if len(state.keys("timing")) >= 10 else state.keys("fresh")[1:])[-1:]
+        self.batch_n = self._batch_n(eager)
         # never-seen draws and timing draws get no slot of their own: copied in just before their call, so
         # nothing of the candidate's can read them ahead (Slots)
-        self.batch_n = self._batch_n(eager)
         self.slots = Slots(inputs, state.residency == "device", folder, device,
                            hidden=state.keys("fresh") + state.keys("timing"),
                            min_slots=self.batch_n if state.keys("timing") else 1)
@@ -62,15 +65,12 @@ class Session:
         self.staging_sets = staging_sets(state, self.batch_n, folder, device)
         self.staging = self.staging_sets[0]
         self.deadline, self.n, self.last_key, self.pad = 0.0, 0, None, Pad()  # last_key: the last single call's draw
-        # the profiled call on a draw no call saw, a timing draw or the last of 2+ never-seen ones (a kernel run only for
-        # inputs it knew passed, red team 5 a05); the ablation on a seen one (a memo beside it: cache_keyed_on_content)
-        self.evidence = (state.keys("timing") if len(state.keys("timing")) >= 10 else state.keys("fresh")[1:])[-1:]
         self.eta = Eta(plan_of(self))  # the live line's bound on the time left (eta.py)
 
     def _batch_n(self, eager: Any) -> int:
         """Calls per timed batch (clock.batch_size), within the slots the reference's runner has."""
         st = self.state
-        timing = st.keys("timing")
+        timing = [k for k in st.keys("timing") if k not in self.evidence]  # what the timed batches use up
         n = batch_size(self.eager_ms, st.call_bytes(), self.device.type, max(1, len(timing) // 5) if timing else 0)
         if eager is not None:  # its slots and staging sets are made for as many
             n = min(n, eager.room)

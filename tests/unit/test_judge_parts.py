@@ -308,7 +308,7 @@ def test_the_pad_forgets_a_slow_first_call_but_not_a_slow_host() -> None:
 
 
 def test_pinned_bytes_round_each_tensor_up_to_a_power_of_two() -> None:
-    from kevolve.sandbox.judge.oracle import pinned_bytes
+    from kevolve.sandbox.judge.fitting import pinned_bytes
 
     meta = lambda *shape: torch.empty(*shape, device="meta")  # noqa: E731 - sizes without memory
     relu_l1 = meta(4096, 393216)  # KernelBench L1 #19's input: 6.4 GB of float32
@@ -345,13 +345,13 @@ def test_a_problem_pinning_its_draws_lets_go_of_older_host_copies_only_when_memo
 
 def test_a_judge_failure_names_kevolves_innermost_frame() -> None:
     from kevolve.sandbox.common.harness import where as _where
-    from kevolve.sandbox.judge.oracle import pinned_bytes
+    from kevolve.sandbox.judge.fitting import pinned_bytes
 
     try:
         pinned_bytes(None)  # type: ignore[arg-type]
     except TypeError as e:
         where = _where(e)
-    assert where.startswith(" at sandbox/judge/oracle.py:") and where.endswith(" in pinned_bytes"), where
+    assert where.startswith(" at sandbox/judge/fitting.py:") and where.endswith(" in pinned_bytes"), where
     assert _where(ValueError("never raised")) == ""
 
 
