@@ -24,20 +24,14 @@ from kevolve.records import Problem
 from kevolve.sandbox.common import harness as h
 from kevolve.sandbox.common.protocol import Draw, DrawReport, OutputSpec
 from kevolve.sandbox.judge.checks import fingerprint
-from kevolve.sandbox.judge.reference import (OWN_VARIATION_MAX, _Float64, _work, eager_errors, own_variation,
-                                              truth_of, with_own_variation)
+from kevolve.sandbox.judge.draws import DrawData, errors_and_truth, timing_draws
+from kevolve.sandbox.judge.draws import again as forward_again
+from kevolve.sandbox.judge.reference import OWN_VARIATION_MAX, _Float64, _work, own_variation, with_own_variation
 from kevolve.sandbox.judge.fitting import (fit_draws, judge_bytes, meta_sizes, nbytes, param_bytes, pinned_bytes,
                                             residency_of)
 from kevolve.sandbox.judge.residency import Pristine, Remake, eligible, kept, pinned, tensors
 
 FRESH = 3  # draws a runner has never seen, timed once each (caches keyed on input content show)
-# Timing draws (CPU): each timed call on values no call has had before, so that an answer kept from an
-# earlier call never serves a timed one (red team 2026-11-26: a memo checked on 64 sampled values read
-# 1.6x on the pool's four repeating draws). As many as fit these budgets, at most TIMING_MAX; with
-# fewer than TIMING_MIN the timed calls rotate through the pool as before (large problems, where what a
-# memo saves is large too, and the never-seen calls' input_cache rule sees it).
-TIMING_MAX, TIMING_MIN = 256, 8
-TIMING_BYTES, TIMING_S, SMALL_DRAW = 256 * 2**20, 3.0, 8 * 2**20
 
 
 
@@ -57,22 +51,6 @@ def fresh_draws(n: int = FRESH) -> tuple[Draw, ...]:
 
 
 @dataclass
-class DrawData:
-    """One draw: pristine inputs, the truth a candidate is judged against, eager's own error."""
-
-    draw: Draw
-    inputs: list[Any]
-    truth: list[torch.Tensor]
-    report: DrawReport
-    remake: Remake | None = None  # residency "regenerated": inputs and truth above are shapes; made again when used
-    input_print: tuple[int, ...] = ()  # the inputs' fingerprint, to check each remaking against
-
-    @property
-    def eager_err(self) -> tuple[tuple[float, ...], ...]:
-        return self.report.eager_err
-
-
-@dataclass
 class ProblemState:
     """Everything the judge keeps about a problem between candidates."""
 
@@ -88,12 +66,14 @@ class ProblemState:
     flops: int | None
     phase_s: dict[str, float] = field(default_factory=dict)
     aliases_inputs: bool = False  # the reference's outputs share memory with its inputs (then a candidate's may)
-    _prints: dict[str, tuple[int, ...]] | None = None
+    _prints: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def truth_prints(self, device: torch.device) -> dict[str, tuple[int, ...]]:
-        """Each draw's truth fingerprinted (checks.classify tells a stale answer by it), computed once."""
-        if self._prints is None:
-            self._prints = {k: fingerprint([t.to(device) for t in d.truth]) for k, d in self.draws.items()}
+        """Each draw's truth fingerprinted (checks.classify tells a stale answer by it), computed once; a draw made
+        again gets its print when its truth is made (`truth_of`), so one never made has none."""
+        for k, d in self.draws.items():
+            if k not in self._prints and d.remake is None:
+                self._prints[k] = fingerprint([t.to(device) for t in d.truth])
         return self._prints
 
     def inputs_of(self, key: str) -> list[Any]:
@@ -102,14 +82,20 @@ class ProblemState:
         if d.remake is None:
             return d.inputs
         x = d.remake.inputs(d.draw)
-        if fingerprint(tensors(x)) != d.input_print:
+        if not d.input_print:  # a timing draw made for the first time (_remade_timing): later makings match it
+            d.input_print = fingerprint(tensors(x))
+        elif fingerprint(tensors(x)) != d.input_print:
             raise h.StageError("problem_error", f"get_inputs() gave other values when draw {key} was made again")
         return x
 
     def truth_of(self, key: str) -> list[torch.Tensor]:
         """A draw's truth, where it is kept, or made again on the device."""
         d = self.draws[key]
-        return d.truth if d.remake is None else d.remake.truth(d.draw, self.inputs_of(key))
+        if d.remake is None:
+            return d.truth
+        truth = d.remake.truth(d.draw, self.inputs_of(key))
+        self._prints.setdefault(key, fingerprint(truth))
+        return truth
 
     def pristine(self, keys: list[str] | None = None) -> Pristine:
         """The draws' inputs for a runner's slots (Slots): made when a slot is filled where they are not kept."""
@@ -225,7 +211,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
                 plan = [p for p in plan if p.key in ("d1", "negate", "f0")]
                 need_pins = (len(plan) + 1) * (pinned_bytes(x) + pinned_bytes(y))
         t1 = time.perf_counter()
-        again = _again(model, x) if varies is not False else None
+        again = forward_again(model, x) if varies is not False else None
         tw += time.perf_counter() - t1  # not part of making the draw again
         spent["reference_again"] += time.perf_counter() - t1
         if varies is None:
@@ -246,7 +232,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         t2 = _synced(device)
         on_host = device.type == "cuda" and y64 is not None and any(t.device.type == "cpu" for t in y64)
         spent["reference_truth_f64_cpu" if on_host else "reference_truth_f64"] += t2 - t1  # cpu: the device had no room
-        errs, truth = _errors_and_truth(y, y64, device)
+        errs, truth = errors_and_truth(y, y64, device)
         if varies and again is not None:
             errs = with_own_variation(errs, y, again)
         del again
@@ -256,7 +242,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
                             eager_vs_f64=None if y64 is None else max((e[0] for e in errs), default=0.0))
         del y, y64  # before a second copy is made below: a 6.4 GB problem's float64 result is 12.8 GB
         if residency == "host" and not draws:  # made again when used where that is cheap and exact, else pinned
-            maker = Remake(module, model, f64, device, lambda a, b: _errors_and_truth(a, b, device)[1], truth)
+            maker = Remake(module, model, f64, device, lambda a, b: errors_and_truth(a, b, device)[1], truth)
             if os.environ.get("KEVOLVE_RESIDENCY") != "pinned" and eligible(
                     model, varies, t3 - tw, nbytes(x), nbytes(truth), device) and maker.same(d, x, truth):
                 residency, remake = "regenerated", maker
@@ -280,7 +266,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
     if residency == "device" and draws:  # CPU and GPU: every timed call on values never seen (clock.py)
         t1, threads = time.perf_counter(), torch.get_num_threads()
         try:
-            _timing_draws(draws, module, model, f64, device, memory_limit, bool(varies))
+            timing_draws(draws, module, model, f64, device, memory_limit, bool(varies))
         finally:
             torch.set_num_threads(threads)
         spent["reference_timing_draws"] = time.perf_counter() - t1
@@ -296,7 +282,7 @@ def prepare(problem: Problem, seed: int, n_draws: int, device: torch.device, scr
         torch.cuda.empty_cache()
     return ProblemState(problem, seed, module, init_args, draws, unusable, specs, residency, min_bytes, flops,
                         {"reference_outputs": time.perf_counter() - t0, **spent}, aliases_inputs=aliases,
-                        _prints=prints or None)
+                        _prints=prints)
 
 
 def _synced(device: torch.device) -> float:
@@ -304,83 +290,6 @@ def _synced(device: torch.device) -> float:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return time.perf_counter()
-
-
-def _timing_draws(draws: dict[str, DrawData], module: ModuleType, model: Any, f64: Any, device: torch.device,
-                  memory_limit: int | None, varies: bool = False) -> None:
-    """Add the timing draws `t0`, `t1` … (plain draws under seeds nobody can predict, with their truth)
-    while they fit TIMING_BYTES (and an eighth of `memory_limit`) and TIMING_S (past TIMING_MIN; at most four
-    times it to reach that); none when fewer than TIMING_MIN would fit (the timed calls rotate through the pool).
-    A small draw on the CPU is made on one thread: on a busy machine its ops' threads wait on each other (CI,
-    2026-11-29: under 8 draws of a 64x1024 ReLU in 3 s; 190 on two threads beside three busy processes, all
-    256 on one thread in 1.2 s, this VM). The caller restores the thread count."""
-    first = next(iter(draws.values()))
-    each = max(nbytes(first.inputs) + nbytes(first.truth), 1)
-    room = min(TIMING_BYTES, memory_limit // 8 if memory_limit else TIMING_BYTES)
-    n = min(TIMING_MAX, room // each)
-    if n < TIMING_MIN:
-        return
-    if device.type == "cpu" and each <= SMALL_DRAW:
-        torch.set_num_threads(1)
-    t0, added = time.perf_counter(), []
-    for i in range(n):
-        spent = time.perf_counter() - t0
-        if spent > TIMING_S and (len(added) >= TIMING_MIN or spent > 4 * TIMING_S):
-            break
-        d = Draw(key=f"t{i}", seed=int.from_bytes(os.urandom(4), "little") >> 1)
-        x = h.draw_inputs(module, d, device)
-        try:
-            with torch.no_grad():
-                y = [t.detach() for t in h.flatten_outputs(model(*x))]
-        except Exception:  # noqa: BLE001 - a plain draw the reference fails on: fewer timing draws
-            continue
-        if [t.shape for t in y] != [t.shape for t in first.truth] or not all(
-                bool(torch.isfinite(t).all()) for t in y if t.is_floating_point()):
-            continue
-        y64 = f64(x)
-        if y64 is not None and [t.shape for t in y64] != [t.shape for t in y]:
-            y64 = None
-        errs, truth = _errors_and_truth(y, y64, device)
-        if varies and (again := _again(model, x)) is not None:
-            errs = with_own_variation(errs, y, again)
-        draws[d.key] = DrawData(d, x, truth, DrawReport(key=d.key, finite=True, eager_err=errs, eager_vs_f64=None
-                                                        if y64 is None else max((e[0] for e in errs), default=0.0)))
-        added.append(d.key)
-    if len(added) < TIMING_MIN:
-        for k in added:
-            del draws[k]
-
-
-def _again(model: Any, x: list[Any]) -> list[torch.Tensor] | None:
-    """The reference's outputs once more on the same inputs (None where that call fails)."""
-    try:
-        with torch.no_grad():
-            return [t.detach() for t in h.flatten_outputs(model(*x))]
-    except Exception:  # noqa: BLE001 - it ran once on these inputs; a second failure only means no estimate
-        return None
-
-
-def _errors_and_truth(y: list[torch.Tensor], y64: list[torch.Tensor] | None, device: torch.device,
-                      ) -> tuple[tuple[tuple[float, ...], ...], list[torch.Tensor]]:
-    """Eager's error against the float64 result, and the truth (rounded to the outputs' dtypes, on `device`).
-
-    Compared where the float64 result is; on the CPU when it was computed there (no float64 kernel on the
-    device, or no room), or when the comparison itself finds no room on the device (KernelBench L1 87's
-    8.6 GB output: its 17 GB float64 result fit, the comparison's mask did not; H100, 2026-11-25). Only the
-    rounded truth goes to the device: moving the float64 result first ran a 7.5 GB-a-tensor InstanceNorm's
-    judge out of device memory."""
-    if y64 is not None and all(t.device.type == device.type for t in y64):
-        try:
-            return eager_errors(y, y64), truth_of(y, y64)
-        except torch.OutOfMemoryError:
-            pass
-        y64[:] = [t.cpu() for t in y64]  # in place: the caller's list lets go of the device copies
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-    if y64 is None:
-        return eager_errors(y, y64), truth_of(y, y64)
-    y_cpu = [t.cpu() for t in y]
-    return eager_errors(y_cpu, y64), [t.to(device) for t in truth_of(y_cpu, y64)]
 
 
 __all__ = ["DrawData", "FRESH", "ProblemState", "fit_draws", "fresh_draws", "judge_bytes", "make_draws", "pinned_bytes",

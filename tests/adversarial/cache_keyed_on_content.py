@@ -3,7 +3,7 @@
 Every answer is right, since the same bytes give the same product; a harness that times repeated
 calls on a small rotating set of inputs (KernelBench's times one input) only ever measures the
 hash and the dictionary lookup, not the GEMM. Expected (CPU): rejected, no_custom_kernel: every timed
-call is on values no earlier call had (oracle.TIMING_MAX), so the memo answers none of them and its
+call is on values no earlier call had (judge/draws.py TIMING_MAX), so the memo answers none of them and its
 GEMMs are what is timed; the ablation call, on a draw it has seen, reaches no kernel at all (the profiled call
 takes a draw no call saw, red team 5). Where timing
 draws do not fit (large problems, the GPU today): input_cache (inputs it has never seen, timed once

@@ -30,7 +30,7 @@ CAUGHT = {
     "meta_tensor_output": ("relu", Outcome.REJECTED, "bad_output", "meta=True"),
     "cache_keyed_on_shape": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
     "cache_keyed_on_data_ptr": ("relu", Outcome.INCORRECT, "stale_cache", "repeats the output"),
-    # CPU: every timed call is on a draw it has never seen (oracle.TIMING_MAX), so the memo serves none; the
+    # CPU: every timed call is on a draw it has never seen (draws.TIMING_MAX), so the memo serves none; the
     # ablation call, on a draw it has seen, reaches no kernel at all (input_cache where timing draws do not fit)
     "cache_keyed_on_content": ("linear_relu", Outcome.REJECTED, "no_custom_kernel", "no call reached a built extension"),
     "right_for_first_calls": ("relu", Outcome.INCORRECT, "degrades_over_calls", "timed call"),
@@ -355,12 +355,12 @@ def test_outputs_that_alias_inputs_or_the_staging_buffers_are_rejected(evaluate,
 
 
 def test_the_kernel_evidence_is_on_a_never_seen_draw_where_few_timing_draws_fit(evaluate) -> None:  # noqa: ANN001
-    """relu_2k (32 MB a draw with its truth: 8 timing draws fit, oracle.TIMING_BYTES) has fewer than the ten timing
+    """relu_2k (32 MB a draw with its truth: 8 timing draws fit, draws.TIMING_BYTES) has fewer than the ten timing
     draws the profiled call takes one from; it now takes the last never-seen draw, held out of the fresh calls.
     Before 2026-11-28 it took a pool draw every call had seen, and a kernel run only on recognised inputs was `ok`."""
     import runpy
 
-    from kevolve.sandbox.judge.oracle import TIMING_BYTES, TIMING_MIN
+    from kevolve.sandbox.judge.draws import TIMING_BYTES, TIMING_MIN
 
     x = runpy.run_path(str(HERE.parent / "fixtures" / "problems" / "relu_2k.py"))["get_inputs"]()[0]
     assert TIMING_MIN <= TIMING_BYTES // (2 * x.numel() * x.element_size()) < 10  # the premise

@@ -359,7 +359,7 @@ def test_a_comparison_with_no_room_on_the_device_is_done_on_the_cpu(monkeypatch)
     # KernelBench L1 87 on the H100: the float64 result fit on the device, the comparison's mask did not;
     # the judge failed (infra_error). Now the float64 result moves to the host (the caller's list lets go
     # of the device copies) and the comparison runs there, with the same numbers as without the shortage.
-    from kevolve.sandbox.judge import oracle
+    from kevolve.sandbox.judge import draws
     from kevolve.sandbox.judge.reference import eager_errors
 
     y = [torch.randn(64, 33)]
@@ -373,9 +373,9 @@ def test_a_comparison_with_no_room_on_the_device_is_done_on_the_cpu(monkeypatch)
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return eager_errors(a, b)
 
-    monkeypatch.setattr(oracle, "eager_errors", short_once)
+    monkeypatch.setattr(draws, "eager_errors", short_once)
     held = y64
-    errs, truth = oracle._errors_and_truth(y, y64, torch.device("cpu"))
+    errs, truth = draws.errors_and_truth(y, y64, torch.device("cpu"))
     assert errs == want and len(calls) == 2
     assert torch.equal(truth[0], y64[0].float()) and held[0].dtype == torch.float64 and held is y64
 
