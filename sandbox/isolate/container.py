@@ -23,7 +23,7 @@ from typing import Any
 
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.isolate.gpu_passthrough import HostGpu, NoGpuNodes, docker_gpu, ldconfig_listing
-from kevolve.sandbox.isolate.launch import _dir_bytes, _tail, cache_vars, scrubbed_env
+from kevolve.sandbox.isolate.launch import _dir_bytes, _tail, cache_vars, scrubbed_env, unlinked_bytes_of
 from kevolve.sandbox.judge.runner_proc import Gone, RunnerProcess
 
 log = logging.getLogger(__name__)
@@ -234,16 +234,39 @@ class ContainerRunner(RunnerProcess):
         return self.alive()
 
     def watch(self, memory_limit_gb: float) -> None:
-        """Docker enforces memory; the host watches the scratch dir's size."""
+        """Docker enforces memory; the host watches the scratch dir's size, and (every third look, when the folder
+        alone is under the limit) the removed files the container's processes still hold: the scratch is a host
+        folder, and a file removed but held open there is in no folder the sum reads (launch.unlinked_bytes_of)."""
 
         def run() -> None:
+            tick = 0
             while not self._stop_watch.wait(0.3):
-                if self.scratch_limit and _dir_bytes(self.scratch) > self.scratch_limit:
+                tick += 1
+                if not self.scratch_limit:
+                    continue
+                used = _dir_bytes(self.scratch)
+                if used > self.scratch_limit or tick % 3 == 0 and (
+                        used + unlinked_bytes_of(self._pids()) > self.scratch_limit):
                     self._over_disk.set()
                     self._stop()
                     return
 
         threading.Thread(target=run, daemon=True).start()
+
+    def _pids(self) -> list[int]:
+        """The host's ids of the container's processes: those in its init process's cgroups (cgroup v1 or v2)."""
+        try:
+            mine = Path(f"/proc/{self._state().get('Pid')}/cgroup").read_bytes()
+        except OSError:
+            return []
+        found: list[int] = []
+        for d in os.listdir("/proc"):
+            try:
+                if d.isdigit() and Path(f"/proc/{d}/cgroup").read_bytes() == mine:
+                    found.append(int(d))
+            except OSError:
+                continue
+        return found
 
     def gone(self, timed_out: bool = False, garbled: str = "") -> Gone:
         self._stop()

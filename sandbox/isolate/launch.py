@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from kevolve.languages import compile_caches
@@ -174,10 +174,15 @@ def _over_memory(pgid: int, limit: int) -> bool:
 def _unlinked_bytes(pgid: int) -> int:
     """Bytes of removed files the group still holds open or mapped: in no folder, so `_dir_bytes` misses them, and
     in nobody's RSS until mapped and touched, yet on /dev/shm they are RAM (red team 7: 1.5 GB held through an
-    unlinked file under both isolations, the verdict `ok`). Each file counted once; what cannot be read (another
-    user's process, map_files without CAP_SYS_ADMIN) is left out."""
+    unlinked file under both isolations, the verdict `ok`)."""
+    return unlinked_bytes_of(pid for pid, _fields in _group_stats(pgid))
+
+
+def unlinked_bytes_of(pids: Iterable[int]) -> int:
+    """Bytes of removed files these processes hold open or mapped, each file counted once; what cannot be read
+    (another user's process, map_files without CAP_SYS_ADMIN) is left out."""
     seen: dict[tuple[int, int], int] = {}
-    for pid, _fields in _group_stats(pgid):
+    for pid in pids:
         links: list[str] = []
         try:
             links += [f"/proc/{pid}/fd/{fd}" for fd in os.listdir(f"/proc/{pid}/fd")]

@@ -108,16 +108,25 @@ def test_filling_the_disk_stops_at_the_scratch_limit(evaluate) -> None:  # noqa:
     assert_next_evaluation_works(evaluate)
 
 
-@pytest.mark.parametrize("isolation", ["bwrap", "none"])
-def test_a_removed_file_held_open_counts_against_the_scratch_limit(isolation, plain_evaluate, bwrap_box,  # noqa: ANN001
+@pytest.mark.parametrize("isolation", ["bwrap", "none", "docker"])
+def test_a_removed_file_held_open_counts_against_the_scratch_limit(isolation, plain_evaluate, request,  # noqa: ANN001
                                                                    hostile_config) -> None:
-    """Red team 7: 1.5 GB held in /dev/shm through a removed, open file: `ok` under both isolations before."""
+    """Red team 7: 1.5 GB held in /dev/shm through a removed, open file: `ok` under both isolations before. In a
+    container the scratch is a host folder: the same file held there was `ok` until 2026-11-29."""
     from kevolve.contract import load_problem
     from kevolve.records import Candidate
+    from kevolve.sandbox.config import Backend
 
     if isolation == "none":
         ev = plain_evaluate(ContainmentKind.PROCESS_GROUP)(source("holds_unlinked_file"), scratch_limit_gb=0.25)
+    elif isolation == "docker":
+        prob = load_problem(REPO / "tests" / "fixtures" / "problems" / "relu.py")
+        box, cfg = request.getfixturevalue("docker_box"), hostile_config.model_copy(update={"backend": Backend.DOCKER})
+        box.reference(prob, cfg)
+        ev = box.evaluate(prob, Candidate.from_source(source("holds_unlinked_file"), prob.id),
+                          cfg.model_copy(update={"scratch_limit_gb": 0.25}))
     else:
+        bwrap_box = request.getfixturevalue("bwrap_box")
         prob = load_problem(REPO / "tests" / "fixtures" / "problems" / "relu.py")
         bwrap_box.reference(prob, hostile_config)
         ev = bwrap_box.evaluate(prob, Candidate.from_source(source("holds_unlinked_file"), prob.id),
