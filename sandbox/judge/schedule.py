@@ -21,13 +21,13 @@ def stop_reason(cand: list[float], ref: list[float], trials: int, elapsed: float
     best candidate a search already holds (racing, issue 36: a fitness needs no more digits than selection uses,
     and a candidate at half the best's speed is never selected over it). Only the count of calls changes: never a
     verdict."""
-    if min(len(cand), len(ref) if ref else 5) >= 5:
-        if elapsed >= max_s:
-            return f"out of time ({max_s:g} s)"
-        if ref and min(cand) > SLOWER * max(ref):
+    if min(len(cand), len(ref) if ref else 5) >= 5:  # a settled comparison named before the clock (a busy machine's
+        if ref and min(cand) > SLOWER * max(ref):     # five batches past max_s said only "out of time", CI 2026-11-28)
             return f"every call over {SLOWER:g}x the reference's slowest"
         if race_ms and min(cand) > SLOWER * race_ms:
             return f"every call over {SLOWER:g}x the search's best ({race_ms:.4g} ms)"
+        if elapsed >= max_s:
+            return f"out of time ({max_s:g} s)"
     if steady(cand, trials) and (not ref or steady(ref, trials)):
         return "medians steady"
     return None

@@ -177,10 +177,11 @@ def test_a_candidate_cannot_signal_the_judges_other_processes(evaluate, isolatio
 
 
 def test_a_timer_disagreement_is_measured_by_a_second_audit_before_it_overturns(evaluate) -> None:  # noqa: ANN001
-    # a tolerance no measurement meets (an audit must see twice the evaluation's speedup): the first audit disagrees
+    # a tolerance no measurement meets (an audit must see ten times the evaluation's speedup; twice was met once
+    # on a busy machine, 2026-11-28): the first audit disagrees
     # on the runner's timer alone, a second one (another fresh runner and seed) disagrees too, and only then is the
     # verdict overturned (the rule is one-sided: a tolerance of 0 would pass an audit that happened to run faster)
-    ev = evaluate("relu", HONEST_RELU, audit=True, audit_tolerance=-1.0)
+    ev = evaluate("relu", HONEST_RELU, audit=True, audit_tolerance=-9.0)
     assert (ev.outcome, ev.reason_code) == (Outcome.REJECTED, "audit_mismatch"), ev.reason
     assert ev.audit is not None and ev.audit.first is not None and ev.audit.first.startswith("audit_mismatch: ")
     assert "a second audit" in ev.reason and ev.audit.timer_only
