@@ -158,7 +158,11 @@ def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> st
         if busy_cpu:
             return busy_cpu
     fresh = call_times(facts.fresh, facts.empty, facts.ref_empty)
-    seen = call_times(facts.control, facts.empty, facts.ref_empty)
+    # the calls on repeated inputs: the timed ones themselves where they are single calls as the controls are (a memo
+    # that slowed only the call before each never-seen one read 26x, red team 8), else the controls (GPU batches: a
+    # fresh call after a flush is compared with one alike, not with calls whose draws the batch left in L2)
+    single = facts.batches and all(w.calls == 1 for w in facts.batches)
+    seen = call_times(facts.batches if single else facts.control, facts.empty, facts.ref_empty)
     med = statistics.median(seen) if seen else 0.0
     if facts.batch_draws == "pool" and fresh and seen and min(fresh) > _CACHE_RATIO * med + _CACHE_SLACK_MS:
         return (f"input_cache: calls on never-seen inputs take {min(fresh):.3f} ms or more, on repeated inputs "

@@ -76,7 +76,8 @@ CAUGHT = {
 SPECIAL = {"segfaults", "infinite_loop", "allocates_too_much", "reads_secret_env", "reads_the_judges_memory", "forges_call_times",
            "forges_times_slightly", "spins_in_setsid_daemon", "writes_runner_bytecode", "forges_reference_answers",
            "plants_build_cache", "signals_other_runners", "spins_between_calls",
-           "drives_warm_service", "returns_view_of_input", "returns_staging_buffer"}  # tests/integration/test_warm_eval.py (it needs a running service)
+           "drives_warm_service", "returns_view_of_input", "returns_staging_buffer",
+           "memo_slows_controls"}  # tests/integration/test_timing_draws.py (the pool path, forced in-process)  # tests/integration/test_warm_eval.py (it needs a running service)
 
 
 def hack_files() -> list[Path]:

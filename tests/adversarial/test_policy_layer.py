@@ -54,6 +54,7 @@ HACKS = {
     # red team 5 (2026-11-28)
     "returns_view_of_input": None, "returns_staging_buffer": "introspection", "kernel_only_on_seen_inputs": None,
     "zeroes_small_elements": None, "truncates_cumprod": None,
+    "memo_slows_controls": None,  # red team 8's class (2026-11-29)
 }
 # hostile candidate -> (category, template fill)
 HOSTILE = {

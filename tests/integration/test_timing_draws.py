@@ -115,3 +115,35 @@ def test_small_timing_draws_are_made_on_one_thread_and_the_count_restored(tmp_pa
                            memory_limit=None)
     assert draws.TIMING_MIN <= len(state.keys("timing")) <= draws.TIMING_MAX  # how many: the machine's load decides
     assert set_to == [1, before] and torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("candidate", ["memo_slows_controls", "honest"])
+def test_where_timed_calls_rotate_through_the_pool_a_memo_is_read_against_the_timed_calls(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, candidate: str) -> None:
+    """No timing draws (none fit, none made again: as on a problem whose remaking costs over 2 s, or the GPU), single
+    calls: input_cache compares the never-seen calls with the timed calls themselves. A memo that slowed only the
+    controls (red team 8: 26x on six rounds of tanh) is rejected; an honest kernel is not."""
+    from kevolve.sandbox.judge import clock
+    from kevolve.sandbox.judge.serve import Judge
+    from testpaths import BUILD_CACHE
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(draws, "TIMING_BYTES", 1)
+    monkeypatch.setattr(draws, "REMADE_TIMING", ())
+    monkeypatch.setattr(clock, "BATCH_MS", 1e-6)  # single calls, as a large problem's on the CPU
+    prob = load_problem(FIX / "problems" / "relu_2k.py")
+    path = (FIX.parent / "adversarial" / "memo_slows_controls.py" if candidate != "honest"
+            else FIX / "solutions" / "relu_cpp.py")
+    cand = Candidate.from_source(path.read_text(), prob.id)
+    cfg = SandboxConfig(device="cpu", isolation="none", seed=5, trials=10, max_timing_s=4.0, cache_dir=BUILD_CACHE,
+                        policy_allow=("all",), allow_torch_only=True)
+    judge = Judge("cpu")
+    try:
+        ev, facts = judge._evaluate(prob, cand, cfg)
+    finally:
+        judge.shutdown()
+    assert facts.batch_draws == "pool" and facts.batches and all(w.calls == 1 for w in facts.batches)
+    if candidate == "honest":
+        assert ev.ok, ev.reason
+    else:
+        assert ev.reason_code == "input_cache", ev.reason
