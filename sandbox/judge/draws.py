@@ -25,6 +25,7 @@ from kevolve.sandbox.judge.residency import Remake, eligible, kept
 TIMING_MAX, TIMING_MIN = 256, 8
 TIMING_BYTES, TIMING_S, SMALL_DRAW = 256 * 2**20, 3.0, 8 * 2**20
 REMADE_TIMING = ("cpu",)  # where timing draws too large to keep are made again (the GPU's cost: not measured yet)
+REMADE_MAX_S = 10.0  # one draw made again (inputs, float64 truth) at most this, else the pool: each timed pair costs it
 
 
 @dataclass
@@ -81,15 +82,17 @@ def _remade_timing(draws: dict[str, DrawData], module: ModuleType, model: Any, f
     checked against the print of their first making, truth from the float64 forward), where the problem's draws
     are too large to keep that many (red team 7: on 36 MB draws the timed calls rotated through the pool, and a
     memo of its answers that stayed under input_cache's bound read 1.2x unearned). Only where a draw comes out the
-    same bits when made again (the first pool draw, made once more) and that is cheap (REMAKE_MAX_S), and on the
-    devices in REMADE_TIMING. Eager's own error on them: the pool draws' largest (they are drawn alike)."""
+    same bits when made again (the first pool draw, made once more) within REMADE_MAX_S, and on the devices in
+    REMADE_TIMING. Eager's own error on them: the pool draws' largest (they are drawn alike). Past that cost the
+    timed calls rotate through the pool and input_cache reads them (red team 8's six rounds of tanh in float64 on
+    9M values took over 2 s on a busy machine: a memo read 26x before input_cache read the timed calls)."""
     first = next(iter(draws.values()))
     if device.type not in REMADE_TIMING or varies:
         return
     remake = Remake(module, model, f64, device, lambda a, b: errors_and_truth(a, b, device)[1], first.truth)
     t0 = time.perf_counter()
-    if not (remake.same(first.draw, first.inputs, first.truth) and eligible(
-            model, varies, time.perf_counter() - t0, nbytes(first.inputs), nbytes(first.truth), device)):
+    if not (remake.same(first.draw, first.inputs, first.truth) and time.perf_counter() - t0 <= REMADE_MAX_S
+            and eligible(model, varies, 0.0, nbytes(first.inputs), nbytes(first.truth), device)):
         return
     pool = [d.report for k, d in draws.items() if k.startswith("d") and d.draw.transform == "identity"]
     errs = tuple(tuple(max(e) for e in zip(*per, strict=True))
@@ -156,5 +159,5 @@ def errors_and_truth(y: list[torch.Tensor], y64: list[torch.Tensor] | None, devi
     return eager_errors(y_cpu, y64), [t.to(device) for t in truth_of(y_cpu, y64)]
 
 
-__all__ = ["DrawData", "REMADE_TIMING", "SMALL_DRAW", "TIMING_BYTES", "TIMING_MAX", "TIMING_MIN", "TIMING_S", "again",
-           "errors_and_truth", "timing_draws"]
+__all__ = ["DrawData", "REMADE_MAX_S", "REMADE_TIMING", "SMALL_DRAW", "TIMING_BYTES", "TIMING_MAX", "TIMING_MIN",
+           "TIMING_S", "again", "errors_and_truth", "timing_draws"]
