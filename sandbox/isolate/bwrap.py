@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from kevolve.sandbox.isolate import pycache
 from kevolve.sandbox.isolate.gpu_passthrough import HostGpu, NoGpuNodes, gpu_nodes
 from kevolve.sandbox.isolate.launch import Launcher
-from kevolve.sandbox.isolate.view import ETC, SYSTEM, python_dirs, site_dirs, source_dirs
+from kevolve.sandbox.isolate.view import ETC, SYSTEM, opt_dirs, python_dirs, site_dirs, source_dirs
 
 if TYPE_CHECKING:
     from kevolve.sandbox.config import SandboxConfig
@@ -70,7 +70,7 @@ def bwrap_argv(scratch: Path, readable: tuple[Path, ...] = (), pids_limit: int =
             # shared memory and semaphores live there; a file filling it is RAM no RSS counts)
             "--perms", "1777", "--size", str(_SHM_BYTES), "--tmpfs", "/dev/shm"]
     _bind_system(argv)
-    for path in _covered(python_dirs() + site_dirs() + source_dirs()):
+    for path in _covered(opt_dirs() + python_dirs() + site_dirs() + source_dirs()):
         argv += ["--ro-bind", path, path]
     if device.startswith("cuda"):
         argv += _gpu_binds(host or HostGpu())

@@ -119,7 +119,7 @@ def runner_reads() -> list[Path]:
     from kevolve.sandbox.isolate import view
 
     return [Path(p) for p in (*view.SYSTEM, *view.ETC, *PROC_SHARED, "/sys", "/run/nvidia-persistenced",
-                              *view.python_dirs(), *view.site_dirs(), *view.source_dirs())]
+                              *view.opt_dirs(), *view.python_dirs(), *view.site_dirs(), *view.source_dirs())]
 
 
 def confine(writable: Sequence[Path], readable: Sequence[Path] | None = None) -> str:

@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import threading
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -39,16 +40,43 @@ def assert_next_evaluation_works(evaluate) -> None:  # noqa: ANN001
     assert after.ok, f"after a hostile candidate: {after.reason}"
 
 
+def beside_the_toolchain() -> list[Path]:
+    """Secrets planted where the runner's view reaches near them (red team 8, both confinements): a vendor folder of
+    /opt that holds no toolchain, and a file at the top of the Python installation and of the virtual environment
+    (where pip reads a site-wide pip.conf). Only where this user may write there; the caller removes them."""
+    tag = uuid.uuid4().hex[:8]
+    places = [Path("/opt") / f"kevolve-vendor-{tag}" / "app.conf",
+              *{Path(p).resolve() / f"kevolve-site-{tag}.conf" for p in (sys.prefix, sys.base_prefix)}]
+    planted = []
+    for p in places:
+        try:
+            p.parent.mkdir(exist_ok=True)
+            p.write_text("sk-secret")
+        except OSError:
+            continue
+        planted.append(p)
+    return planted
+
+
+def remove_planted(planted: list[Path]) -> None:
+    for p in planted:
+        p.unlink(missing_ok=True)
+        if p.parent.name.startswith("kevolve-vendor-"):
+            p.parent.rmdir()
+
+
 def test_candidate_cannot_read_secrets_outside_scratch(evaluate, tmp_path) -> None:  # noqa: ANN001
     secrets = [tmp_path / "archive.db", REPO / ".pytest_cache" / "hostile-run-folder-secret"]
     for s in secrets:
         s.parent.mkdir(parents=True, exist_ok=True)  # a fresh clone has no .pytest_cache yet
         s.write_text("sk-secret")
+    secrets += beside_the_toolchain()
     home = [str(p) for p in sorted(Path.home().iterdir()) if p.is_file()][:3]
     try:
         ev = evaluate(source("reads_secrets", targets=[str(s) for s in secrets] + home))
     finally:
         secrets[1].unlink()
+        remove_planted(secrets[2:])
     assert ev.ok, ev.reason  # wrong results if any file was readable
 
 
@@ -330,6 +358,7 @@ def test_without_bubblewrap_a_candidate_reads_only_its_own_view(plain_evaluate, 
     for s in secrets:
         s.parent.mkdir(parents=True, exist_ok=True)
         s.write_text("sk-secret")
+    secrets += beside_the_toolchain()
     home = [str(p) for p in sorted(Path.home().iterdir()) if p.is_file()][:3]
     try:
         ev = plain_evaluate(ContainmentKind.PROCESS_GROUP)(
@@ -338,6 +367,7 @@ def test_without_bubblewrap_a_candidate_reads_only_its_own_view(plain_evaluate, 
         secrets[1].unlink()
         secrets[2].unlink()
         neighbour.rmdir()
+        remove_planted(secrets[3:])
     if confine == "auto":
         assert ev.ok, ev.reason  # wrong results if any file was readable
     else:
