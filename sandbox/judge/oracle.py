@@ -67,6 +67,7 @@ class ProblemState:
     phase_s: dict[str, float] = field(default_factory=dict)
     aliases_inputs: bool = False  # the reference's outputs share memory with its inputs (then a candidate's may)
     _prints: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    remade_s: float = 0.0  # the judge's own time making draws again: a session's deadline moves by it (session.py)
 
     def truth_prints(self, device: torch.device) -> dict[str, tuple[int, ...]]:
         """Each draw's truth fingerprinted (checks.classify tells a stale answer by it), computed once; a draw made
@@ -78,7 +79,7 @@ class ProblemState:
 
     def inputs_of(self, key: str) -> list[Any]:
         """A draw's pristine inputs: kept, or made again (residency "regenerated") and checked against their print."""
-        d = self.draws[key]
+        d, t0 = self.draws[key], time.perf_counter()
         if d.remake is None:
             return d.inputs
         x = d.remake.inputs(d.draw)
@@ -86,6 +87,7 @@ class ProblemState:
             d.input_print = fingerprint(tensors(x))
         elif fingerprint(tensors(x)) != d.input_print:
             raise h.StageError("problem_error", f"get_inputs() gave other values when draw {key} was made again")
+        self.remade_s += time.perf_counter() - t0
         return x
 
     def truth_of(self, key: str) -> list[torch.Tensor]:
@@ -93,8 +95,10 @@ class ProblemState:
         d = self.draws[key]
         if d.remake is None:
             return d.truth
-        truth = d.remake.truth(d.draw, self.inputs_of(key))
+        x, t0 = self.inputs_of(key), time.perf_counter()
+        truth = d.remake.truth(d.draw, x)
         self._prints.setdefault(key, fingerprint(truth))
+        self.remade_s += time.perf_counter() - t0
         return truth
 
     def pristine(self, keys: list[str] | None = None) -> Pristine:

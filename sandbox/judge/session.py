@@ -362,13 +362,13 @@ class Session:
         if self.eager is not None:  # its first batch on this session's schedule, not kept
             self._eager_batch(pool[:1])
         self._empties()
-        t0 = time.monotonic()
+        t0, remade = time.monotonic(), st.remade_s
         cpu0, active0 = self.runner.cpu_seconds(), len(self.facts.active_ms)
         i = 0
         while True:
             keys = once[i * n:(i + 1) * n] if once else [pool[(i * n + k) % len(pool)] for k in range(n)]
             self._timed_pair(keys)
-            i += 1
+            self.deadline, remade, i = self.deadline + st.remade_s - remade, st.remade_s, i + 1  # judge's work
             self.eta.step()
             if i % EMPTY_EVERY == 0:
                 self._empties()

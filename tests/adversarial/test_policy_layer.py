@@ -65,6 +65,7 @@ HOSTILE = {
     "spins_forever": ("processes", {}),
     "fills_disk": ("files", {}),
     "holds_unlinked_file": ("files", {}),
+    "holds_pipe_buffers": ("processes", {}),  # fcntl (red team 8)
     "allocates_all_memory": (None, {}),
     "starts_daemon": ("introspection", {"MARK": "kevolve-daemon-x"}),  # sys.executable, then fork/setsid
     "escapes_by_syscall": ("introspection", {"UNIX_PATH": "/tmp/x.sock", "PORT": 9, "SHM_KEY": 1}),  # ctypes first

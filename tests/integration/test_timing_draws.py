@@ -48,6 +48,7 @@ def test_every_timed_call_is_on_a_draw_no_earlier_call_saw(tmp_path: Path, monke
     assert len(ev.seeds) < 20  # the timing draws' seeds are not part of the record
     assert facts.batch_draws == "timing"
     assert all((state.draws[c.key].remake is None) == kept for c in timed)
+    assert (state.remade_s > 0) != kept  # the judge's time making them, which moves the session's deadline
 
 
 def test_the_timed_batches_fit_five_times_in_the_draws_the_evidence_leaves(tmp_path: Path,

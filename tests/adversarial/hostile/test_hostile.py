@@ -162,6 +162,21 @@ def test_a_removed_file_held_open_counts_against_the_scratch_limit(isolation, pl
     assert (ev.outcome, ev.reason_code) == (Outcome.CRASHED, "disk_limit"), ev.reason
 
 
+@pytest.mark.parametrize("confine", ["auto", "off"])
+def test_a_runner_is_held_to_the_users_pipe_buffer_limit(plain_evaluate, confine) -> None:  # noqa: ANN001
+    """Red team 8: 900 MB of pipe buffers held under `none` as root (kernel memory no watch sees); a runner gives up
+    the capabilities that pass the user's limit whatever its confinement (bubblewrap and Docker drop them too)."""
+    if os.geteuid() != 0:
+        pytest.skip("a user other than root is held to pipe-user-pages-soft anyway")
+    ev = plain_evaluate(ContainmentKind.PROCESS_GROUP)(source("holds_pipe_buffers"), confine_writes=confine)
+    assert ev.ok, ev.reason
+
+
+def test_in_a_sandbox_pipe_buffers_stay_under_the_users_limit(evaluate) -> None:  # noqa: ANN001
+    ev = evaluate(source("holds_pipe_buffers"))
+    assert ev.ok, ev.reason
+
+
 def test_allocating_all_memory_stops_at_the_memory_limit(evaluate) -> None:  # noqa: ANN001
     ev = evaluate(source("allocates_all_memory"), memory_limit_gb=2.0)
     assert (ev.outcome, ev.reason_code) == (Outcome.CRASHED, "memory_limit"), ev.reason
