@@ -19,7 +19,13 @@ def build_scope(candidate_source: str) -> str:
     return hashlib.sha256(candidate_source.encode()).hexdigest()[:20]
 
 
-def promote(built: Path, cache_dir: Path, scope: str, max_bytes: int = 4 * 2**30) -> bool:
+# One source's builds at most this (an honest extension's folder, objects and .so, is tens of MB; red team 8 left a
+# 538 MB .so of a static array in the cache), and the extensions all together at most CACHE_MAX: past it the scopes
+# least recently added to go, oldest first (nothing evicted them before: every proposal's variant added its own).
+SCOPE_MAX, CACHE_MAX = 512 * 2**20, 16 * 2**30
+
+
+def promote(built: Path, cache_dir: Path, scope: str, max_bytes: int = SCOPE_MAX) -> bool:
     """Host side, after a worker finished: copy its builds into the cache under its scope.
 
     One extension (a folder under the scope: `kx_<hash>/…`) at a time, first writer wins: an extension
@@ -43,7 +49,36 @@ def promote(built: Path, cache_dir: Path, scope: str, max_bytes: int = 4 * 2**30
             continue
         budget -= size
         added |= _copy_into_place(ext, files, dst / ext.name)
+    if added:
+        os.utime(dst)
+        evict(cache_dir / "extensions", CACHE_MAX, keep=scope)
     return added
+
+
+def evict(root: Path, max_bytes: int, keep: str = "") -> list[str]:
+    """Remove whole scopes, those least recently added to first, until the folder holds at most `max_bytes`
+    (never `keep`). A scope goes by a rename first, so a reader sees it whole or not at all (then builds again).
+    Returns the scopes removed."""
+    scopes = []
+    for d in root.iterdir() if root.is_dir() else ():
+        if d.is_dir() and not d.is_symlink() and not d.name.startswith("."):
+            size = sum(Path(r, n).stat().st_size for r, _ds, ns in os.walk(d) for n in ns
+                       if not Path(r, n).is_symlink())
+            scopes.append((d.stat().st_mtime, d.name, size))
+    total, gone = sum(s for _t, _n, s in scopes), []
+    for _t, name, size in sorted(scopes):
+        if total <= max_bytes:
+            break
+        if name == keep:
+            continue
+        tomb = root / f".evicted-{name}-{uuid.uuid4().hex[:8]}"
+        try:
+            os.rename(root / name, tomb)
+        except OSError:
+            continue
+        shutil.rmtree(tomb, ignore_errors=True)
+        total, gone = total - size, gone + [name]
+    return gone
 
 
 def _copy_into_place(src: Path, files: list[Path], dst: Path) -> bool:
@@ -61,4 +96,4 @@ def _copy_into_place(src: Path, files: list[Path], dst: Path) -> bool:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-__all__ = ["build_scope", "promote"]
+__all__ = ["CACHE_MAX", "SCOPE_MAX", "build_scope", "evict", "promote"]

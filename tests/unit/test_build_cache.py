@@ -56,3 +56,22 @@ def test_an_extension_the_scope_lacks_is_added_beside_the_ones_it_has(tmp_path) 
 
 def test_scope_is_the_whole_source() -> None:
     assert build_scope("x = 1\n") != build_scope("x = 1\n# same kernel, other text\n")
+
+
+def test_a_build_over_the_scope_limit_stays_out_and_the_oldest_scopes_go_past_the_cache_limit(tmp_path,  # noqa: ANN001
+                                                                                               monkeypatch) -> None:
+    """Red team 8: a 538 MB .so of a static array kept in the cache for good, one per variant of a source."""
+    from kevolve.sandbox.build import cache as bc
+
+    monkeypatch.setattr(bc, "CACHE_MAX", 2500)
+    store = tmp_path / "cache"
+    big = build_scope("bloated")
+    assert not promote(_built(tmp_path / "b0", big, {"kx_1/kx_1.so": "x" * 2000}), store, big, max_bytes=1000)
+    assert not (store / "extensions" / big).exists()
+    scopes = [build_scope(f"variant {i}") for i in range(3)]
+    for i, s in enumerate(scopes):  # 1000 bytes each: the third passes the 2500-byte limit
+        assert promote(_built(tmp_path / f"b{i + 1}", s, {"kx_1/kx_1.so": "y" * 1000}), store, s)
+        os.utime(store / "extensions" / s, (1000 + i, 1000 + i))  # added in this order
+    assert not (store / "extensions" / scopes[0]).exists()  # the oldest went
+    assert all((store / "extensions" / s / "kx_1" / "kx_1.so").exists() for s in scopes[1:])
+    assert not [p for p in (store / "extensions").iterdir() if p.name.startswith(".")]  # no tombstone left
