@@ -282,3 +282,12 @@ def test_a_gpu_runner_without_a_sandbox_reads_and_writes_only_its_own_view(sandb
     else:
         assert ev.outcome is Outcome.INCORRECT, ev.reason
         assert planted == targets
+
+
+def test_a_memo_of_the_pool_answers_no_timed_call_where_timing_draws_are_made_again(sandbox, config) -> None:
+    """relu_big's draws (64 MB in, 64 MB out) are too large to keep eight timing draws: on the GPU its timed calls
+    rotated through the pool, where a memo keyed on sampled values answered them with a copy (its honest path 24
+    passes of its kernel). Since 2026-11-29 the timing draws are made again on the device: the memo answers no
+    timed call and the speed read is its slow path's (about 1/20 of eager; the memo's copy reads about eager)."""
+    ev = evaluate(sandbox, config, "memo_pool_cupy")
+    assert ev.outcome is not Outcome.OK or (ev.speedup is not None and ev.speedup < 0.3), (ev.speedup, ev.timing)
