@@ -61,8 +61,10 @@ def test_a_family_of_parts_is_prompted_once_and_its_winner_judged_at_each_member
     small, wide = parts[("blocks.0",)], parts[("blocks.2",)]
     first, second = (wide, small) if (wide["share"] or 0) >= (small["share"] or 0) else (small, wide)
     prompts = [s.prompt for s in server.seen]
-    blocks = [q for q in prompts if "Block(16)" in q or "Block(8)" in q]
-    assert len(blocks) == 1 and first["spelled"] in blocks[0], [q[:300] for q in blocks]  # the larger block only
+    # the first member's loop is prompted (as often as its portion of the budget pays: the CPU's noisy shares decide
+    # how many candidates each part gets, CI 2026-11-29 saw two); the other member never is
+    assert any(first["spelled"] in q for q in prompts), [q[:300] for q in prompts]
+    assert not any(second["spelled"] in q for q in prompts), ([q[:300] for q in prompts], result["parts"])
     # the other block: the first one's kernel, judged correct at its own sizes on its own problem, no prompt
     best = {s["index"]: json.loads((Path(result["run_dir"]) / "parts" / s["run_id"] / "result.json").read_text())
             ["best_candidate_id"] for s in (first, second)}
