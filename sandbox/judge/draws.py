@@ -13,6 +13,7 @@ import torch
 
 from kevolve.sandbox.common import harness as h
 from kevolve.sandbox.common.protocol import Draw, DrawReport
+from kevolve.sandbox.judge.clock import batch_room
 from kevolve.sandbox.judge.fitting import nbytes
 from kevolve.sandbox.judge.reference import eager_errors, truth_of, with_own_variation
 from kevolve.sandbox.judge.residency import Remake, eligible, kept
@@ -30,6 +31,10 @@ TIMING_BYTES, TIMING_S, SMALL_DRAW = 256 * 2**20, 3.0, 8 * 2**20
 # it for a measurement side by side: the judge's own environment (parent/local.py), never a candidate's
 REMADE_TIMING = tuple(os.environ.get("KEVOLVE_REMADE_TIMING", "cpu,cuda").split(","))
 REMADE_MAX_S = 10.0  # one draw made again (inputs, float64 truth) at most this, else the pool: each timed pair costs it
+# On the GPU a timed batch holds up to clock.BATCH_MAX calls, each on its own draw made again (inputs twice, truth
+# once) and five batches are the least timed: the draws one batch takes, made once, at most this (a float64
+# convolution can take seconds on the device: 32 draws of 2 s would add minutes to every evaluation)
+REMADE_BATCH_S = 4.0
 
 
 @dataclass
@@ -86,7 +91,7 @@ def _remade_timing(draws: dict[str, DrawData], module: ModuleType, model: Any, f
     checked against the print of their first making, truth from the float64 forward), where the problem's draws
     are too large to keep that many (red team 7: on 36 MB draws the timed calls rotated through the pool, and a
     memo of its answers that stayed under input_cache's bound read 1.2x unearned). Only where a draw comes out the
-    same bits when made again (the first pool draw, made once more) within REMADE_MAX_S, and on the devices in
+    same bits when made again (the first pool draw, made once more) at a cost `worth_remaking`, and on the devices in
     REMADE_TIMING. Eager's own error on them: the pool draws' largest (they are drawn alike). Past that cost the
     timed calls rotate through the pool and input_cache reads them (red team 8's six rounds of tanh in float64 on
     9M values took over 2 s on a busy machine: a memo read 26x before input_cache read the timed calls)."""
@@ -95,7 +100,8 @@ def _remade_timing(draws: dict[str, DrawData], module: ModuleType, model: Any, f
         return
     remake = Remake(module, model, f64, device, lambda a, b: errors_and_truth(a, b, device)[1], first.truth)
     t0 = time.perf_counter()
-    if not (remake.same(first.draw, first.inputs, first.truth) and time.perf_counter() - t0 <= REMADE_MAX_S
+    if not (remake.same(first.draw, first.inputs, first.truth)
+            and worth_remaking(device.type, time.perf_counter() - t0, nbytes(first.inputs) + nbytes(first.truth))
             and eligible(model, varies, 0.0, nbytes(first.inputs), nbytes(first.truth), device)):
         return
     pool = [d.report for k, d in draws.items() if k.startswith("d") and d.draw.transform == "identity"]
@@ -107,6 +113,15 @@ def _remade_timing(draws: dict[str, DrawData], module: ModuleType, model: Any, f
         d = Draw(key=f"t{i}", seed=int.from_bytes(os.urandom(4), "little") >> 1)
         draws[d.key] = DrawData(d, *shapes, DrawReport(key=d.key, finite=True, eager_err=errs,
                                                        eager_vs_f64=max(vs) if vs else None), remake)
+
+
+def worth_remaking(device: str, cost_s: float, call_bytes: int) -> bool:
+    """Timing draws made again, where making one (inputs and truth) took `cost_s`: within REMADE_MAX_S a draw, and on
+    the GPU, where a batch holds several calls, within REMADE_BATCH_S for the draws of the largest batch the draws'
+    size allows (clock.batch_room). Else the timed calls rotate through the pool (input_cache reads them)."""
+    if cost_s > REMADE_MAX_S:
+        return False
+    return device != "cuda" or cost_s * batch_room(call_bytes, device, 0) <= REMADE_BATCH_S
 
 
 def _timing_draw(d: Draw, first: DrawData, module: ModuleType, model: Any, f64: Any, device: torch.device,
@@ -163,5 +178,5 @@ def errors_and_truth(y: list[torch.Tensor], y64: list[torch.Tensor] | None, devi
     return eager_errors(y_cpu, y64), [t.to(device) for t in truth_of(y_cpu, y64)]
 
 
-__all__ = ["DrawData", "REMADE_MAX_S", "REMADE_TIMING", "SMALL_DRAW", "TIMING_BYTES", "TIMING_MAX", "TIMING_MIN",
-           "TIMING_S", "again", "errors_and_truth", "timing_draws"]
+__all__ = ["DrawData", "REMADE_BATCH_S", "REMADE_MAX_S", "REMADE_TIMING", "SMALL_DRAW", "TIMING_BYTES", "TIMING_MAX",
+           "TIMING_MIN", "TIMING_S", "again", "errors_and_truth", "timing_draws", "worth_remaking"]

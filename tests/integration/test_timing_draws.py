@@ -148,3 +148,15 @@ def test_where_timed_calls_rotate_through_the_pool_a_memo_is_read_against_the_ti
         assert ev.ok, ev.reason
     else:
         assert ev.reason_code == "input_cache", ev.reason
+
+
+def test_the_gpu_makes_timing_draws_again_only_where_a_batchs_draws_cost_seconds_at_most() -> None:
+    """The H200's 64 MB ReLU: a draw made again in about 12 ms, batches of 16 (2 GiB over 128 MB a call): made
+    again. A float64 convolution at 2 s a draw would add minutes to every evaluation at 16 a batch: the pool. The CPU
+    keeps its own bound, one draw within REMADE_MAX_S (its large calls come one to a batch)."""
+    mb = 2**20
+    assert draws.worth_remaking("cuda", 0.012, 128 * mb)
+    assert not draws.worth_remaking("cuda", 2.0, 128 * mb)
+    assert draws.worth_remaking("cuda", 2.0, 3 * 2**30)  # one call a batch: 2 s within the batch's bound
+    assert draws.worth_remaking("cpu", 2.8, 72 * mb)  # red team 8's tanh problem on a busy CPU
+    assert not draws.worth_remaking("cpu", draws.REMADE_MAX_S + 1, 72 * mb)
