@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from kevolve import defaults
 from kevolve.cli_common import (ALLOW_HELP, LANGUAGE_HELP, NO_GPU, SLOWDOWN_HELP, check_archive, default_device, device_problem,
                                 fail, gpu_indices, ingest_mode, parse_allow)
 
@@ -57,6 +58,10 @@ def optimize_cmd(
     runs_dir: Annotated[Path, typer.Option(help="where run folders go")] = Path("runs"),
     timeout: Annotated[Optional[float], typer.Option(min=1, help="seconds per sandbox job")] = None,
     max_slowdown: Annotated[Optional[float], typer.Option(min=0.0, help=SLOWDOWN_HELP)] = None,
+    trials: Annotated[Optional[int], typer.Option(
+        min=3, help=f"minimum timed trials of each evaluation, adaptive beyond (default {defaults.TRIALS})")] = None,
+    max_timing_s: Annotated[Optional[float], typer.Option(
+        min=0.1, help=f"stop adding trials to an evaluation after this long (default {defaults.MAX_TIMING_S:g})")] = None,
     memory_limit_gb: Annotated[Optional[float], typer.Option(
         min=0.5, help="host memory limit of each evaluation process (default: half the available memory)")] = None,
     no_archive: Annotated[bool, typer.Option("--no-archive", help="leave the archive alone: no examples retrieved "
@@ -133,7 +138,8 @@ def optimize_cmd(
                               prompts_dir=prompts, race=not no_race, gpus=lanes,
                               parallel_evaluations=parallel_evaluations,
                               sandbox={"timeout_s": timeout, "policy_allow": parse_allow(allow) or None,
-                                       "memory_limit_gb": memory_limit_gb, "max_slowdown": max_slowdown},
+                                       "memory_limit_gb": memory_limit_gb, "max_slowdown": max_slowdown,
+                                       "trials": trials, "max_timing_s": max_timing_s},
                               evolution=dict(islands=islands, concurrency=concurrency, seed=seed,
                                              jobs_per_generation=jobs_per_generation, max_repairs=max_repairs))
     except (SettingsError, ProblemError) as e:

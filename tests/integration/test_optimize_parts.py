@@ -40,8 +40,8 @@ def test_optimize_parts_prompts_each_part_alone_and_judges_the_composition_as_th
         # the stem or the head); the third part, if worth a loop, has none
         p = subprocess.run([sys.executable, "-m", "kevolve.cli", "optimize", str(problem), "--parts", "--llm",
                             "openai:gpt-4o", "--islands", "1", "--jobs-per-generation", "1", "--max-candidates", "2",
-                            "--seed", "3", "--timeout", "400", *common], env=env, capture_output=True, text=True,
-                            timeout=1200)
+                            "--seed", "3", "--timeout", "400", "--max-timing-s", "2", "--trials", "10", *common], env=env,
+                            capture_output=True, text=True, timeout=1200)
         result = json.loads(p.stdout)
         check_first_run(p, result, server)
         asked = len(server.seen)

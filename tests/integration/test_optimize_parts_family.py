@@ -51,6 +51,7 @@ def test_a_family_of_parts_is_prompted_once_and_its_winner_judged_at_each_member
         p = subprocess.run([sys.executable, "-m", "kevolve.cli", "optimize", str(problem), "--parts", "--llm",
                             "openai:gpt-4o", "--device", "cpu", "--no-archive", "--islands", "1",
                             "--jobs-per-generation", "1", "--max-candidates", "3", "--seed", "5", "--timeout", "400",
+                            "--max-timing-s", "2", "--trials", "10",
                             "--runs-dir", str(tmp_path / "runs"), "--llm-cache", str(tmp_path / "llm"), "--json",
                             "--quiet"], env=env, capture_output=True, text=True, timeout=1200)
     finally:
@@ -78,3 +79,6 @@ def test_a_family_of_parts_is_prompted_once_and_its_winner_judged_at_each_member
     verdict = json.loads((Path(result["run_dir"]) / "candidates" / f"{result['best_candidate_id']}.json").read_text())
     assert verdict["evaluation"]["outcome"] == "ok", verdict["evaluation"]["reason"]
     assert result["proposals"] <= 3
+    # the timing flags reach every evaluation of the run (its saved configuration, which a resume runs on)
+    saved = json.loads((Path(result["run_dir"]) / "config.json").read_text())["sandbox"]
+    assert (saved["max_timing_s"], saved["trials"]) == (2.0, 10), saved

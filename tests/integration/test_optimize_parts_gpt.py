@@ -34,7 +34,8 @@ def test_a_transformer_block_in_parts_prompts_attention_and_mlp_alone_and_judges
         env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.openai_url, KEVOLVE_CACHE_DIR=str(BUILD_CACHE))
         p = subprocess.run([sys.executable, "-m", "kevolve.cli", "optimize", str(problem), "--parts", "--llm",
                             "openai:gpt-4o", "--islands", "1", "--jobs-per-generation", "1", "--max-candidates", "3",
-                            "--seed", "5", "--timeout", "400", "--device", "cpu", "--no-archive", "--runs-dir",
+                            "--seed", "5", "--timeout", "400", "--max-timing-s", "2", "--trials", "10", "--device", "cpu",
+                            "--no-archive", "--runs-dir",
                             str(tmp_path / "runs"), "--llm-cache", str(tmp_path / "llm"), "--json", "--quiet"],
                            env=env, capture_output=True, text=True, timeout=1200)
     finally:
