@@ -73,7 +73,8 @@ class JudgeClient:
         from kevolve.sandbox.isolate import pycache
 
         env[pycache.ROOT_VAR] = str(pycache.default_root())  # the user's cache, not the judge's scratch HOME
-        for var in ("KEVOLVE_FUSED_COMPARE", "KEVOLVE_RESIDENCY", "KEVOLVE_REMADE_TIMING"):  # the judge's own switches (side by side, tests)
+        # the judge's own switches (side by side, tests)
+        for var in ("KEVOLVE_FUSED_COMPARE", "KEVOLVE_RESIDENCY", "KEVOLVE_REMADE_TIMING"):
             if var in os.environ:
                 env[var] = os.environ[var]
         cores = lambda c: ",".join(map(str, sorted(c))) if c else ""  # noqa: E731
