@@ -44,7 +44,9 @@ _NON_COMPUTE = re.compile(
 @dataclass(frozen=True)
 class ProfileResult:
     profile: Profile
-    unjoined_stream_kernels: tuple[str, ...]  # kernels still running on another stream at return
+    # work on another stream outside the call: started before the calling stream reached the call, or still
+    # running when forward had returned and the calling stream's work was done
+    unjoined_stream_kernels: tuple[str, ...]
 
 
 def is_compute_op(name: str) -> bool:
@@ -97,17 +99,25 @@ def profile_call(fn: Callable[..., Any], inputs: Sequence[Any], device: torch.de
 
 
 def profile_region(run: Callable[[], Any], device: torch.device, custom_names: Sequence[str],
-                   ext_modules: set[str]) -> ProfileResult:
+                   ext_modules: set[str], lead: Callable[[], None] | None = None) -> ProfileResult:
     """Profile one call of `run()`: device kernels (CUDA) or extension calls (CPU), and ATen ops.
 
     `Profile.total_us` is what the custom kernels' share is taken of: the device time of every
     kernel (CUDA), or the host time of the whole call (CPU).
+
+    `lead` (CUDA) queues a one-block spin on the calling stream before the call, long enough for the host to
+    queue the whole call behind it: the call's own work then starts when the spin ends, and its order against
+    the calling stream no longer depends on how fast the host launched it. Work on a stream that does not wait
+    for the caller's runs beside the spin (it started before the call), and work the caller's stream does not
+    wait for is still running when the end marker, queued behind the call, starts (`_device_kernels`).
     """
     cuda = device.type == "cuda"
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     ext = _ExtCalls(ext_modules)
     previous = sys.getprofile()
     with profile(activities=acts) as prof:
+        if cuda and lead is not None:
+            lead()
         sys.setprofile(ext)
         t0 = _perf()
         try:
@@ -153,8 +163,8 @@ ORDER_MAX = 4096  # kernels kept in Profile.order (an unrolled recurrent model l
 def _device_kernels(prof: Any, custom_names: Sequence[str]
                     ) -> tuple[list[KernelLaunch], tuple[str, ...], tuple[tuple[int, float], ...]]:
     gpu = torch.autograd.DeviceType.CUDA
-    evs = [e for e in prof.profiler.kineto_results.events()
-           if e.device_type() == gpu and not e.name().startswith(("Memcpy", "Memset"))]
+    every = [e for e in prof.profiler.kineto_results.events() if e.device_type() == gpu]
+    evs = [e for e in every if not e.name().startswith(("Memcpy", "Memset"))]
     if not evs:
         return [], (), ()
     fills = [e for e in evs if "FillFunctor" in e.name()]
@@ -162,17 +172,25 @@ def _device_kernels(prof: Any, custom_names: Sequence[str]
     # (CuPy, Triton) are not comparable with the runtime's, so order by start time.
     marker = max(fills or evs, key=lambda e: e.start_ns())
     main_stream = marker.device_resource_id()
+    # the lead spin (profile_region's `lead`): the first work on the calling stream, when it is a spin
+    first = min((e for e in every if e.device_resource_id() == main_stream), key=lambda e: e.start_ns())
+    lead = first if "spin_kernel" in first.name() else None
+    opens = lead.start_ns() + lead.duration_ns() if lead is not None else None
+    harness = (marker, lead)
     agg: dict[tuple[str, int], list[float]] = defaultdict(list)
     unjoined = []
-    for e in evs:
-        if e is marker:
+    for e in every:
+        if any(e is x for x in harness):
             continue
-        agg[(e.name(), e.device_resource_id())].append(e.duration_ns() / 1e3)
-        if e.device_resource_id() != main_stream and e.start_ns() + e.duration_ns() > marker.start_ns():
+        if e.device_resource_id() != main_stream and (e.start_ns() + e.duration_ns() > marker.start_ns()
+                                                       or (opens is not None and e.start_ns() < opens)):
             unjoined.append(e.name())
+    evs = [e for e in evs if not any(e is x for x in harness)]
+    for e in evs:
+        agg[(e.name(), e.device_resource_id())].append(e.duration_ns() / 1e3)
     kernels = [KernelLaunch(name=n, count=len(d), device_time_us=sum(d), custom=_is_custom(n, custom_names),
                             stream=s) for (n, s), d in sorted(agg.items(), key=lambda kv: -sum(kv[1]))]
-    return kernels, tuple(dict.fromkeys(unjoined)), _order(evs, marker, kernels)
+    return kernels, tuple(dict.fromkeys(unjoined)), _order(evs, None, kernels)
 
 
 def _order(evs: list[Any], marker: Any, kernels: list[KernelLaunch]) -> tuple[tuple[int, float], ...]:

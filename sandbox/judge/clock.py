@@ -26,6 +26,7 @@ one before it left in the cache; the judge flushes the caches before the command
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from dataclasses import dataclass
 
@@ -34,6 +35,11 @@ BATCH_MAX = 32  # calls in one batch, at most
 # a batch's inputs and staged outputs together, at most: CPU, GPU
 BATCH_BYTES = {"cpu": 256 * 2**20, "cuda": 2 * 2**30}
 EMPTY_EVERY = 1  # an empty batch on each side after this many timed pairs (and before the first)
+# GPU: each call of a batch alone on the device (runner/step.py `batch`): "full" (a device-wide sync after forward
+# and after its staging), "after" (after the staging only), "none" (back to back, before 2026-11-29: a stream that
+# never waited for the caller's ran the calls of a batch at once). KEVOLVE_GPU_FENCE: the judge's own environment
+# (parent/local.py), for a measurement side by side
+FENCE = os.environ.get("KEVOLVE_GPU_FENCE", "full")
 METHOD = "judge_clock"
 
 
@@ -92,12 +98,13 @@ def call_times(windows: list[Window], empties: list[Window], other_empties: list
     return per_call(windows, empty_ms(empties, other_empties, cpu), cpu)
 
 
-__all__ = ["BATCH_MAX", "BATCH_MS", "EMPTY_EVERY", "METHOD", "Window", "batch_room", "batch_size", "call_times",
+__all__ = ["BATCH_MAX", "BATCH_MS", "EMPTY_EVERY", "FENCE", "METHOD", "Window", "batch_room", "batch_size", "call_times",
            "empty_ms", "method", "per_call", "uses_cpu_time"]
 
 
 def method(is_cuda: bool) -> str:
     """How speeds are measured: the judge's own clock around batches that end in a device-wide sync (GPU), less an
     empty batch's round trip; caches flushed by the judge before each batch."""
-    return (f"{METHOD}: batches+device_sync+l2_flush(judge)+never_seen_inputs" if is_cuda
+    return (f"{METHOD}: batches+device_sync{'' if FENCE == 'none' else '_per_call'}+l2_flush(judge)+never_seen_inputs"
+            if is_cuda
             else f"{METHOD}: batches+cache_flush(judge)+never_seen_inputs")

@@ -12,7 +12,7 @@ import torch
 
 from kevolve.records import TimingStats
 from kevolve.sandbox.common import harness as h
-from kevolve.sandbox.judge.clock import EMPTY_EVERY, Window, batch_room, batch_size, call_times, method
+from kevolve.sandbox.judge.clock import EMPTY_EVERY, FENCE, Window, batch_room, batch_size, call_times, method
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.judge.oracle import ProblemState
 from kevolve.sandbox.common.protocol import RunnerJob, StepResult
@@ -105,8 +105,8 @@ class ReferenceRunner:
         if flush is not None:
             flush()
         t0 = time.perf_counter()
-        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(picks))), "nonce": nonce},
-                                  deadline)
+        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(picks))), "nonce": nonce,
+                                   "fence": FENCE}, deadline)
         self.last_window_ms = (time.perf_counter() - t0) * 1e3
         cpu_a = self.runner.precise_cpu_seconds()
         res = self._read(msg, nonce, "call")

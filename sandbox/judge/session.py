@@ -17,7 +17,7 @@ import torch
 from kevolve.records import Candidate
 from kevolve.sandbox.judge.checks import Call, check_call, classify
 from kevolve.sandbox.judge.eta import Eta, plan_of
-from kevolve.sandbox.judge.clock import EMPTY_EVERY, Window, batch_size, call_times
+from kevolve.sandbox.judge.clock import EMPTY_EVERY, FENCE, Window, batch_size, call_times
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.judge.oracle import ProblemState
 from kevolve.sandbox.common.protocol import RunnerFinal, StepResult
@@ -171,8 +171,8 @@ class Session:
         t_send = time.perf_counter()
         self.runner.freeze(False)
         picks = self._stage(keys) if picks is None else picks
-        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(keys))), "nonce": nonce},
-                                  self.deadline)
+        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(keys))), "nonce": nonce,
+                                   "fence": FENCE}, self.deadline)
         window = (time.perf_counter() - t_send) * 1e3
         self.runner.freeze(True)  # from its account until every staged set is compared, its CPU read frozen (red team 3)
         cpu_a = self.runner.precise_cpu_seconds() if cpu0 is not None else None

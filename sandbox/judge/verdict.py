@@ -169,8 +169,8 @@ def _rules(facts: Facts, summary: ReferenceSummary, config: SandboxConfig) -> st
                 f"{med:.3f} ms (results cached by input content)")
     p = facts.profile
     if p is not None and p.unjoined_stream_kernels:
-        return (f"side_stream: kernel {p.unjoined_stream_kernels[0][:60]} still ran on another stream after "
-                "forward returned (timing would miss it)")
+        return (f"side_stream: kernel {p.unjoined_stream_kernels[0][:60]} ran on another stream outside the call "
+                "(before the caller's stream reached it, or after forward returned): not ordered with the caller")
     return custom_kernel_rule(p.profile if p else None, summary.profile, config, facts.ablation_still_right,
                               facts.ablated)
 

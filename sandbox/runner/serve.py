@@ -72,8 +72,8 @@ def _profile_around(device: Any, names: tuple[str, ...]) -> Any:
     from kevolve.sandbox.build import compile as build
     from kevolve.sandbox.common.profile import profile_region
 
-    def around(run: Any) -> Any:
-        res = profile_region(run, device, names, build.BUILT_MODULES)
+    def around(run: Any, lead: Any = None) -> Any:
+        res = profile_region(run, device, names, build.BUILT_MODULES, lead)
         return res.profile, res.unjoined_stream_kernels
 
     return around
@@ -189,7 +189,7 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
         if op == "batch":
             picks = [int(i) for i in cmd["slots"]]  # type: ignore[index]
             stage = [holder.sets[int(j)] if job.staging else () for j in cmd["stage"]]  # type: ignore[index]
-            res, vet = stepper.batch(model, [slots[i] for i in picks], stage)
+            res, vet = stepper.batch(model, [slots[i] for i in picks], stage, str(cmd.get("fence", "full")))
             ch.send(res.model_copy(update={"nonce": nonce}).model_dump())
             # nothing more until the judge has read this runner's CPU time at the account (clock.py): the
             # vetting's work must not run into that reading

@@ -31,6 +31,7 @@ CUDA_ERRORS = ("CUDA error", "illegal memory access", "device-side assert", "CUD
 _LAZY_COMPILE_ERRORS = {"CompileException", "CompilationError", "NVRTCError"}
 _COMPILER_PACKAGES = ("cupy", "cupy_backends", "triton")
 _SETTLE_S = 0.5
+_LEAD_MS = 2.0  # the profiled call's lead spin, at least (4x the judge's pad, at most 50 ms)
 
 
 def call(model: Any, x: Sequence[Any]) -> list[Any]:
@@ -222,8 +223,9 @@ class Stepper:
 
         if around is None:
             outs, ms, wall, host_ms, covered = self._timed(run, pad_ms)
-        else:
-            extra = around(run)
+        else:  # the profiled call, behind a spin that outlasts its launches (profile.profile_region's `lead`)
+            lead_cycles = int(self._cycles_per_ms * min(max(_LEAD_MS, 4 * pad_ms), 50.0))
+            extra = around(run, (lambda: _sleep(lead_cycles)) if self.cuda else None)
             outs, ms, wall, host_ms, covered = box[0], 0.0, 0.0, 0.0, True
         bad = integrity.output_problems(outs, self.device)
         if bad:
@@ -261,16 +263,21 @@ class Stepper:
         return res, vet
 
 
-    def batch(self, model: Any, xs: Sequence[Sequence[Any]],
-              sets: Sequence[Sequence[torch.Tensor]]) -> tuple[StepResult, Callable[[], None]]:
+    def batch(self, model: Any, xs: Sequence[Sequence[Any]], sets: Sequence[Sequence[torch.Tensor]],
+              fence: str = "full") -> tuple[StepResult, Callable[[], None]]:
         """Calls back to back on `xs`, the k-th one's outputs staged into `sets[k]`, then one device-wide
         sync; then the account (the judge's clock stops there) and the vetting.
 
         The judge times the whole command by its own clock: no event, no pad, no flush between the calls
         (the judge flushes before the command, and the reference's batches run the same code). What this
         runner reports of the time is a diagnostic. A call whose work is still queued on any stream when
-        the batch ends is inside the window (the device-wide sync), and one whose outputs were staged
-        before its work was done is wrong when the judge compares them."""
+        the batch ends is inside the window (the device-wide sync).
+
+        On the GPU each call is fenced (`fence`, the judge's, clock.FENCE): "full", a device-wide sync after
+        forward returns and another after its outputs are staged, so each call runs alone on the device:
+        no work of it overlaps the staging copy or the next call, on whatever stream it was queued (a
+        stream that never waits for the caller's and joins at the end ran 16 calls of a batch at once,
+        H200 2026-11-29). "after": one sync, after the staging; "none": the calls back to back."""
         vet_threads = self.vet_threads
         alias = self.may_alias_inputs
         threads = getattr(self, "_threads", None)
@@ -281,8 +288,11 @@ class Stepper:
         outs_all: list[list[Any]] = []
         staged = True
         h0 = _perf()
+        fenced = self.cuda and fence in ("full", "after")
         for x, dst in zip(xs, sets, strict=True):
             outs = call(model, x)
+            if fenced and fence == "full":
+                _cuda_sync()  # type: ignore[misc]  # every stream's work of this call done before its staging
             bad = integrity.output_problems(outs, self.device)
             if bad:
                 raise h.StageError("rejected", bad)
@@ -291,6 +301,8 @@ class Stepper:
             if fits:
                 for o, t in zip(outs, dst, strict=True):
                     t.copy_(o)
+            if fenced:
+                _cuda_sync()  # type: ignore[misc]  # the staging done before the next call is queued
             staged = staged and fits
             outs_all.append(outs)
         if self.cuda:

@@ -115,6 +115,22 @@ def test_side_stream_work_is_rejected_or_counted(sandbox, config, name: str) -> 
         assert ev.outcome in (Outcome.REJECTED, Outcome.INCORRECT) and ev.reason_code in SIDE, ev.reason
 
 
+@pytest.mark.parametrize("problem", ["relu_2k", "relu_big"])  # draws kept (16 MB), made again (64 MB)
+def test_work_on_a_stream_that_never_waits_for_the_callers_gains_nothing(sandbox, config, problem: str) -> None:
+    """Each call on a stream of its own that never waits for the caller's, joined at the end: its outputs are right,
+    and in timed batches of calls back to back its 16-block kernels ran at once (2026-11-29). Each call of a batch
+    now runs alone on the device (clock.FENCE), and the profiled call sees the work start before the call."""
+    prob = load_problem(HERE.parent / "fixtures" / "problems" / f"{problem}.py")
+    run = lambda name: sandbox.evaluate(prob, Candidate.from_source(  # noqa: E731
+        (HERE / "solutions" / f"{name}.py").read_text(), prob.id), config)
+    ev, honest = run("relu_unordered_start"), run("relu_fewblocks")
+    assert honest.outcome is Outcome.OK, honest.reason
+    assert ev.outcome in (Outcome.OK, Outcome.REJECTED), ev.reason
+    assert ev.outcome is Outcome.OK or ev.reason_code == "side_stream", ev.reason
+    # verdict aside, the time the judge read: its honest twin's, not a batch's calls at once
+    assert ev.timing.median_ms >= honest.timing.median_ms / 1.3, (ev.timing.median_ms, honest.timing.median_ms)
+
+
 def test_allocator_reuse_is_caught_as_stale_memory(sandbox, config) -> None:
     ev = evaluate(sandbox, config, "relu_alloc_reuse")
     assert ev.outcome is Outcome.INCORRECT and ev.reason_code == "stale_memory", ev.reason
