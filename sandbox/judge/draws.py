@@ -30,6 +30,11 @@ TIMING_BYTES, TIMING_S, SMALL_DRAW = 256 * 2**20, 3.0, 8 * 2**20
 # pool, at the same speed read (0.445/0.467x, 0.374/0.369x). KEVOLVE_REMADE_TIMING (devices, comma-separated) sets
 # it for a measurement side by side: the judge's own environment (parent/local.py), never a candidate's
 REMADE_TIMING = tuple(os.environ.get("KEVOLVE_REMADE_TIMING", "cpu,cuda").split(","))
+# On the GPU, as many kept timing draws and bytes as "MAX,MB" (KEVOLVE_GPU_TIMING_DRAWS, the judge's environment):
+# a small problem's draws run out after five batches under the CPU's 256 MB (H200, 2026-11-29: exp_wide's 2 MB draws,
+# 5 batches of 25, its median's spread near the median), where the device has room for many more. Unset: the CPU's
+# budgets, the measured default; a side-by-side measurement first (scripts/gpu_fence.sh SIDES)
+_GPU_DRAWS = os.environ.get("KEVOLVE_GPU_TIMING_DRAWS", "")
 REMADE_MAX_S = 10.0  # one draw made again (inputs, float64 truth) at most this, else the pool: each timed pair costs it
 # On the GPU a timed batch holds up to clock.BATCH_MAX calls, each on its own draw made again (inputs twice, truth
 # once) and five batches are the least timed: the draws one batch takes, made once, at most this (a float64
@@ -64,8 +69,9 @@ def timing_draws(draws: dict[str, DrawData], module: ModuleType, model: Any, f64
     256 on one thread in 1.2 s, this VM). The caller restores the thread count."""
     first = next(iter(draws.values()))
     each = max(nbytes(first.inputs) + nbytes(first.truth), 1)
-    room = min(TIMING_BYTES, memory_limit // 8 if memory_limit else TIMING_BYTES)
-    n = min(TIMING_MAX, room // each)
+    most, budget = gpu_budgets(_GPU_DRAWS) if device.type == "cuda" else (TIMING_MAX, TIMING_BYTES)
+    room = min(budget, memory_limit // 8 if memory_limit else budget)
+    n = min(most, room // each)
     if n < TIMING_MIN:
         return _remade_timing(draws, module, model, f64, device, varies)
     if device.type == "cpu" and each <= SMALL_DRAW:
@@ -113,6 +119,16 @@ def _remade_timing(draws: dict[str, DrawData], module: ModuleType, model: Any, f
         d = Draw(key=f"t{i}", seed=int.from_bytes(os.urandom(4), "little") >> 1)
         draws[d.key] = DrawData(d, *shapes, DrawReport(key=d.key, finite=True, eager_err=errs,
                                                        eager_vs_f64=max(vs) if vs else None), remake)
+
+
+def gpu_budgets(spec: str) -> tuple[int, int]:
+    """(most kept timing draws, their bytes) on the GPU from KEVOLVE_GPU_TIMING_DRAWS ("MAX,MB"); the CPU's where unset
+    or unreadable (never fewer than the CPU's)."""
+    try:
+        most, mb = (int(v) for v in spec.split(","))
+    except ValueError:
+        return TIMING_MAX, TIMING_BYTES
+    return max(TIMING_MAX, most), max(TIMING_BYTES, mb * 2**20)
 
 
 def worth_remaking(device: str, cost_s: float, call_bytes: int) -> bool:
@@ -178,5 +194,5 @@ def errors_and_truth(y: list[torch.Tensor], y64: list[torch.Tensor] | None, devi
     return eager_errors(y_cpu, y64), [t.to(device) for t in truth_of(y_cpu, y64)]
 
 
-__all__ = ["DrawData", "REMADE_BATCH_S", "REMADE_MAX_S", "REMADE_TIMING", "SMALL_DRAW", "TIMING_BYTES", "TIMING_MAX",
+__all__ = ["DrawData", "REMADE_BATCH_S", "gpu_budgets", "REMADE_MAX_S", "REMADE_TIMING", "SMALL_DRAW", "TIMING_BYTES", "TIMING_MAX",
            "TIMING_MIN", "TIMING_S", "again", "errors_and_truth", "timing_draws", "worth_remaking"]

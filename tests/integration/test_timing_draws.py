@@ -160,3 +160,12 @@ def test_the_gpu_makes_timing_draws_again_only_where_a_batchs_draws_cost_seconds
     assert draws.worth_remaking("cuda", 2.0, 3 * 2**30)  # one call a batch: 2 s within the batch's bound
     assert draws.worth_remaking("cpu", 2.8, 72 * mb)  # red team 8's tanh problem on a busy CPU
     assert not draws.worth_remaking("cpu", draws.REMADE_MAX_S + 1, 72 * mb)
+
+
+def test_the_gpu_keeps_more_timing_draws_only_where_asked_and_never_fewer_than_the_cpu() -> None:
+    """KEVOLVE_GPU_TIMING_DRAWS ("MAX,MB"): a small problem's draws ran out after five batches under the CPU's budgets
+    (H200, 2026-11-29); unset or unreadable, the GPU keeps the CPU's, and a budget below them is raised to them."""
+    cpu = (draws.TIMING_MAX, draws.TIMING_BYTES)
+    assert draws.gpu_budgets("") == cpu and draws.gpu_budgets("many") == cpu and draws.gpu_budgets("1,2,3") == cpu
+    assert draws.gpu_budgets("1024,2048") == (1024, 2048 * 2**20)
+    assert draws.gpu_budgets("8,1") == cpu
