@@ -84,6 +84,18 @@ def _sync_residual(end: Any) -> float:
     return ((t2 - t) - (_perf() - t2)) * 1e3
 
 
+def _settle(ev: Any) -> None:
+    """A device-wide sync that does not sleep on the calling stream's own work: spin until that stream is done (seen
+    within microseconds), then sync the device, at once where nothing else is queued (work on another stream is
+    waited for there). A plain sync slept and woke 0.07-0.16 ms later in bubblewrap runners (H100, 2026-11-24); the
+    fence as two plain syncs added 0.06 ms a call to eager's cumprod (0.025 ms of kernel) and 0.22 ms to a CuPy one
+    (0.74 ms) on the H200 (2026-11-29), how much of it that wake-up not measured apart. Not yet measured on a GPU."""
+    _record(ev)
+    while not _query(ev):
+        pass
+    _cuda_sync()  # type: ignore[misc]
+
+
 class Stepper:
     """Times and vets calls; holds only buffers allocated before the model's code ran."""
 
@@ -102,6 +114,7 @@ class Stepper:
         self._fill = 0
         self._cycles_per_ms = self._measure_cycles() if self.cuda else 0.0
         self._pad = _load_pad(device) if self.cuda else None  # before any candidate code runs
+        self._fence = _Event() if self.cuda else None  # batch's per-call fence (`_settle`)
 
     @staticmethod
     def _measure_cycles() -> float:
@@ -292,7 +305,7 @@ class Stepper:
         for x, dst in zip(xs, sets, strict=True):
             outs = call(model, x)
             if fenced and fence == "full":
-                _cuda_sync()  # type: ignore[misc]  # every stream's work of this call done before its staging
+                _settle(self._fence)  # every stream's work of this call done before its staging
             bad = integrity.output_problems(outs, self.device)
             if bad:
                 raise h.StageError("rejected", bad)
@@ -302,7 +315,7 @@ class Stepper:
                 for o, t in zip(outs, dst, strict=True):
                     t.copy_(o)
             if fenced:
-                _cuda_sync()  # type: ignore[misc]  # the staging done before the next call is queued
+                _settle(self._fence)  # the staging done before the next call is queued
             staged = staged and fits
             outs_all.append(outs)
         if self.cuda:
