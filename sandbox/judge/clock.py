@@ -40,6 +40,10 @@ EMPTY_EVERY = 1  # an empty batch on each side after this many timed pairs (and 
 # never waited for the caller's ran the calls of a batch at once). KEVOLVE_GPU_FENCE: the judge's own environment
 # (parent/local.py), for a measurement side by side
 FENCE = os.environ.get("KEVOLVE_GPU_FENCE", "full")
+# GPU: a call's time net of the harness around it (`harness_ms`: its output checks, staging copy and fences, the
+# same on both sides, read from batches of null calls), KEVOLVE_GPU_NET=1. Off until measured side by side: on the
+# H200 (2026-11-29) eager's cumprod read 0.063-0.122 ms a call by the judge's clock around 0.025 ms of kernel
+NET = os.environ.get("KEVOLVE_GPU_NET", "") in ("1", "on", "yes")
 METHOD = "judge_clock"
 
 
@@ -98,13 +102,39 @@ def call_times(windows: list[Window], empties: list[Window], other_empties: list
     return per_call(windows, empty_ms(empties, other_empties, cpu), cpu)
 
 
-__all__ = ["BATCH_MAX", "BATCH_MS", "EMPTY_EVERY", "FENCE", "METHOD", "Window", "batch_room", "batch_size", "call_times",
+def harness_ms(null: list[Window], empty: list[Window], ref_null: list[Window], ref_empty: list[Window]) -> float:
+    """What a call of the harness costs (ms) beside forward: per side, the median over its null batches of (null
+    batch - its empty median) / calls; the smaller of the two sides (a candidate that slows its own null batches
+    only lengthens its own time, as with `empty_ms`); 0 unless both sides have them."""
+    sides = []
+    for nl, em in ((null, empty), (ref_null, ref_empty)):
+        if not nl or not em:
+            return 0.0
+        e = statistics.median(w.ms for w in em)
+        sides.append(statistics.median(max(w.ms - e, 0.0) / w.calls for w in nl if w.calls))
+    return min(sides)
+
+
+def both_sides(batches: list[Window], empty: list[Window], ref_batches: list[Window], ref_empty: list[Window],
+               null: list[Window], ref_null: list[Window]) -> tuple[list[float], list[float]]:
+    """A call's time per timed batch, the candidate's and the reference's (ms): `call_times`, each less the harness
+    (`harness_ms`, the same on both sides), which never takes more than 80 % of either side's median call (a
+    harness read dearer than a call by noise would leave a call of a microsecond: an unearned ratio)."""
+    cand, ref = call_times(batches, empty, ref_empty), call_times(ref_batches, ref_empty, [])
+    net = harness_ms(null, empty, ref_null, ref_empty)
+    if net <= 0 or not cand or not ref:
+        return cand, ref
+    net = min(net, 0.8 * statistics.median(cand), 0.8 * statistics.median(ref))
+    return [max(t - net, 1e-3) for t in cand], [max(t - net, 1e-3) for t in ref]
+
+
+__all__ = ["BATCH_MAX", "BATCH_MS", "EMPTY_EVERY", "FENCE", "METHOD", "NET", "both_sides", "harness_ms", "Window", "batch_room", "batch_size", "call_times",
            "empty_ms", "method", "per_call", "uses_cpu_time"]
 
 
 def method(is_cuda: bool) -> str:
     """How speeds are measured: the judge's own clock around batches that end in a device-wide sync (GPU), less an
     empty batch's round trip; caches flushed by the judge before each batch."""
-    return (f"{METHOD}: batches+device_sync{'' if FENCE == 'none' else '_per_call'}+l2_flush(judge)+never_seen_inputs"
-            if is_cuda
+    return (f"{METHOD}: batches+device_sync{'' if FENCE == 'none' else '_per_call'}{'+net_of_harness' if NET else ''}"
+            "+l2_flush(judge)+never_seen_inputs" if is_cuda
             else f"{METHOD}: batches+cache_flush(judge)+never_seen_inputs")

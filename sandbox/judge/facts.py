@@ -45,6 +45,9 @@ class Facts:
     ref_batches: list[Window] = field(default_factory=list)
     empty: list[Window] = field(default_factory=list)
     ref_empty: list[Window] = field(default_factory=list)
+    # GPU, clock.NET: batches of null calls (the harness alone) on each side, what a call of the harness costs
+    null: list[Window] = field(default_factory=list)
+    ref_null: list[Window] = field(default_factory=list)
     fresh: list[Window] = field(default_factory=list)
     control: list[Window] = field(default_factory=list)  # a batch of one on a seen draw before each fresh one
     batch_draws: str = "pool"  # what the timed batches read: "timing" (never-seen draws) or "pool"

@@ -95,7 +95,7 @@ class ReferenceRunner:
         self.last_cpu = None if None in (cpu0, cpu_a, cpu_v) else (cpu_a - cpu0, cpu_v - cpu_a)  # type: ignore[operator]
         return res
 
-    def batch(self, keys: list[str], deadline: float, flush: Any = None) -> Window:
+    def batch(self, keys: list[str], deadline: float, flush: Any = None, null: int = 0) -> Window:
         """A batch of calls of the reference on these draws, timed by the judge's clock (clock.py) from after
         its draws are copied in and the caches flushed (`flush`), as a candidate's that is frozen meanwhile; its
         CPU in the window and in the vetting (`last_cpu`), as `call`'s."""
@@ -105,8 +105,9 @@ class ReferenceRunner:
         if flush is not None:
             flush()
         t0 = time.perf_counter()
-        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(picks))), "nonce": nonce,
-                                   "fence": FENCE}, deadline)
+        calls = len(picks) or null  # null: calls of the harness alone (clock.harness_ms)
+        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(calls)), "nonce": nonce,
+                                   "fence": FENCE, "null": 0 if picks else null}, deadline)
         self.last_window_ms = (time.perf_counter() - t0) * 1e3
         cpu_a = self.runner.precise_cpu_seconds()
         res = self._read(msg, nonce, "call")
@@ -115,7 +116,7 @@ class ReferenceRunner:
         cpu_v = self.runner.precise_cpu_seconds()
         self.last_cpu = None if None in (cpu0, cpu_a, cpu_v) else (cpu_a - cpu0, cpu_v - cpu_a)  # type: ignore[operator]
         cpu_ms = None if self.cuda or cpu0 is None or cpu_a is None else (cpu_a - cpu0) * 1e3
-        return Window(self.last_window_ms, len(keys), res.host_ms, cpu_ms)
+        return Window(self.last_window_ms, calls, res.host_ms, cpu_ms)
 
     def _read(self, msg: dict[str, Any] | Gone, nonce: int, part: str) -> StepResult:
         if isinstance(msg, Gone) or not msg.get("ok"):

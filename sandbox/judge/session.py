@@ -17,7 +17,7 @@ import torch
 from kevolve.records import Candidate
 from kevolve.sandbox.judge.checks import Call, check_call, classify
 from kevolve.sandbox.judge.eta import Eta, plan_of
-from kevolve.sandbox.judge.clock import EMPTY_EVERY, FENCE, Window, batch_size, call_times
+from kevolve.sandbox.judge.clock import EMPTY_EVERY, FENCE, NET, Window, batch_size, both_sides
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.judge.oracle import ProblemState
 from kevolve.sandbox.common.protocol import RunnerFinal, StepResult
@@ -159,7 +159,7 @@ class Session:
         self.eta.step()
         return c
 
-    def batch(self, keys: list[str], phase: str) -> Window:
+    def batch(self, keys: list[str], phase: str, null: int = 0) -> Window:
         """One command of `len(keys)` calls on these draws (none: an empty batch), timed by the judge's
         own clock from its command to the runner's account (clock.py), every call's outputs checked."""
         # Draws copied in and caches flushed while the runner is frozen, the clock starting at its thaw (a 1 GiB
@@ -171,19 +171,20 @@ class Session:
         t_send = time.perf_counter()
         self.runner.freeze(False)
         picks = self._stage(keys) if picks is None else picks
-        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(len(keys))), "nonce": nonce,
-                                   "fence": FENCE}, self.deadline)
+        calls = len(keys) or null  # null: calls of the harness alone, no model (clock.harness_ms)
+        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(calls)), "nonce": nonce,
+                                   "fence": FENCE, "null": 0 if keys else null}, self.deadline)
         window = (time.perf_counter() - t_send) * 1e3
         self.runner.freeze(True)  # from its account until every staged set is compared, its CPU read frozen (red team 3)
         cpu_a = self.runner.precise_cpu_seconds() if cpu0 is not None else None
         res = self._answer(msg, nonce)
-        if res.calls != len(keys):
-            raise Verdict("crashed", f"bad_report: an account of {res.calls} calls for a batch of {len(keys)}")
+        if res.calls != calls:
+            raise Verdict("crashed", f"bad_report: an account of {res.calls} calls for a batch of {calls}")
         cpu_ms = None if self.config.is_cuda or cpu0 is None or cpu_a is None else (cpu_a - cpu0) * 1e3
-        kept = Window(window, len(keys), res.host_ms, cpu_ms)
+        kept = Window(window, calls, res.host_ms, cpu_ms)
         # kept before its outputs are compared: a session stopped by this batch keeps its time (verdict.py)
         {"timed": self.facts.batches, "fresh": self.facts.fresh, "control": self.facts.control,
-         "empty": self.facts.empty}.get(phase, []).append(kept)
+         "empty": self.facts.empty, "null": self.facts.null}.get(phase, []).append(kept)
         self._acc("calls", window / 1e3)
         each = window / max(len(keys), 1)
         t0 = time.perf_counter()
@@ -319,14 +320,18 @@ class Session:
             self.slots.refill(i, plain[0])
 
     def _empties(self) -> None:
-        """An empty batch on each side: the round trip a batch's calls are timed beyond (clock.py)."""
+        """An empty batch on each side: the round trip a batch's calls are timed beyond (clock.py); on the GPU
+        with clock.NET a batch of null calls on each side too (what the harness costs a call: clock.harness_ms)."""
         self.batch([], "empty")
         if self.eager is not None:
             self.facts.ref_empty.append(self._eager_batch([]))
+        if NET and self.config.is_cuda and self.eager is not None:
+            self.batch([], "null", null=self.batch_n)
+            self.facts.ref_null.append(self._eager_batch([], null=self.batch_n))
 
-    def _eager_batch(self, keys: list[str]) -> Window:
+    def _eager_batch(self, keys: list[str], null: int = 0) -> Window:
         try:
-            w = self.eager.batch(keys, self.deadline, self.flush)
+            w = self.eager.batch(keys, self.deadline, self.flush, null=null)
         except ForgedAnswer as e:  # written while this candidate ran: its doing
             raise Verdict(e.status, e.reason) from None
         if keys and self.eager.last_cpu is not None:
@@ -344,8 +349,7 @@ class Session:
     def times(self) -> tuple[list[float], list[float]]:
         """Per timed batch, a call's time by the judge's clock: the candidate's and the reference's (ms)."""
         f = self.facts
-        return (call_times(f.batches, f.empty, f.ref_empty),
-                call_times(f.ref_batches, f.ref_empty, []))
+        return both_sides(f.batches, f.empty, f.ref_batches, f.ref_empty, f.null, f.ref_null)
 
     def _fresh(self, key: str, seen: str) -> None:
         """A never-seen draw as a batch of one, right after a batch of one on a draw the runner has seen

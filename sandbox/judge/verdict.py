@@ -15,7 +15,7 @@ import time
 from collections import Counter
 
 from kevolve.records import Candidate, CheckResult, Evaluation, Outcome, Problem, Profile
-from kevolve.sandbox.judge.clock import call_times, method
+from kevolve.sandbox.judge.clock import both_sides, call_times, method
 from kevolve.sandbox.config import SandboxConfig
 from kevolve.sandbox.judge.oracle import ProblemState
 from kevolve.sandbox.common.protocol import ReferenceSummary
@@ -217,8 +217,7 @@ def cpu_rule(facts: Facts) -> str | None:
 def judged_times(facts: Facts) -> tuple[list[float], list[float]]:
     """A call's time per timed batch by the judge's own clock, the candidate's and the reference's (ms):
     the only times a speed is read from (clock.py)."""
-    cand = call_times(facts.batches, facts.empty, facts.ref_empty)
-    return cand, call_times(facts.ref_batches, facts.ref_empty, [])
+    return both_sides(facts.batches, facts.empty, facts.ref_batches, facts.ref_empty, facts.null, facts.ref_null)
 
 
 def first_launch_s(facts: Facts) -> float:

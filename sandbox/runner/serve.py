@@ -189,7 +189,8 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
         if op == "batch":
             picks = [int(i) for i in cmd["slots"]]  # type: ignore[index]
             stage = [holder.sets[int(j)] if job.staging else () for j in cmd["stage"]]  # type: ignore[index]
-            res, vet = stepper.batch(model, [slots[i] for i in picks], stage, str(cmd.get("fence", "full")))
+            res, vet = stepper.batch(model, [slots[i] for i in picks], stage, str(cmd.get("fence", "full")),
+                                     int(cmd.get("null", 0)))
             ch.send(res.model_copy(update={"nonce": nonce}).model_dump())
             # nothing more until the judge has read this runner's CPU time at the account (clock.py): the
             # vetting's work must not run into that reading

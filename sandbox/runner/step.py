@@ -7,6 +7,7 @@ functions are the references `timing.py` captured before any candidate code ran.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -277,7 +278,7 @@ class Stepper:
 
 
     def batch(self, model: Any, xs: Sequence[Sequence[Any]], sets: Sequence[Sequence[torch.Tensor]],
-              fence: str = "full") -> tuple[StepResult, Callable[[], None]]:
+              fence: str = "full", null: int = 0) -> tuple[StepResult, Callable[[], None]]:
         """Calls back to back on `xs`, the k-th one's outputs staged into `sets[k]`, then one device-wide
         sync; then the account (the judge's clock stops there) and the vetting.
 
@@ -290,7 +291,11 @@ class Stepper:
         forward returns and another after its outputs are staged, so each call runs alone on the device:
         no work of it overlaps the staging copy or the next call, on whatever stream it was queued (a
         stream that never waits for the caller's and joins at the end ran 16 calls of a batch at once,
-        H200 2026-11-29). "after": one sync, after the staging; "none": the calls back to back."""
+        H200 2026-11-29). "after": one sync, after the staging; "none": the calls back to back.
+
+        `null` (with no `xs`): that many calls that are the harness alone, no model: outputs of the problem's
+        shapes (`_null_outputs`, harness memory) checked, staged and fenced as a call's are; what a call of the
+        harness costs beside forward (clock.harness_ms)."""
         vet_threads = self.vet_threads
         alias = self.may_alias_inputs
         threads = getattr(self, "_threads", None)
@@ -302,8 +307,9 @@ class Stepper:
         staged = True
         h0 = _perf()
         fenced = self.cuda and fence in ("full", "after")
-        for x, dst in zip(xs, sets, strict=True):
-            outs = call(model, x)
+        work = list(zip(xs, sets, strict=True)) if not null else [(None, d) for d in sets[:null]]
+        for k, (x, dst) in enumerate(work):
+            outs = call(model, x) if x is not None else self._null_outputs(k, sets)
             if fenced and fence == "full":
                 _settle(self._fence)  # every stream's work of this call done before its staging
             bad = integrity.output_problems(outs, self.device)
@@ -348,6 +354,22 @@ class Stepper:
                                                "(work left on a side stream or a background thread)")
 
         return res, vet
+
+
+    def _null_outputs(self, k: int, sets: Sequence[Sequence[torch.Tensor]]) -> list[torch.Tensor]:
+        """A null call's outputs: views of the flush buffer shaped as the problem's outputs where they fit in it,
+        else the next staging set (its own where there is one set: a copy onto itself costs nothing, so the harness
+        reads as cheaper than it is, never dearer). Harness memory only: no candidate code runs."""
+        views, off = [], 0
+        raw = self._flush_buf.view(torch.uint8)
+        for spec in self.specs:
+            dtype = getattr(torch, spec.dtype.rsplit(".", 1)[-1])
+            nbytes = math.prod(spec.shape) * torch.empty((), dtype=dtype).element_size()
+            if off + nbytes > raw.numel():
+                return list(sets[(k + 1) % len(sets)])
+            views.append(raw[off:off + nbytes].view(dtype).view(spec.shape))
+            off += -(-nbytes // 256) * 256
+        return views
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
