@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device call: judge switches side by side (each side a judge environment: SIDES, space-separated VAR=VALUE
-# words, one per side), default each call of a timed GPU batch alone on the device (clock.FENCE, KEVOLVE_GPU_FENCE)
+# words, one per side, several joined by "+"), default each call of a timed GPU batch alone on the device (clock.FENCE, KEVOLVE_GPU_FENCE)
 # against the calls back to back: honest kernels' speeds, and work on streams that never wait for the caller's.
-# Usage (device tool, carry .whl): [SIDES="KEVOLVE_GPU_TIMING_DRAWS= KEVOLVE_GPU_TIMING_DRAWS=1024,2048"] [ROWS=…]
+# Usage (device tool, carry .whl): [SIDES="KEVOLVE_GPU_NET=0 KEVOLVE_GPU_NET=1+KEVOLVE_GPU_TIMING_DRAWS=1024,2048"]
+#   [ROWS="problem:solution …"]
 #   bash scripts/gpu_fence.sh [pytest node ids after]
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; R=$PWD
@@ -12,7 +13,8 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 KEVOLVE_CACHE_DIR=/tmp/kc
 P=$R/tests/fixtures/problems S=$R/tests/gpu/solutions
 row() {  # side problem solution
   local tag="$2.$3.${1//[^A-Za-z0-9]/_}"
-  (cd /tmp && env "$1" python3 -P -m kevolve.cli eval "$P/$2.py" "$S/$3.py" --device cuda --json --seed 7 \
+  # shellcheck disable=SC2086
+  (cd /tmp && env ${1//+/ } python3 -P -m kevolve.cli eval "$P/$2.py" "$S/$3.py" --device cuda --json --seed 7 \
     --compile-baseline off) > "$OUT/$tag.json" 2> "$OUT/$tag.err"
   python3 - "$OUT/$tag.json" "$1" "$2" "$3" <<'PY'
 import json, sys
