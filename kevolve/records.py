@@ -165,6 +165,10 @@ class TimingStats(Record):
     stopped: str | None = Field(default=None, description=(
         "why the timed calls stopped where they did: 'timing stopped after N batches of M: medians steady', out of "
         "time, plainly slower than the reference or than a search's best (sandbox/judge/schedule.stop_reason)"))
+    alone_median_ms: float | None = Field(default=None, description=(
+        "a call alone (a batch of one on a never-seen draw) by the judge's clock, median: against median_ms, what a "
+        "call gained from the calls beside it in a batch (a diagnostic: a model that does a batch's later calls' "
+        "work in its first gains more than the reference does)"))
 
 
 class CheckResult(Record):

@@ -168,8 +168,8 @@ def steady(times: list[float], trials: int) -> bool:
 
 
 def stats(times: list[float], method: str, walls: list[float] | None = None,
-          claimed: list[float] | None = None, stopped: str = "") -> TimingStats:
-    """Median, mean, spread of `times` (ms) as a record; `walls` and `claimed` as their medians where given;
+          claimed: list[float] | None = None, stopped: str = "", alone: list[float] | None = None) -> TimingStats:
+    """Median, mean, spread of `times` (ms) as a record; `walls`, `claimed` and `alone` as their medians where given;
     `stopped`: why the timing stopped where it did."""
     q = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
     return TimingStats(
@@ -177,4 +177,5 @@ def stats(times: list[float], method: str, walls: list[float] | None = None,
         max_ms=max(times), iqr_ms=q[2] - q[0], trials=len(times), method=method,
         wall_median_ms=statistics.median(walls) if walls else None,
         claimed_median_ms=statistics.median(claimed) if claimed else None, stopped=stopped or None,
+        alone_median_ms=statistics.median(alone) if alone else None,
     )

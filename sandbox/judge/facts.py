@@ -47,6 +47,7 @@ class Facts:
     ref_empty: list[Window] = field(default_factory=list)
     # GPU, clock.NET: batches of null calls (the harness alone) on each side, what a call of the harness costs
     null: list[Window] = field(default_factory=list)
+    ref_fresh: list[Window] = field(default_factory=list)  # the reference alone on each never-seen draw (a diagnostic)
     ref_null: list[Window] = field(default_factory=list)
     fresh: list[Window] = field(default_factory=list)
     control: list[Window] = field(default_factory=list)  # a batch of one on a seen draw before each fresh one

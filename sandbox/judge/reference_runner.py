@@ -50,8 +50,9 @@ class ReferenceRunner:
         # its outputs as a candidate does (not compared: trusted), so that both sides' windows hold the same.
         self.room = batch_room(state.call_bytes(), device.type, max(1, len(timing) // 5) if timing else 0
                                ) if state.residency == "device" else 1
-        self.slots = Slots(state.pristine(state.pool + timing), True, folder, device,
-                           hidden=timing, min_slots=self.room if timing else 1)
+        fresh = state.keys("fresh")  # its calls alone on them (a diagnostic beside the candidate's, Session._fresh)
+        self.slots = Slots(state.pristine(state.pool + timing + fresh), True, folder, device,
+                           hidden=timing + fresh, min_slots=self.room if timing else 1)
         self.staging = staging_sets(state, self.room, folder, device)
         job = RunnerJob(role=role, source=state.problem.source, init_seed=state.seed,  # type: ignore[arg-type]
                         init_args=encode_args(state.init_args), slots=self.slots.encodings(),

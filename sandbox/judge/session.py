@@ -356,6 +356,8 @@ class Session:
         (its control: the input_cache rule compares the two, timed alike)."""
         self.batch([seen], "control")
         self.batch([key], "fresh")
+        if self.eager is not None:  # the reference alone on it too: what a call gains in a batch, both sides
+            self.facts.ref_fresh.append(self._eager_batch([key]))
 
     def _timing(self) -> None:
         """Timed batches of `batch_n` calls, the reference's after each on the same draws, until both sides'

@@ -250,8 +250,12 @@ def assemble(problem: Problem, cand: Candidate, config: SandboxConfig, summary: 
     timed, ref_times = judged_times(facts)
     batch = f"+batches_of_{facts.batches[0].calls}" if facts.batches else ""
     claims = [w.claimed_ms / w.calls for w in facts.batches if w.calls]  # diagnostics only
-    timing = stats(timed, method(config.is_cuda) + batch, claimed=claims, stopped=facts.timing_stop) if timed else None
-    ref_timing = stats(ref_times, method(config.is_cuda) + batch + "+interleaved") if ref_times else summary.eager
+    alone = call_times(facts.fresh, facts.empty, facts.ref_empty)  # a call alone, each side (diagnostics)
+    ref_alone = call_times(facts.ref_fresh, facts.ref_empty, [])
+    timing = stats(timed, method(config.is_cuda) + batch, claimed=claims, stopped=facts.timing_stop,
+                   alone=alone) if timed else None
+    ref_timing = stats(ref_times, method(config.is_cuda) + batch + "+interleaved",
+                       alone=ref_alone) if ref_times else summary.eager
     prof = facts.profile.profile if facts.profile else None
     checks = _checks(facts)
     log = facts.stop.log if facts.stop else ""
