@@ -45,7 +45,7 @@ def slow_limit_ms(factor: float, eager_ms: float | None) -> float | None:
 
 def too_slow_reason(judge_ms: float, eager_ms: float, factor: float) -> str:
     return (f"too_slow: calls take {judge_ms / 1e3:.2f} s, {judge_ms / eager_ms:,.0f}x the reference's {eager_ms:.3f} "
-            f"ms (stopped past {factor:g}x and {SLOW_FLOOR_S:g} s a call, two calls in a row: --max-slowdown)")
+            f"ms (stopped past {factor:g}x and {SLOW_FLOOR_S:g} s a call, two of three calls: --max-slowdown)")
 
 
 __all__ = ["FRESH_EVERY", "SLOWER", "SLOW_FLOOR_S", "enough", "slow_limit_ms", "stop_reason", "too_slow_reason"]

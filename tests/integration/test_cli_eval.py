@@ -152,6 +152,25 @@ def test_a_candidate_far_slower_than_the_reference_is_stopped_after_three_calls(
     assert checked == 3, out["checks"]
 
 
+ALTERNATING = ("import time\nimport torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+               "    n = 0\n    def forward(self, x):\n        ModelNew.n += 1\n"
+               "        if ModelNew.n % 2:\n            time.sleep(0.7)\n        return torch.relu(x)\n")
+
+
+def test_a_candidate_slow_on_every_other_call_is_stopped_as_soon(fixtures: Path, tmp_path: Path) -> None:
+    """Red team 9: slow on every other call, never two in a row, it was called until the time limit. Two slow
+    calls of any three stop it: by the fifth call."""
+    solution = tmp_path / "alternating.py"
+    solution.write_text(ALTERNATING)
+    r = kevolve_eval(str(fixtures / "problems" / "relu.py"), str(solution), "--json", "--allow", "all",
+                     "--allow-torch-only", cache=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["status"] == "timeout" and out["reason"].startswith("too_slow: calls take 0.7"), out["reason"]
+    checked = sum(int(c["detail"].split()[0]) for c in out["checks"] if c["passed"] and c["name"].startswith("correct:"))
+    assert checked <= 5, out["checks"]
+
+
 def test_the_users_keys_are_not_in_the_environment_a_candidate_can_read(tmp_path) -> None:
     # `kevolve eval --no-warm` (and optimize) start the judge from the user's process, which holds the LLM keys in the
     # environment it was started with: a candidate under `none` read them from /proc/<pid>/environ (root, 6.18 kernel,
