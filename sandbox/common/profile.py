@@ -167,14 +167,17 @@ def _device_kernels(prof: Any, custom_names: Sequence[str]
     evs = [e for e in every if not e.name().startswith(("Memcpy", "Memset"))]
     if not evs:
         return [], (), ()
-    fills = [e for e in evs if "FillFunctor" in e.name()]
-    # The marker is the last fill kernel (torch.ones); correlation ids of driver-API launches
-    # (CuPy, Triton) are not comparable with the runtime's, so order by start time.
-    marker = max(fills or evs, key=lambda e: e.start_ns())
-    main_stream = marker.device_resource_id()
-    # the lead spin (profile_region's `lead`): the first work on the calling stream, when it is a spin
-    first = min((e for e in every if e.device_resource_id() == main_stream), key=lambda e: e.start_ns())
+    # The lead spin (profile_region's `lead`), queued before the call on an idle device, is the first work to start:
+    # its stream is the caller's. Then the marker is the last fill kernel (torch.ones) on it; correlation ids of
+    # driver-API launches (CuPy, Triton) are not comparable with the runtime's, so order by start time. Without a
+    # lead, the last fill anywhere (a fill the candidate launched last on another stream was taken for the marker and
+    # its stream for the caller's: red team 9's `marker_hijack`, where there is a lead).
+    first = min(every, key=lambda e: e.start_ns())
     lead = first if "spin_kernel" in first.name() else None
+    on = [e for e in evs if lead is None or e.device_resource_id() == lead.device_resource_id()] or evs
+    fills = [e for e in on if "FillFunctor" in e.name()]
+    marker = max(fills or on, key=lambda e: e.start_ns())
+    main_stream = marker.device_resource_id() if lead is None else lead.device_resource_id()
     opens = lead.start_ns() + lead.duration_ns() if lead is not None else None
     harness = (marker, lead)
     agg: dict[tuple[str, int], list[float]] = defaultdict(list)

@@ -74,3 +74,11 @@ def test_work_still_running_when_the_end_marker_starts_was_not_joined() -> None:
 def test_without_a_lead_only_the_end_is_judged() -> None:
     assert rule(Ev("relu_few", SIDE, 500_000, 100_000), lead=False)[0] == ()
     assert rule(Ev("slow_relu_side", SIDE, 2_050_000, 100_000), lead=False)[0] == ("slow_relu_side",)
+
+
+def test_a_fill_launched_last_on_another_stream_is_not_taken_for_the_marker() -> None:
+    """Red team 9's marker_hijack: a kernel named like torch's fill, launched on its side stream after its work, was
+    the last fill, and its stream was taken for the caller's; the caller's stream is the lead spin's."""
+    hijack = Ev("void FillFunctor_rt9(float*)", SIDE, 2_300_000, 1_000)
+    unjoined, _ = rule(Ev("relu_side", SIDE, 2_050_000, 300_000), hijack)
+    assert "relu_side" in unjoined
