@@ -25,12 +25,15 @@ _perf = time.perf_counter
 # gemv are named here one by one: a bare `gemm` prefix also took candidates' kernels (`gemm_p1_kernel`,
 # the most common name an LLM gives a GEMM) for cuBLAS's, and judged 12 of the 14 project-written
 # level-1 GEMMs `no_custom_kernel` on the H100 (2026-11-24). A kernel the reference itself runs is
-# never the candidate's either (verdict.custom_kernel_rule).
+# never the candidate's either (verdict.custom_kernel_rule). PyTorch's generic `elementwise_kernel` and `reduce_kernel`
+# are templates (`reduce_kernel<512, 1, …>`): the bare names are a candidate's own `extern "C"` kernels (red team 9's
+# honest `reduce_kernel` softmax). A kernel whose arguments are cuBLAS's parameter types is cuBLAS's, whatever its
+# name (`dot_kernel<…, cublasDotParams<…>>`: red team 9 named it in a docstring to claim it).
 _TORCH_OWNED = re.compile(
-    r"at::native|at::cuda|c10::|^(void )?(cutlass|cute|sm\d+_|ampere_|volta_|turing_|hopper_|cudnn|"
+    r"at::native|at::cuda|c10::|cublas\w*(Params|Tensor)|^(void )?(cutlass|cute|sm\d+_|ampere_|volta_|turing_|hopper_|cudnn|"
     r"cublas|nvjet|gemmSN_|gemmk1_|gemv2[NT]_|gemvNSP_|gemvx|splitKreduce_|cufft|"
-    r"regular_fft|vector_fft|triton_(poi|red|per|tem)|Memcpy|Memset|elementwise_kernel|"
-    r"vectorized_elementwise|reduce_kernel|xmma|implicit_convolve)", re.I)
+    r"regular_fft|vector_fft|triton_(poi|red|per|tem)|Memcpy|Memset|elementwise_kernel<|"
+    r"vectorized_elementwise|reduce_kernel<|xmma|implicit_convolve)", re.I)
 # ATen ops that move or allocate data rather than compute the problem's function.
 _NON_COMPUTE = re.compile(
     r"aten::(empty|empty_like|empty_strided|zeros|zeros_like|ones|ones_like|full|full_like|fill_|"

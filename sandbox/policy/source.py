@@ -55,9 +55,38 @@ def decorated_kernel_names(source: str) -> set[str]:
     return found
 
 
+# CuPy's generated kernels: the device name is the `name` argument (ElementwiseKernel's fourth, ReductionKernel's
+# seventh); without one CuPy's default, which is no name of the candidate's
+_CUPY_GENERATED = {"ElementwiseKernel": 3, "ReductionKernel": 6}
+
+
+def generated_kernel_names(source: str) -> set[str]:
+    """Names the candidate gives CuPy's generated kernels (`cp.ElementwiseKernel(..., "relu_ew")`, `name=`): an honest
+    ElementwiseKernel was `no_custom_kernel` where only `__global__` and RawKernel names were read (red team 9)."""
+    try:
+        tree = parse_python(source)
+    except (SyntaxError, ValueError):
+        return set()
+    found: set[str] = set()
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        f = n.func
+        kind = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if kind not in _CUPY_GENERATED:
+            continue
+        named = [k.value for k in n.keywords if k.arg == "name"]
+        pos = n.args[_CUPY_GENERATED[kind]] if len(n.args) > _CUPY_GENERATED[kind] else None
+        for v in (*named, pos):
+            if isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.isidentifier():
+                found.add(v.value)
+    return found
+
+
 def custom_kernel_names(source: str) -> tuple[str, ...]:
     """Names of kernels / extension functions the candidate defines itself."""
-    names = set(_CUDA_KERNEL.findall(_LAUNCH_BOUNDS.sub(" ", source))) | decorated_kernel_names(source)
+    names = (set(_CUDA_KERNEL.findall(_LAUNCH_BOUNDS.sub(" ", source))) | decorated_kernel_names(source)
+             | generated_kernel_names(source))
     for pattern in _NAME_PATTERNS:
         names |= set(pattern.findall(source))
     for group in _CPP_FUNCTIONS.findall(source):

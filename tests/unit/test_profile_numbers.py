@@ -75,3 +75,31 @@ def test_a_kernel_the_reference_also_runs_is_not_the_candidates() -> None:
     own = Profile(kernels=(KernelLaunch(name="gemm_p1_kernel(float const*, float const*, float*)", count=1,
                                         custom=True),), torch_ops=("aten::empty",))
     assert custom_kernel_rule(own, ref, cfg) is None
+
+
+def test_a_candidates_own_reduce_kernel_is_its_own_but_pytorchs_templates_are_not() -> None:
+    """Red team 9's honest softmax named `reduce_kernel` (an `extern "C"` kernel: no template arguments) read as
+    PyTorch's; PyTorch's generic kernels are templates, with or without their namespace."""
+    from kevolve.sandbox.common.profile import _is_custom
+
+    own = ("reduce_kernel", "elementwise_kernel")
+    assert _is_custom("reduce_kernel", own) and _is_custom("elementwise_kernel", own)
+    assert not _is_custom("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(at::native::ReduceOp)",
+                          own)
+    assert not _is_custom("void reduce_kernel<512, 1, at::native::ReduceOp<float>>(at::native::ReduceOp)", own)
+    assert not _is_custom("void elementwise_kernel<128, 2, at::native::gpu_kernel_impl<…>>(int, …)", own)
+    # cuBLAS's, by its parameter types, whatever name the candidate's source claims
+    assert not _is_custom("void dot_kernel<float, 128, 0, cublasDotParams<cublasGemvTensor<float const>, "
+                          "cublasGemvTensor<float> > >(cublasDotParams<cublasGemvTensor<float const>, "
+                          "cublasGemvTensor<float> >)", ("dot_kernel",))
+
+
+def test_the_names_given_to_cupys_generated_kernels_are_the_candidates() -> None:
+    from kevolve.sandbox.policy.source import custom_kernel_names
+
+    src = ('import cupy as cp\n_EW = cp.ElementwiseKernel("float32 x", "float32 y", "y = x > 0 ? x : 0", "relu_ew")\n'
+           '_R = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "sumsq_r")\n'
+           '_N = cp.ElementwiseKernel("float32 x", "float32 y", "y = x", name="copy_ew")\n'
+           '_D = cp.ElementwiseKernel("float32 x", "float32 y", "y = x")\n')
+    assert {"relu_ew", "sumsq_r", "copy_ew"} <= set(custom_kernel_names(src))
+    assert "kernel" not in custom_kernel_names(src)
