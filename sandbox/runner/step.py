@@ -364,7 +364,7 @@ class Stepper:
         raw = self._flush_buf.view(torch.uint8)
         for spec in self.specs:
             dtype = getattr(torch, spec.dtype.rsplit(".", 1)[-1])
-            nbytes = math.prod(spec.shape) * torch.empty((), dtype=dtype).element_size()
+            nbytes = math.prod(spec.shape) * dtype.itemsize
             if off + nbytes > raw.numel():
                 return list(sets[(k + 1) % len(sets)])
             views.append(raw[off:off + nbytes].view(dtype).view(spec.shape))
