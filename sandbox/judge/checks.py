@@ -26,7 +26,7 @@ def fingerprint(ts: list[torch.Tensor]) -> tuple[int, ...]:
         if not t.numel():
             out.append(0)
             continue
-        b = t.detach().contiguous().view(torch.uint8).reshape(-1)
+        b = t.detach().contiguous().reshape(-1).view(torch.uint8)  # 0-dim: no byte view
         v = b.view(torch.int32) if b.numel() % 4 == 0 else b
         out += [t.numel(), *_sums(v), int(v[-1])]
     return tuple(out)
@@ -78,7 +78,7 @@ def keyed_print(ts: list[torch.Tensor]) -> tuple[int, ...]:
         if not t.numel():
             out.append(0)
             continue
-        b = t.detach().contiguous().view(torch.uint8).reshape(-1)
+        b = t.detach().contiguous().reshape(-1).view(torch.uint8)  # 0-dim: no byte view
         v = b.view(torch.int32) if b.numel() % 4 == 0 else b
         w = _weights(v.device)
         acc = torch.zeros((), dtype=torch.int64, device=v.device)
@@ -95,8 +95,8 @@ def intact(slot: list[Any], pristine: list[Any]) -> int | None:
         if isinstance(a, torch.Tensor):
             if b.device != a.device:
                 b = b.to(a.device)
-            if not torch.equal(a.contiguous().view(torch.uint8) if a.numel() else a,
-                               b.contiguous().view(torch.uint8) if b.numel() else b):
+            if not torch.equal(a.contiguous().reshape(-1).view(torch.uint8) if a.numel() else a,
+                               b.contiguous().reshape(-1).view(torch.uint8) if b.numel() else b):
                 return i
     return None
 

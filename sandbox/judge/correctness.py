@@ -113,7 +113,7 @@ def has_poison(x: torch.Tensor) -> bool:
         pattern = bits - (1 << (8 * x.element_size())) if bits >= 1 << (8 * x.element_size() - 1) else bits
         return bool((x.contiguous().view(int_dtype) == pattern).any().item())
     if x.numel() and x.element_size() >= 4:  # integer outputs: most bytes 0xA5
-        return bool((x.contiguous().view(torch.uint8) == 0xA5).float().mean().item() > 0.5)
+        return bool((x.contiguous().reshape(-1).view(torch.uint8) == 0xA5).float().mean().item() > 0.5)
     return False
 
 

@@ -115,7 +115,7 @@ def poison_allocator(specs: tuple[OutputSpec, ...], device: torch.device) -> Non
                 int_dtype, bits = POISON_BITS[dtype]
                 t.view(int_dtype).fill_(signed(bits, t.element_size()))
             else:
-                t.view(torch.uint8).fill_(0xA5)
+                t.reshape(-1).view(torch.uint8).fill_(0xA5)  # reshape: a 0-dim tensor has no byte view
             bufs.append(t)
     del bufs
 

@@ -375,8 +375,8 @@ class Stepper:
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    return bool(torch.equal(a.contiguous().view(torch.uint8) if a.numel() else a,
-                            b.contiguous().view(torch.uint8) if b.numel() else b))
+    return bool(torch.equal(a.contiguous().reshape(-1).view(torch.uint8) if a.numel() else a,
+                            b.contiguous().reshape(-1).view(torch.uint8) if b.numel() else b))
 
 
 def is_cuda_error(e: BaseException) -> bool:

@@ -133,6 +133,24 @@ def test_a_reference_that_starts_a_thread_is_still_a_reference(fixtures: Path, t
     assert json.loads(r.stdout)["status"] == "ok", r.stdout
 
 
+SCALAR = ("import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+          "    def forward(self, x):\n        return torch.dot(x, x){}\n")
+
+
+@pytest.mark.parametrize(("scale", "status"), [("", "ok"), (" * 1.01", "incorrect")])
+def test_a_problem_whose_output_is_a_scalar_is_judged(fixtures: Path, tmp_path: Path, shared_home: Path, scale: str,
+                                                      status: str) -> None:
+    """Red team 9 (GPU, a cuBLAS dot): a 0-dim output had no byte view, and every problem with a scalar output
+    (KernelBench's losses) ended `infra_error: judge failed … in fingerprint` on the CPU and the GPU alike."""
+    solution = tmp_path / "dot.py"
+    solution.write_text(SCALAR.format(scale))
+    r = kevolve_eval(str(fixtures / "problems" / "sum_squares.py"), str(solution), "--json", "--allow-torch-only",
+                     cache=shared_home)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["status"] == status, out["reason"]
+
+
 SLEEPY = ("import time\nimport torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
           "    def forward(self, x):\n        time.sleep(0.7)\n        return torch.relu(x)\n")
 

@@ -90,6 +90,26 @@ def _call(n: int, key: str, phase: str, out: torch.Tensor, truth: torch.Tensor):
     return check_call(n, key, phase, [out], [truth], ((0.0, 0.0),), 8.0, 0.1, 0.1)
 
 
+def test_every_print_and_check_takes_a_0_dim_tensor() -> None:
+    """A scalar output (KernelBench's losses) had no byte view: every such problem was an infra_error."""
+    from kevolve.sandbox.judge.checks import fingerprint, intact, keyed_print
+    from kevolve.sandbox.judge.correctness import has_poison
+    from kevolve.sandbox.runner.step import _same
+
+    for dtype in (torch.float32, torch.int64, torch.float16):
+        a, b = torch.tensor(3, dtype=dtype), torch.tensor(4, dtype=dtype)
+        assert fingerprint([a]) == fingerprint([a.clone()]) != fingerprint([b])
+        assert keyed_print([a]) == keyed_print([a.clone()]) != keyed_print([b])
+        assert intact([a], [a.clone()]) is None and intact([a], [b]) == 0
+        assert _same(a, a.clone()) and not _same(a, b)
+        assert not has_poison(a)
+    from kevolve.sandbox.common.protocol import OutputSpec
+    from kevolve.sandbox.runner.integrity import poison_allocator
+
+    poison_allocator((OutputSpec(shape=(), dtype="torch.int64"), OutputSpec(shape=(), dtype="torch.float32")),
+                     torch.device("cpu"))
+
+
 def test_classification_names_the_cache_the_poison_and_the_late_failure() -> None:
     from kevolve.sandbox.judge.checks import Ledger, classify, fingerprint
     from kevolve.sandbox.common.harness import POISON_BITS
