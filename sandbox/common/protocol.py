@@ -52,6 +52,8 @@ class RunnerJob(Record):
     may_alias_inputs: bool = Field(default=False, description=(
         "the reference's own outputs share memory with its inputs (a view): a candidate's may too; otherwise a "
         "candidate's output that does is rejected (aliases_input: the harness's staging copy would do its work)"))
+    gate: str | None = Field(default=None, description=(
+        "the file in the runner's scratch holding a timed batch's gate words (common/gate.py)"))
     check_symbols: bool = Field(default=True, description=(
         "check every built extension's imported symbols before loading it (sandbox/build/symbols.py); off only "
         "where the policy allows native code"))

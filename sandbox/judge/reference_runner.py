@@ -21,6 +21,7 @@ from kevolve.sandbox.common.timing import stats
 from kevolve.sandbox.judge.schedule import enough
 from kevolve.sandbox.judge.facts import ForgedAnswer
 from kevolve.sandbox.judge.flush import Flusher
+from kevolve.sandbox.judge.gated import Gate, enabled as gated_on, request as gated_request
 
 from kevolve.sandbox.judge.slots import Slots, _plain, staging_sets
 
@@ -54,11 +55,15 @@ class ReferenceRunner:
         self.slots = Slots(state.pristine(state.pool + timing + fresh), True, folder, device,
                            hidden=timing + fresh, min_slots=self.room if timing else 1)
         self.staging = staging_sets(state, self.room, folder, device)
+        # gated as the candidate's are, so that both windows hold the same work (gated.py)
+        self.gate = Gate(self.runner.scratch, self.staging, self.slots, device) \
+            if gated_on(self.cuda) and self.room > 1 else None
         job = RunnerJob(role=role, source=state.problem.source, init_seed=state.seed,  # type: ignore[arg-type]
                         init_args=encode_args(state.init_args), slots=self.slots.encodings(),
                         staging=tuple(s.ref.model_dump() for s in self.staging[0]),
                         staging_sets=tuple(tuple(s.ref.model_dump() for s in st) for st in self.staging[1:]),
-                        outputs=state.specs, cache_dir=str(config.cache_dir), threads=threads)
+                        outputs=state.specs, cache_dir=str(config.cache_dir), threads=threads,
+                        gate=self.gate.name if self.gate is not None else None)
         gone = self.runner.wait_warm(STARTUP_S)
         if gone is not None:
             raise h.StageError("infra_error", f"the {role} runner failed to start: {gone.log_tail[-200:]}")
@@ -72,6 +77,8 @@ class ReferenceRunner:
                                    f"{limit:g} s); raise --timeout" if isinstance(msg, Gone) and msg.timed_out else
                                    f"the reference failed to load in its runner: {_why(msg)}"))
         self.slots.hide()  # mapped by the runner: no name another process could open them by
+        if self.gate is not None:
+            self.gate.hide()
         for st in self.staging:
             for b in st:
                 b.hide()
@@ -102,13 +109,16 @@ class ReferenceRunner:
         CPU in the window and in the vetting (`last_cpu`), as `call`'s."""
         nonce = secrets.randbits(62) + 1
         cpu0 = self.runner.precise_cpu_seconds()
-        picks = self.slots.slots_for(keys)
+        calls = len(keys) or null  # null: calls of the harness alone (clock.harness_ms)
+        gate = self.gate if self.gate is not None and (self.gate.gates(keys) or (not keys and null > 1)) else None
+        picks = self.slots.slots_for(keys, 1 if gate is not None else None)
         if flush is not None:
             flush()
         t0 = time.perf_counter()
-        calls = len(picks) or null  # null: calls of the harness alone (clock.harness_ms)
-        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(calls)), "nonce": nonce,
-                                   "fence": FENCE, "null": 0 if picks else null}, deadline)
+        cmd = {"op": "batch", "slots": picks, "stage": list(range(calls)), "nonce": nonce, "fence": FENCE,
+               "null": 0 if picks else null, "gate": gate is not None}
+        msg = self.runner.request(cmd, deadline) if gate is None else \
+            gated_request(self.runner, gate, cmd, deadline, calls, gate.between(keys, picks))
         self.last_window_ms = (time.perf_counter() - t0) * 1e3
         cpu_a = self.runner.precise_cpu_seconds()
         res = self._read(msg, nonce, "call")

@@ -317,6 +317,7 @@ class Judge:
                             build_dir=runner.build_path, confine_writes=confine,
                             custom_kernel_names=custom_kernel_names(cand.source), threads=self.threads,
                             may_alias_inputs=state.aliases_inputs,
+                            gate=session.gate.name if session.gate is not None else None,
                             check_symbols=not {"native", "all"} & set(config.policy_allow))
             runner.watch(config.memory_limit_gb)
             facts = session.run(cand, job.model_dump())

@@ -25,6 +25,7 @@ from kevolve.sandbox.judge.runner_proc import Gone, RunnerProcess
 from kevolve.sandbox.judge.schedule import FRESH_EVERY, slow_limit_ms, stop_reason, too_slow_reason
 from kevolve.sandbox.judge.facts import Facts, ForgedAnswer, Verdict
 from kevolve.sandbox.judge.flush import Flusher, Pad
+from kevolve.sandbox.judge.gated import Gate, enabled as gated_on, request as gated_request
 from kevolve.sandbox.judge.slots import Slots, staging_sets
 from kevolve.sandbox.judge.truths import DeviceTruths
 
@@ -64,6 +65,9 @@ class Session:
         # a timed batch's k-th call stages its outputs into set k (clock.py); set 0 serves single calls
         self.staging_sets = staging_sets(state, self.batch_n, folder, device)
         self.staging = self.staging_sets[0]
+        # a timed batch's call k+1 gets its values once call k's outputs are the judge's (gated.py)
+        self.gate = Gate(runner.scratch, self.staging_sets, self.slots, device) \
+            if gated_on(config.is_cuda) and self.batch_n > 1 else None
         self.deadline, self.n, self.last_key, self.pad = 0.0, 0, None, Pad()  # last_key: the last single call's draw
         self.eta = Eta(plan_of(self))  # the live line's bound on the time left (eta.py)
 
@@ -167,13 +171,17 @@ class Session:
         nonce = secrets.randbits(62) + 1
         # CPU read still frozen (a sliver after the thaw counted as between calls: 0.024 s/17 calls), then thawed
         cpu0 = self.runner.precise_cpu_seconds() if not self.config.is_cuda or phase in _CPU_PHASES else None
-        picks = self._stage(keys) if self.runner.freezes else None
+        calls = len(keys) or null  # null: calls of the harness alone, no model (clock.harness_ms)
+        gate = self.gate if self.gate is not None and (self.gate.gates(keys) or (not keys and null > 1)) else None
+        fill = 1 if gate is not None else None  # gated: the others copied in between the calls (gated.py)
+        picks = self._stage(keys, fill) if self.runner.freezes else None
         t_send = time.perf_counter()
         self.runner.freeze(False)
-        picks = self._stage(keys) if picks is None else picks
-        calls = len(keys) or null  # null: calls of the harness alone, no model (clock.harness_ms)
-        msg = self.runner.request({"op": "batch", "slots": picks, "stage": list(range(calls)), "nonce": nonce,
-                                   "fence": FENCE, "null": 0 if keys else null}, self.deadline)
+        picks = self._stage(keys, fill) if picks is None else picks
+        cmd = {"op": "batch", "slots": picks, "stage": list(range(calls)), "nonce": nonce, "fence": FENCE,
+               "null": 0 if keys else null, "gate": gate is not None}
+        msg = self.runner.request(cmd, self.deadline) if gate is None else \
+            gated_request(self.runner, gate, cmd, self.deadline, calls, gate.between(keys, picks))
         window = (time.perf_counter() - t_send) * 1e3
         self.runner.freeze(True)  # from its account until every staged set is compared, its CPU read frozen (red team 3)
         cpu_a = self.runner.precise_cpu_seconds() if cpu0 is not None else None
@@ -190,7 +198,8 @@ class Session:
         t0 = time.perf_counter()
         for k, (key, i) in enumerate(zip(keys, picks, strict=True)):
             self.n += 1
-            staged = [s.tensor for s in self.staging_sets[k]] if res.staged else None
+            staged = None if not res.staged else gate.staged(k, calls) if gate is not None else \
+                [s.tensor for s in self.staging_sets[k]]
             note = "" if res.staged else (f"{len(res.outputs)} outputs {[f'{o.dtype}{list(o.shape)}' for o in res.outputs]}, "
                                           f"expected {[f'{o.dtype}{list(o.shape)}' for o in self.state.specs]}")
             self.facts.ledger.add(check_call(self.n, key, phase, staged, self.truths.get(key),
@@ -215,8 +224,8 @@ class Session:
             self._too_slow(each)
         return kept
 
-    def _stage(self, keys: list[str]) -> list[int]:
-        picks = self.slots.slots_for(keys)
+    def _stage(self, keys: list[str], fill: int | None = None) -> list[int]:
+        picks = self.slots.slots_for(keys, fill)
         self.flush()
         return picks
 
@@ -297,6 +306,8 @@ class Session:
             self.slots.hide()  # mapped by the runner (transport.SharedBuffer.hide)
             for s in self.staging:
                 s.hide()
+            if self.gate is not None:
+                self.gate.hide()
             return
         self._answer(msg)  # a failure report, or the runner gone
         raise Verdict("crashed", "bad_report: the runner answered its job with something else")
@@ -448,6 +459,8 @@ class Session:
         self.slots.free()
         for s in self.staging:
             s.free()
+        if self.gate is not None:
+            self.gate.free()
 
 
 __all__ = ["Session"]

@@ -128,11 +128,16 @@ class Slots:
             raise ValueError(f"draw {key} has other non-tensor inputs")
         return i
 
-    def slots_for(self, keys: list[str]) -> list[int]:
+    def slots_for(self, keys: list[str], fill: int | None = None) -> list[int]:
         """A slot for each of `keys` (a batch; a key repeated reads the same slot), filled where it does not
-        already hold its values."""
+        already hold its values; only the first `fill` keys' where given (a gated batch: the judge copies the
+        others in between the calls, judge/gated.py)."""
         picked: list[int] = []
-        for key in keys:
+        for n, key in enumerate(keys):
+            if fill is not None and n >= fill:  # a slot of its own, not filled: no slot holds this key (Gate.gates)
+                taken = set(picked) | {i for i, s in enumerate(self.slots) if s.holds in keys}
+                picked.append(next(i for i in range(len(self.slots)) if i not in taken))
+                continue
             held = [i for i, s in enumerate(self.slots) if s.holds == key]
             if held:
                 picked.append(held[0])

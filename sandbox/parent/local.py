@@ -75,7 +75,7 @@ class JudgeClient:
         env[pycache.ROOT_VAR] = str(pycache.default_root())  # the user's cache, not the judge's scratch HOME
         # the judge's own switches (side by side, tests)
         for var in ("KEVOLVE_FUSED_COMPARE", "KEVOLVE_RESIDENCY", "KEVOLVE_REMADE_TIMING", "KEVOLVE_GPU_FENCE",
-                    "KEVOLVE_GPU_TIMING_DRAWS"):
+                    "KEVOLVE_GPU_TIMING_DRAWS", "KEVOLVE_GPU_NET", "KEVOLVE_GATE"):
             if var in os.environ:
                 env[var] = os.environ[var]
         cores = lambda c: ",".join(map(str, sorted(c))) if c else ""  # noqa: E731

@@ -125,6 +125,7 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
     from kevolve.sandbox.common.protocol import StepResult
     from kevolve.sandbox.runner.step import Stepper, now
     from kevolve.sandbox.common.transport import TensorRef, open_ref, unshare
+    from kevolve.sandbox.common.gate import Words
 
     torch.set_num_threads(max(1, job.threads))
     before = settings.snapshot()  # after the judge pinned us, before any of the model's code
@@ -134,6 +135,7 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
     sets = (tuple(staging), *(tuple(open_ref(TensorRef.model_validate(r), scratch, device) for r in refs)
                              for refs in job.staging_sets))
     slots = [unshare(s, scratch, device) for s in job.slots]
+    gate = Words(scratch, job.gate) if job.gate else None  # a timed batch's gate (common/gate.py)
     # A reference is trusted code: torch.compile's reference of KernelBench L2 90 left a thread behind a
     # vetted call, its first call already made (H100 under bubblewrap, 2026-11-24: "background_thread", no
     # torch.compile time). The thread rule is for candidates; a reference's outputs are checked as before.
@@ -190,7 +192,7 @@ def serve(ch: Any, job: Any, scratch: Path, device: Any, guards: Any) -> None:
             picks = [int(i) for i in cmd["slots"]]  # type: ignore[index]
             stage = [holder.sets[int(j)] if job.staging else () for j in cmd["stage"]]  # type: ignore[index]
             res, vet = stepper.batch(model, [slots[i] for i in picks], stage, str(cmd.get("fence", "full")),
-                                     int(cmd.get("null", 0)))
+                                     int(cmd.get("null", 0)), gate if cmd.get("gate") else None)
             ch.send(res.model_copy(update={"nonce": nonce}).model_dump())
             # nothing more until the judge has read this runner's CPU time at the account (clock.py): the
             # vetting's work must not run into that reading

@@ -8,6 +8,7 @@ functions are the references `timing.py` captured before any candidate code ran.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ import torch
 
 from kevolve.sandbox.build import compile as build
 from kevolve.sandbox.common import cuda_rt
+from kevolve.sandbox.common.gate import DONE, GO
 from kevolve.sandbox.runner import integrity
 from kevolve.sandbox.runner.pad import Pad
 from kevolve.sandbox.common import harness as h
@@ -83,6 +85,14 @@ def _sync_residual(end: Any) -> float:
     t2 = _perf()
     _cuda_sync()  # type: ignore[misc]  # nothing queued now: what a sync costs in this process
     return ((t2 - t) - (_perf() - t2)) * 1e3
+
+
+_PPID = os.getppid()
+
+
+def _orphaned() -> bool:
+    """The judge that started this runner is gone (a gated batch's wait gives up)."""
+    return os.getppid() != _PPID
 
 
 def _settle(ev: Any) -> None:
@@ -278,7 +288,7 @@ class Stepper:
 
 
     def batch(self, model: Any, xs: Sequence[Sequence[Any]], sets: Sequence[Sequence[torch.Tensor]],
-              fence: str = "full", null: int = 0) -> tuple[StepResult, Callable[[], None]]:
+              fence: str = "full", null: int = 0, gate: Any = None) -> tuple[StepResult, Callable[[], None]]:
         """Calls back to back on `xs`, the k-th one's outputs staged into `sets[k]`, then one device-wide
         sync; then the account (the judge's clock stops there) and the vetting.
 
@@ -295,7 +305,10 @@ class Stepper:
 
         `null` (with no `xs`): that many calls that are the harness alone, no model: outputs of the problem's
         shapes (`_null_outputs`, harness memory) checked, staged and fenced as a call's are; what a call of the
-        harness costs beside forward (clock.harness_ms)."""
+        harness costs beside forward (clock.harness_ms).
+
+        `gate` (common/gate.Words, the judge's): call k+1 waits for the judge's GO, and each call says DONE once
+        its outputs are staged and on the device (the judge copies them, then copies the next call's values in)."""
         vet_threads = self.vet_threads
         alias = self.may_alias_inputs
         threads = getattr(self, "_threads", None)
@@ -309,6 +322,8 @@ class Stepper:
         fenced = self.cuda and fence in ("full", "after")
         work = list(zip(xs, sets, strict=True)) if not null else [(None, d) for d in sets[:null]]
         for k, (x, dst) in enumerate(work):
+            if gate is not None and k and not gate.wait(GO, k, _orphaned):
+                raise h.StageError("crashed", "harness: the judge called off a gated batch")
             outs = call(model, x) if x is not None else self._null_outputs(k, sets)
             if fenced and fence == "full":
                 _settle(self._fence)  # every stream's work of this call done before its staging
@@ -324,6 +339,10 @@ class Stepper:
                 _settle(self._fence)  # the staging done before the next call is queued
             staged = staged and fits
             outs_all.append(outs)
+            if gate is not None:
+                if self.cuda and not fenced:
+                    _cuda_sync()  # type: ignore[misc]  # staged and on the device before the judge copies it
+                gate.w[DONE] = k + 1
         if self.cuda:
             _cuda_sync()  # type: ignore[misc]  # device-wide: every stream's work is inside the window
         host_ms = (_perf() - h0) * 1e3

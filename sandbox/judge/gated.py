@@ -1,0 +1,117 @@
+"""The judge's end of a timed batch's gate (common/gate.py): call k+1's values copied in only once call k's
+outputs are the judge's own copy.
+
+Both sides run it, the candidate's runner and the reference's, so both windows hold the same work: per call
+after the first, one wait, a copy of the outputs, a copy of the next draw in, a sync of the judge's stream.
+On by default on a GPU (where a batch lookahead paid: red team 9, H200 2026-11-29); `KEVOLVE_GATE=on|off`
+overrides, the judge's own environment (parent/local.py), for the CPU and for a measurement side by side.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kevolve.sandbox.common.gate import ABORT, DONE, GO, Words
+
+GATE = os.environ.get("KEVOLVE_GATE", "").lower()
+
+
+def enabled(is_cuda: bool) -> bool:
+    """Gated batches for a runner on this device (GATE above)."""
+    if GATE in ("1", "on", "yes"):
+        return True
+    return is_cuda and GATE not in ("0", "off", "no")
+
+
+class Gate:
+    """One runner's gate, its staging sets and its slots (slots.Slots)."""
+
+    def __init__(self, scratch: Path, sets: Sequence[Sequence[Any]], slots: Any, device: torch.device) -> None:
+        self.words = Words(scratch)
+        self.sets, self.slots, self.device = sets, slots, device
+        self._snaps: dict[int, list[torch.Tensor]] = {}  # the judge's copies of sets[k], made when first needed
+
+    @property
+    def name(self) -> str:
+        return self.words.name
+
+    def hide(self) -> None:
+        self.words.hide()
+
+    def gates(self, keys: list[str]) -> bool:
+        """A batch of these draws is gated: two calls or more, each on a draw of its own that no slot holds yet
+        past the first (the never-seen draws a timed batch uses; a batch that rotates through seen draws has
+        nothing left to hide)."""
+        if len(keys) < 2 or len(set(keys)) != len(keys) or len(keys) > len(self.slots.slots):
+            return False
+        held = {s.holds for s in self.slots.slots}
+        return not held & set(keys[1:])
+
+    def snapshot(self, k: int) -> list[torch.Tensor]:
+        """The judge's copy of staging set k as the runner left it when it said call k was done."""
+        snap = self._snaps.get(k)
+        if snap is None:
+            snap = self._snaps[k] = [torch.empty_like(b.tensor) for b in self.sets[k]]
+        for d, b in zip(snap, self.sets[k], strict=True):
+            d.copy_(b.tensor)
+        return snap
+
+    def between(self, keys: list[str], picks: list[int]) -> Callable[[int], None]:
+        """What the judge does after call k says DONE: copy its outputs, copy call k+1's values in, sync."""
+        def step(k: int) -> None:
+            self.snapshot(k)
+            if keys and not self.slots.refill(picks[k + 1], keys[k + 1]):
+                raise ValueError(f"draw {keys[k + 1]} has other non-tensor inputs")
+            if self.device.type == "cuda":
+                torch.cuda.current_stream(self.device).synchronize()
+        return step
+
+    def staged(self, k: int, calls: int) -> list[torch.Tensor]:
+        """What call k of a gated batch is judged on: the judge's copy, the last call's set as it stands (no
+        value comes after it; the runner is frozen from its account until the comparison)."""
+        return self._snaps[k] if k < calls - 1 else [b.tensor for b in self.sets[k]]
+
+    def free(self) -> None:
+        self._snaps.clear()
+
+
+def request(runner: Any, gate: Gate, msg: dict[str, Any], deadline: float, calls: int,
+            step: Callable[[int], None]) -> Any:
+    """`runner.request` of a gated batch: the command, then the judge's part between its calls, then its
+    answer. The runner answering early (an error), dying or passing the deadline ends the gate (ABORT): its
+    answer is read as any other."""
+    from kevolve.sandbox.common.channel import ChannelClosed
+
+    w = gate.words
+    w.reset()
+    runner.freeze(False)
+    try:
+        runner.ch.send(msg, alive=runner.alive)
+    except ChannelClosed:
+        return runner._closed()
+
+    def stop() -> bool:
+        return (time.monotonic() > deadline or not runner.alive()
+                or bool(select.select([runner.ch.rfd], [], [], 0)[0]))
+
+    for k in range(calls - 1):
+        if not w.wait(DONE, k + 1, stop):
+            w.w[ABORT] = 1
+            break
+        try:
+            step(k)
+        except BaseException:
+            w.w[ABORT] = 1  # the runner stops waiting; the judge's own failure goes on up
+            raise
+        w.w[GO] = k + 1
+    return runner.receive(deadline)
+
+
+__all__ = ["GATE", "Gate", "enabled", "request"]
