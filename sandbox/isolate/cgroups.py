@@ -125,8 +125,12 @@ def home() -> CgroupHome | Unavailable:
         path.mkdir(exist_ok=True)
     except OSError as e:
         return Unavailable(f"cgroup v2 not writable: {own}: {e.strerror}")
-    kill_file = (path / "cgroup.kill").exists()
-    if not kill_file and not (path / "cgroup.freeze").exists():
+    try:  # a slice another user made (root's, before) reads as EACCES to this one: not delegated, not an error
+        kill_file = (path / "cgroup.kill").exists()
+        freeze_file = (path / "cgroup.freeze").exists()
+    except OSError as e:
+        return Unavailable(f"cgroup v2 not readable: {path}: {e.strerror}")
+    if not kill_file and not freeze_file:
         return Unavailable("this kernel has neither cgroup.kill (5.14) nor cgroup.freeze (5.2)")
     why = _joins(path)
     if why:

@@ -37,6 +37,8 @@ class Gate:
         self.words = Words(scratch)
         self.sets, self.slots, self.device = sets, slots, device
         self._snaps: dict[int, list[torch.Tensor]] = {}  # the judge's copies of sets[k], made when first needed
+        self._ready: dict[str, tuple[list[Any], tuple[int, ...]]] = {}  # `prepare`
+        self._ev = torch.cuda.Event() if device.type == "cuda" else None
 
     @property
     def name(self) -> str:
@@ -63,14 +65,31 @@ class Gate:
             d.copy_(b.tensor)
         return snap
 
+    def prepare(self, keys: list[str]) -> None:
+        """Before the command (outside the judge's window): the values of calls 1.. made, on the device, and
+        printed where their slot keeps a print, in the judge's own memory. Made between the calls they cost
+        0.3 ms a call on both sides (the draws made again and their keyed prints, H200 2026-11-29)."""
+        from kevolve.sandbox.judge.checks import keyed_print
+
+        self._ready: dict[str, tuple[list[Any], tuple[int, ...]]] = {}
+        slot = self.slots.slots[0]
+        for key in keys[1:]:
+            pristine = self.slots.pristine[key]
+            values = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in pristine]
+            kept = slot.needs_print(key in self.slots.lazy, pristine)
+            tensors = [v for v, b in zip(values, slot.bufs, strict=True) if b is not None]
+            self._ready[key] = (values, keyed_print(tensors) if kept else ())
+
     def between(self, keys: list[str], picks: list[int]) -> Callable[[int], None]:
         """What the judge does after call k says DONE: copy its outputs, copy call k+1's values in, sync."""
         def step(k: int) -> None:
             self.snapshot(k)
-            if keys and not self.slots.refill(picks[k + 1], keys[k + 1]):
+            if keys and not self.slots.slots[picks[k + 1]].put(keys[k + 1], *self._ready.pop(keys[k + 1])):
                 raise ValueError(f"draw {keys[k + 1]} has other non-tensor inputs")
-            if self.device.type == "cuda":
-                torch.cuda.current_stream(self.device).synchronize()
+            if self.device.type == "cuda":  # spun on, not slept on: a plain sync woke 0.07-0.16 ms late (runner/step.py)
+                self._ev.record(torch.cuda.current_stream(self.device))
+                while not self._ev.query():
+                    pass
         return step
 
     def staged(self, k: int, calls: int) -> list[torch.Tensor]:
@@ -80,6 +99,7 @@ class Gate:
 
     def free(self) -> None:
         self._snaps.clear()
+        self._ready = {}
 
 
 def request(runner: Any, gate: Gate, msg: dict[str, Any], deadline: float, calls: int,

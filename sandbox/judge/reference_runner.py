@@ -111,6 +111,8 @@ class ReferenceRunner:
         cpu0 = self.runner.precise_cpu_seconds()
         calls = len(keys) or null  # null: calls of the harness alone (clock.harness_ms)
         gate = self.gate if self.gate is not None and (self.gate.gates(keys) or (not keys and null > 1)) else None
+        if gate is not None:
+            gate.prepare(keys)
         picks = self.slots.slots_for(keys, 1 if gate is not None else None)
         if flush is not None:
             flush()

@@ -174,6 +174,8 @@ class Session:
         calls = len(keys) or null  # null: calls of the harness alone, no model (clock.harness_ms)
         gate = self.gate if self.gate is not None and (self.gate.gates(keys) or (not keys and null > 1)) else None
         fill = 1 if gate is not None else None  # gated: the others copied in between the calls (gated.py)
+        if gate is not None:
+            gate.prepare(keys)
         picks = self._stage(keys, fill) if self.runner.freezes else None
         t_send = time.perf_counter()
         self.runner.freeze(False)

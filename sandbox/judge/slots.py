@@ -53,6 +53,22 @@ class Slot:
         self.print_ = self._print() if by_print or self._host(pristine) else ()
         return True
 
+    def put(self, key: str, values: list[Any], print_: tuple[int, ...]) -> bool:
+        """`fill` from values the judge made ready beforehand on this slot's device, with their print where one
+        is kept (judge/gated.py: only the copies run between a gated batch's calls)."""
+        for i, v in enumerate(values):
+            if self.bufs[i] is None and v != self.values[i]:
+                return False
+        for b, v in zip(self.bufs, values, strict=True):
+            if b is not None:
+                b.tensor.copy_(v)
+        self.holds, self.print_ = key, print_
+        return True
+
+    def needs_print(self, key_lazy: bool, pristine: list[Any]) -> bool:
+        """Whether `fill` keeps a keyed print of these values (made again, or kept on the host)."""
+        return key_lazy or self._host(pristine)
+
     def _host(self, pristine: list[Any]) -> bool:
         return any(isinstance(v, torch.Tensor) and b is not None and v.device != b.tensor.device
                    for v, b in zip(pristine, self.bufs, strict=True))

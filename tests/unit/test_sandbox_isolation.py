@@ -304,3 +304,24 @@ def test_a_runner_keeps_only_the_listed_variables_and_no_login_in_an_address(mon
     assert not set(leaks) & set(env), set(leaks) & set(env)
     assert all(env[k] == v for k, v in kept.items())
     assert all(is_private(k) for k in leaks) and not any(is_private(k) for k in kept)
+
+
+def test_a_cgroup_slice_this_user_cannot_read_is_unavailable_not_an_error(tmp_path, monkeypatch) -> None:
+    """A non-root user on a GPU machine where root's evaluations made the slice (H200, 2026-11-29): its
+    `cgroup.kill` raised EACCES and every evaluation was `infra_error: judge failed … in home`."""
+    import pathlib
+
+    from kevolve.sandbox.isolate import cgroups
+
+    (tmp_path / cgroups.SLICE).mkdir()
+    monkeypatch.setattr(cgroups, "own_cgroup", lambda: tmp_path)
+    real = pathlib.Path.exists
+
+    def exists(self, *a, **kw):  # noqa: ANN001, ANN202
+        if self.parent.name == cgroups.SLICE and self.name.startswith("cgroup."):
+            raise PermissionError(13, "Permission denied")
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(pathlib.Path, "exists", exists)
+    got = cgroups.home.__wrapped__()
+    assert isinstance(got, cgroups.Unavailable) and "not readable" in got.reason, got
