@@ -3,8 +3,14 @@ outputs are the judge's own copy.
 
 Both sides run it, the candidate's runner and the reference's, so both windows hold the same work: per call
 after the first, one wait, a copy of the outputs, a copy of the next draw in, a sync of the judge's stream.
-On by default on a GPU (where a batch lookahead paid: red team 9, H200 2026-11-29); `KEVOLVE_GATE=on|off`
-overrides, the judge's own environment (parent/local.py), for the CPU and for a measurement side by side.
+
+Off unless `KEVOLVE_GATE=on` (the judge's own environment, parent/local.py). Measured on the H200 (2026-11-29,
+docs/BENCHMARKS.md): gated, red team 9's lookaheads were incorrect or gained nothing (a CuPy cumprod 3.3x its
+honest twin ungated, 0.75x gated), but every call of both sides cost about 0.3 ms more (eager's ReLU 0.11 ->
+0.42 ms a call), which pulls every small kernel's speed towards 1x; the draws made ahead of the command did not
+change that. Likely cause, not yet measured apart: the judge's copies are GPU work of a second process, and the
+GPU switches between the two processes' contexts twice a call. On the CPU the gate costs about 0.05 ms a call
+of wall time and none of the runner's CPU time, which is what the CPU clock reads.
 """
 
 from __future__ import annotations
@@ -24,10 +30,9 @@ GATE = os.environ.get("KEVOLVE_GATE", "").lower()
 
 
 def enabled(is_cuda: bool) -> bool:
-    """Gated batches for a runner on this device (GATE above)."""
-    if GATE in ("1", "on", "yes"):
-        return True
-    return is_cuda and GATE not in ("0", "off", "no")
+    """Gated batches for a runner on this device (GATE above: off unless asked for, on either device)."""
+    del is_cuda  # the default may come to differ by device once the GPU's cost is cut (module docstring)
+    return GATE in ("1", "on", "yes")
 
 
 class Gate:

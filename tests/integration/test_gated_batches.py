@@ -1,6 +1,7 @@
 """Gated batches (judge/gated.py, common/gate.py) through `kevolve eval` on the CPU: real judge, real runners.
 
-On by default on a GPU only; KEVOLVE_GATE=on turns them on here, where CI can run the protocol end to end."""
+Off by default (their cost on a GPU: judge/gated.py); KEVOLVE_GATE=on turns them on here, where CI runs the protocol
+end to end."""
 
 from __future__ import annotations
 
