@@ -43,13 +43,8 @@ class Slot:
     def fill(self, key: str, pristine: list[Any], by_print: bool = False) -> bool:
         """Copy a draw's values in; False if its non-tensor arguments differ from this slot's. `by_print`: the
         pristine values are made again when asked for (residency "regenerated"): checked by keyed print."""
-        for i, v in enumerate(pristine):
-            if self.bufs[i] is None and v != self.values[i]:
-                return False
-        for b, v in zip(self.bufs, pristine, strict=True):
-            if b is not None:
-                b.tensor.copy_(v)
-        self.holds = key
+        if not self.put(key, pristine, ()):
+            return False
         self.print_ = self._print() if by_print or self._host(pristine) else ()
         return True
 
